@@ -1,0 +1,3 @@
+from partner_repo.cli import main
+
+main()

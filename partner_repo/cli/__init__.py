@@ -1,0 +1,7 @@
+"""The ``partner-repo`` command line. Each command group lives in its own module and registers on ``main``."""
+
+from __future__ import annotations
+
+from partner_repo.cli.app import main
+
+__all__ = ["main"]

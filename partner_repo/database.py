@@ -1,0 +1,86 @@
+"""Opening a database and binding the documents to it.
+
+Every repository, service and query class is handed the database it works on (``Repo(database)``); nothing
+reads a global connection. The type is structural (``MongoDatabase``): a Motor database, mongomock-motor's
+in-memory one, or a test wrapper around either.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, TypeAlias
+
+from beanie import init_beanie
+from motor.motor_asyncio import AsyncIOMotorClient
+from pymongo.errors import PyMongoError
+
+from partner_repo.errors import ConnectionFailed
+from partner_repo.indexes import ALL_INDEXES
+from partner_repo.models import MemoryCore, MemoryUnit
+
+MongoDatabase: TypeAlias = Any
+"""A Motor database (real or mongomock-motor's), or anything with the same async collection interface."""
+
+DOCUMENT_MODELS: list[type[Any]] = [MemoryUnit, MemoryCore]
+
+
+async def init_repository(database: MongoDatabase, *, create_indexes: bool = True) -> MongoDatabase:
+    """Register the documents with Beanie on ``database`` and (unless told not to) create the indexes.
+
+    Services that leave index creation to migrations pass ``create_indexes=False``.
+    """
+    await init_beanie(database=database, document_models=DOCUMENT_MODELS, skip_indexes=True)
+    if create_indexes:
+        for collection, indexes in ALL_INDEXES.items():
+            await database[collection].create_indexes(indexes)
+    return database
+
+
+def in_memory_database(db_name: str = "partner") -> MongoDatabase:
+    """A fresh embedded in-memory database (mongomock-motor): no server, nothing persists."""
+    from mongomock_motor import AsyncMongoMockClient
+
+    return AsyncMongoMockClient(tz_aware=True)[db_name]
+
+
+async def connect(
+    uri: str | None = None,
+    db_name: str = "partner",
+    *,
+    create_indexes: bool = True,
+    server_selection_timeout_ms: int = 5000,
+    **client_options: Any,
+) -> MongoDatabase:
+    """Return a ready database: the in-memory backend when ``uri`` is None, the MongoDB at ``uri`` otherwise.
+
+    A server that cannot be reached raises :class:`ConnectionFailed` naming the host (password masked).
+    """
+    if uri is None:
+        database = in_memory_database(db_name)
+    else:
+        client: AsyncIOMotorClient[Any] = AsyncIOMotorClient(
+            uri,
+            tz_aware=True,
+            serverSelectionTimeoutMS=server_selection_timeout_ms,
+            **client_options,
+        )
+        database = client[db_name]
+        try:
+            await database.command("ping")
+        except PyMongoError as exc:
+            client.close()
+            raise ConnectionFailed(f"cannot reach MongoDB at {mask_uri(uri)}: {_first_line(exc)}") from None
+    return await init_repository(database, create_indexes=create_indexes)
+
+
+_CREDENTIALS = re.compile(r"^(?P<scheme>mongodb(?:\+srv)?://)(?P<user>[^:@/]*):[^@/]*@")
+
+
+def mask_uri(uri: str) -> str:
+    """The URI with its password replaced by ``***`` so it can be logged or shown."""
+    return _CREDENTIALS.sub(lambda m: f"{m['scheme']}{m['user']}:***@", uri)
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__

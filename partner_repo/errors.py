@@ -1,0 +1,50 @@
+"""One exception hierarchy for everything partner-repo refuses or cannot do.
+
+Callers catch :class:`PartnerRepoError` to handle every library failure; the subclasses say what went wrong
+precisely enough to act on (retry a conflict, fix the input, open a new unit).
+"""
+
+from __future__ import annotations
+
+
+class PartnerRepoError(Exception):
+    """Root of every error partner-repo raises on purpose."""
+
+
+class InvalidInput(PartnerRepoError, ValueError):
+    """The caller's input breaks the model (unknown role, blank id, negative count...); nothing was written."""
+
+
+class NotFound(PartnerRepoError, LookupError):
+    """The unit, slice or core asked for does not exist."""
+
+
+class ConflictError(PartnerRepoError):
+    """Another writer changed the document first (a stale copy was saved); reload and try again."""
+
+
+class DuplicateSliceId(ConflictError):
+    """A slice id is already used by another unit; slice ids are unique across the whole collection."""
+
+    def __init__(self, slice_id: str, other_unit_id: str | None) -> None:
+        where = f"unit {other_unit_id!r}" if other_unit_id else "another unit"
+        super().__init__(f"slice id {slice_id!r} is already used by {where}")
+        self.slice_id = slice_id
+        self.other_unit_id = other_unit_id
+
+
+class UnitTooLarge(PartnerRepoError):
+    """The write would take a unit past MongoDB's 16 MiB document limit; it was not sent."""
+
+    def __init__(self, unit_id: str, size_bytes: int, limit_bytes: int) -> None:
+        super().__init__(
+            f"unit {unit_id!r} would be {size_bytes} bytes, over the {limit_bytes}-byte document limit; "
+            "open a new memory session (a continuation unit) instead"
+        )
+        self.unit_id = unit_id
+        self.size_bytes = size_bytes
+        self.limit_bytes = limit_bytes
+
+
+class ConnectionFailed(PartnerRepoError):
+    """The MongoDB server named by the URI could not be reached; the message names the host, never a password."""

@@ -1,0 +1,36 @@
+"""Every index the library relies on, in one place.
+
+``init_repository`` and the index migration create exactly these. The slice-id index is unique and *partial*:
+without the filter, every unit with no slices would index a null ``slices.id`` and the second such unit would
+collide. mongomock ignores uniqueness on multikey indexes, so the repositories check slice ids in code as well.
+"""
+
+from __future__ import annotations
+
+from pymongo import ASCENDING, DESCENDING, IndexModel
+
+UNITS = "memory_units"
+CORES = "memory_cores"
+CHECKPOINTS = "listener_checkpoints"
+DEAD_LETTERS = "rolling_dead_letters"
+
+UNIT_INDEXES: list[IndexModel] = [
+    IndexModel([("core_id", ASCENDING), ("updated_at", DESCENDING)], name="core_updated"),
+    IndexModel(
+        [("slices.id", ASCENDING)],
+        name="slice_id_unique",
+        unique=True,
+        partialFilterExpression={"slices.id": {"$exists": True}},
+    ),
+    IndexModel([("slices.created_at", ASCENDING), ("slices.id", ASCENDING)], name="slice_created"),
+    IndexModel(
+        [("core_id", ASCENDING), ("slices.created_at", ASCENDING), ("slices.id", ASCENDING)],
+        name="core_slice_created",
+    ),
+]
+
+CORE_INDEXES: list[IndexModel] = [
+    IndexModel([("last_interaction_at", ASCENDING)], name="last_interaction"),
+]
+
+ALL_INDEXES: dict[str, list[IndexModel]] = {UNITS: UNIT_INDEXES, CORES: CORE_INDEXES}

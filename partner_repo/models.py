@@ -1,0 +1,121 @@
+"""The stored model: Partner's MemoryCore, MemoryUnit and MemorySlice as Beanie documents.
+
+The model deliberately accepts incomplete slices (missing ids, indexes, times, even ``None`` entries): data
+written by Partner or other tools arrives that way, and :func:`partner_repo.normalize_unit` completes it on every
+save. After a save every optional slice field is filled.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from beanie import Document
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictStr
+
+from partner_repo.clock import UtcDatetime
+from partner_repo.indexes import CORE_INDEXES, CORES, UNIT_INDEXES, UNITS
+
+Role = Literal["user", "assistant", "system"]
+"""Partner's three message roles; anything else is rejected."""
+
+
+def _not_blank(value: str) -> str:
+    if not value.strip():
+        raise ValueError("must not be empty or blank")
+    return value
+
+
+Identifier = Annotated[StrictStr, AfterValidator(_not_blank)]
+"""A unit, core, session or slice id: a non-blank string."""
+
+
+class Message(BaseModel):
+    """One raw conversation message. Equal when role and content are equal; immutable, so hashable."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    role: Role
+    content: StrictStr
+
+
+class MemorySlice(BaseModel):
+    """Summary of the half-open interval ``[start_index, end_index)`` of its unit's messages.
+
+    ``rolling_size`` and ``retain_divisor`` are the parameters of the roll that produced the slice, so any
+    process can rebuild the roll's ``RollingResult`` from the database; they are ``None`` for slices that did
+    not come from a roll (imports, direct appends).
+    """
+
+    model_config = ConfigDict(extra="ignore")
+
+    id: StrictStr | None = None
+    start_index: int | None = None
+    end_index: int | None = None
+    summary: StrictStr = ""
+    created_at: UtcDatetime | None = None
+    rolling_size: int | None = None
+    retain_divisor: int | None = None
+
+    @property
+    def message_count(self) -> int:
+        """Length of the interval (0 while the indexes are not normalized yet)."""
+        if self.start_index is None or self.end_index is None:
+            return 0
+        return max(self.end_index - self.start_index, 0)
+
+
+class _PlainConstruction(Document):
+    """Beanie refuses to build a document before ``init_beanie``; our documents are also plain values.
+
+    Normalization, imports and tests build units without a database, and the repositories are handed the
+    database they use, so the construction-time binding check is skipped here (database access still
+    requires ``init_repository``).
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        BaseModel.__init__(self, *args, **kwargs)
+
+
+class MemoryUnit(_PlainConstruction):
+    """One memory session: its raw messages and the slices summarising them.
+
+    ``version`` is the optimistic-concurrency counter: every write increments it, and ``save`` of a copy whose
+    version is no longer the stored one raises :class:`partner_repo.ConflictError`.
+    """
+
+    id: Identifier  # type: ignore[assignment]
+    core_id: Identifier
+    conversation_messages: list[Message] = Field(default_factory=list)
+    slices: list[MemorySlice | None] = Field(default_factory=list)
+    updated_at: UtcDatetime | None = None
+    previous_unit_id: StrictStr | None = None
+    version: int = 0
+
+    class Settings:
+        name = UNITS
+        indexes = UNIT_INDEXES
+        validate_on_save = True
+
+    def complete_slices(self) -> list[MemorySlice]:
+        """The non-``None`` slices (all of them after normalization)."""
+        return [s for s in self.slices if s is not None]
+
+
+class MemoryCore(_PlainConstruction):
+    """Per agent: the current memory session and the live chat window shared by every service process.
+
+    ``lease_owner``/``lease_until`` make rolling single-flight across processes; an expired lease is free.
+    """
+
+    id: Identifier = "default"  # type: ignore[assignment]
+    memory_session_id: Identifier
+    session_started_at: UtcDatetime
+    chat_messages: list[Message] = Field(default_factory=list)
+    last_interaction_at: UtcDatetime | None = None
+    lease_owner: StrictStr | None = None
+    lease_until: UtcDatetime | None = None
+    version: int = 0
+
+    class Settings:
+        name = CORES
+        indexes = CORE_INDEXES

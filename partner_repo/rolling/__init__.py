@@ -1,0 +1,1 @@
+"""Dialog rolling: turning the live chat window into memory units and slices."""

@@ -1,0 +1,62 @@
+"""RollingResult: what a roll produced, as AfterRolling consumers receive it.
+
+It is built from stored facts only (the slice, its messages, the roll parameters stored with the slice), so the
+listener in any process rebuilds exactly the result the rolling process saw.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from pydantic import BaseModel, ConfigDict
+
+from partner_repo.models import MemorySlice, Message
+
+
+class MemoryUnitRef(BaseModel):
+    """A light reference to a unit: consumers load messages through the repository when they need them.
+
+    ``message_count`` is the unit's message count right after the slice was appended (its ``end_index``).
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    core_id: str
+    message_count: int
+
+
+class RollingResult(BaseModel):
+    """One roll: the unit it went to, the new slice, the messages it covers, and the roll's parameters.
+
+    ``rolling_size`` (snapshot length) and ``retain_divisor`` are ``None`` for slices that did not come from a
+    roll (imports, direct appends). ``slice_id`` is the idempotency key of a delivery.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    memory_unit: MemoryUnitRef
+    memory_slice: MemorySlice
+    increment_messages: tuple[Message, ...]
+    summary: str
+    rolling_size: int | None
+    retain_divisor: int | None
+
+    @property
+    def slice_id(self) -> str:
+        assert self.memory_slice.id is not None
+        return self.memory_slice.id
+
+    @classmethod
+    def from_slice(
+        cls, unit_id: str, core_id: str, memory_slice: MemorySlice, messages: Sequence[Message]
+    ) -> RollingResult:
+        """The result for a stored slice and the messages of its interval."""
+        return cls(
+            memory_unit=MemoryUnitRef(id=unit_id, core_id=core_id, message_count=memory_slice.end_index or 0),
+            memory_slice=memory_slice,
+            increment_messages=tuple(messages),
+            summary=memory_slice.summary,
+            rolling_size=memory_slice.rolling_size,
+            retain_divisor=memory_slice.retain_divisor,
+        )

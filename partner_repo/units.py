@@ -1,0 +1,380 @@
+"""MemoryUnitRepository: the only code that writes ``memory_units``.
+
+It owns the unit invariants: every save is normalized, slice ids are unique across units (checked in code,
+because mongomock ignores unique multikey indexes, and backed by the index on a real server), no write takes a
+unit past 16 MiB, and concurrent writers never lose or overlap messages.
+
+``append`` is optimistic: it reads the unit's small head (message count, version, last slice), then sends one
+``$push`` of only the new messages and slice, guarded by the version it read. A writer that lost the race
+re-reads and tries again, so intervals stay disjoint and contiguous without a lock or a transaction, and an
+uncontended append costs two round trips whatever the unit's size.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import bisect
+import random
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from pymongo import ASCENDING
+from pymongo.errors import DuplicateKeyError
+
+from partner_repo.clock import utc_now
+from partner_repo.database import MongoDatabase
+from partner_repo.errors import ConflictError, DuplicateSliceId, InvalidInput, NotFound, UnitTooLarge
+from partner_repo.indexes import UNITS
+from partner_repo.models import MemorySlice, MemoryUnit, Message
+from partner_repo.normalization import new_slice_id, normalize_unit
+from partner_repo.storage import (
+    MAX_DOCUMENT_BYTES,
+    array_elements_size,
+    message_document,
+    slice_document,
+    slice_from_document,
+    stored_datetime,
+    unit_document,
+    unit_from_document,
+)
+from partner_repo.validation import optional_datetime, parse_messages, require_count, require_id
+
+APPEND_ATTEMPTS = 200
+"""How often a contended append re-reads and retries before giving up with :class:`ConflictError`."""
+
+_HEAD_PROJECTION: dict[str, Any] = {
+    "core_id": 1,
+    "message_count": 1,
+    "size_bytes": 1,
+    "version": 1,
+    "updated_at": 1,
+    "previous_unit_id": 1,
+    "slices": {"$slice": -1},
+}
+
+
+@dataclass(frozen=True)
+class UnitHead:
+    """What a unit is without its messages: cheap to read at any unit size."""
+
+    id: str
+    core_id: str
+    message_count: int
+    size_bytes: int
+    version: int
+    updated_at: datetime | None
+    previous_unit_id: str | None
+    last_slice: MemorySlice | None
+
+
+class MemoryUnitRepository:
+    """Reads and writes memory units on the database it is given."""
+
+    def __init__(self, database: MongoDatabase, *, max_document_bytes: int = MAX_DOCUMENT_BYTES) -> None:
+        self._database = database
+        self._units = database[UNITS]
+        self._max_bytes = max_document_bytes
+
+    # -- reads ---------------------------------------------------------------------------------------------
+
+    async def get(self, unit_id: str) -> MemoryUnit | None:
+        """The whole unit, or None."""
+        document = await self._units.find_one({"_id": require_id(unit_id, "unit_id")})
+        return None if document is None else unit_from_document(document)
+
+    async def head(self, unit_id: str) -> UnitHead | None:
+        """The unit's head (counts, version, last slice) without its messages, or None."""
+        document = await self._units.find_one({"_id": require_id(unit_id, "unit_id")}, _HEAD_PROJECTION)
+        if document is None:
+            return None
+        if "message_count" not in document:
+            document = await self._complete_derived_fields(unit_id)
+        return _head_from(document)
+
+    async def get_slice(self, unit_id: str, slice_id: str) -> MemorySlice | None:
+        """One slice of one unit (an ``$elemMatch`` projection, not the whole unit), or None."""
+        query = {"_id": require_id(unit_id, "unit_id")}
+        projection = {"slices": {"$elemMatch": {"id": require_id(slice_id, "slice_id")}}}
+        document = await self._units.find_one(query, projection)
+        found = (document or {}).get("slices") or []
+        return slice_from_document(found[0]) if found else None
+
+    async def slice_messages(self, unit_id: str, slice_id: str) -> list[Message]:
+        """The messages a slice summarises, fetched with a ``$slice`` projection of just that interval."""
+        piece = await self.get_slice(unit_id, slice_id)
+        if piece is None:
+            raise NotFound(f"no slice {slice_id!r} in unit {unit_id!r}")
+        return await self.messages_between(unit_id, piece.start_index or 0, piece.end_index or 0)
+
+    async def messages_between(self, unit_id: str, start: int, end: int) -> list[Message]:
+        """Messages ``[start, end)`` of a unit through a ``$slice`` projection (empty for an empty interval)."""
+        start = require_count(start, "start")
+        end = require_count(end, "end")
+        if end <= start:
+            return []
+        projection = {"message_count": 1, "conversation_messages": {"$slice": [start, end - start]}}
+        document = await self._units.find_one({"_id": require_id(unit_id, "unit_id")}, projection)
+        if document is None:
+            raise NotFound(f"no unit {unit_id!r}")
+        return _messages(document)
+
+    async def tail_messages(self, unit_id: str, n: int) -> list[Message]:
+        """The last ``n`` messages of a unit (empty when the unit does not exist), without reading the rest."""
+        n = require_count(n, "n")
+        unit_id = require_id(unit_id, "unit_id")
+        if n == 0:
+            return []
+        projection = {"message_count": 1, "conversation_messages": {"$slice": -n}}
+        document = await self._units.find_one({"_id": unit_id}, projection)
+        return [] if document is None else _messages(document)
+
+    async def list_units(self, core_id: str) -> list[MemoryUnit]:
+        """Every unit of a core, oldest update first."""
+        cursor = self._units.find({"core_id": require_id(core_id, "core_id")}).sort("updated_at", ASCENDING)
+        return [unit_from_document(document) async for document in cursor]
+
+    async def unit_ids(self, core_id: str) -> set[str]:
+        """The ids of a core's units: Partner's ``memory_unit_uuid_set``, found by query, not stored."""
+        cursor = self._units.find({"core_id": require_id(core_id, "core_id")}, {"_id": 1})
+        return {document["_id"] async for document in cursor}
+
+    # -- writes --------------------------------------------------------------------------------------------
+
+    async def delete(self, unit_id: str) -> bool:
+        """Delete a unit; True when it existed."""
+        result = await self._units.delete_one({"_id": require_id(unit_id, "unit_id")})
+        return bool(result.deleted_count)
+
+    async def save(self, unit: MemoryUnit, *, now: datetime | None = None) -> MemoryUnit:
+        """Normalize and write a whole unit with optimistic concurrency; returns what was stored.
+
+        A unit with ``version == 0`` is inserted (an existing id is a conflict); otherwise the stored unit is
+        replaced only if its version is still ``unit.version``, so a stale copy never overwrites newer data.
+        """
+        if not isinstance(unit, MemoryUnit):
+            raise InvalidInput(f"save expects a MemoryUnit, got {type(unit).__name__}")
+        normalized = normalize_unit(MemoryUnit.model_validate(unit.model_dump()), now=now)
+        await self._refuse_foreign_slice_ids(normalized)
+        stored = normalized.model_copy(update={"version": unit.version + 1})
+        document = unit_document(stored)
+        self._refuse_too_large(stored.id, document["size_bytes"])
+        try:
+            if unit.version == 0:
+                await self._units.insert_one(document)
+            else:
+                result = await self._units.replace_one({"_id": unit.id, "version": unit.version}, document)
+                if result.matched_count == 0:
+                    raise ConflictError(
+                        f"unit {unit.id!r} changed since version {unit.version} was read (or was deleted); "
+                        "reload it and save again"
+                    )
+        except DuplicateKeyError as exc:
+            raise self._duplicate_error(exc, unit.id, "exists already; load it and save the loaded copy")
+        return stored
+
+    async def append(
+        self,
+        unit_id: str,
+        messages: Sequence[Message | Mapping[str, Any]],
+        summary: str,
+        *,
+        core_id: str,
+        slice_id: str | None = None,
+        created_at: datetime | None = None,
+        rolling_size: int | None = None,
+        retain_divisor: int | None = None,
+        previous_unit_id: str | None = None,
+    ) -> MemorySlice:
+        """Append ``messages`` and one slice covering exactly them; Partner's ``updateMemoryUnit``.
+
+        Creates the unit if absent. Safe under any number of concurrent writers. Idempotent by ``slice_id``:
+        repeating a call with the same id (a retry after a lost reply) returns the stored slice and appends
+        nothing. ``rolling_size``/``retain_divisor`` record the roll that produced the slice;
+        ``previous_unit_id`` is set only when this call creates the unit.
+        """
+        unit_id = require_id(unit_id, "unit_id")
+        core_id = require_id(core_id, "core_id")
+        increment = parse_messages(messages, allow_empty=False)
+        if not isinstance(summary, str):
+            raise InvalidInput(f"summary must be a string, got {type(summary).__name__}")
+        given_id = None if slice_id is None else require_id(slice_id, "slice_id")
+        stamp = optional_datetime(created_at, "created_at") or utc_now()
+        for name, value in (("rolling_size", rolling_size), ("retain_divisor", retain_divisor)):
+            if value is not None:
+                require_count(value, name)
+        piece = MemorySlice(
+            id=given_id or new_slice_id(),
+            summary=summary,
+            created_at=stamp,
+            rolling_size=rolling_size,
+            retain_divisor=retain_divisor,
+        )
+        message_documents = [message_document(m) for m in increment]
+
+        for attempt in range(APPEND_ATTEMPTS):
+            head = await self._append_head(unit_id, given_id)
+            if head is None:
+                stored = await self._create_with(unit_id, core_id, increment, piece, previous_unit_id)
+            else:
+                if head.core_id != core_id:
+                    raise InvalidInput(f"unit {unit_id!r} belongs to core {head.core_id!r}, not {core_id!r}")
+                stored = await self._push(head, message_documents, piece)
+            if stored is not None:
+                return stored
+            if given_id is not None:
+                existing = await self.get_slice(unit_id, given_id)
+                if existing is not None:
+                    return existing
+            await asyncio.sleep(random.uniform(0, 0.0005 * min(attempt, 20)))
+        raise ConflictError(f"append to unit {unit_id!r} lost the race {APPEND_ATTEMPTS} times; try again")
+
+    # -- internals -----------------------------------------------------------------------------------------
+
+    async def _append_head(self, unit_id: str, slice_id: str | None) -> UnitHead | None:
+        """Round trip 1 of an append: the unit's head, and (for a caller-chosen slice id) whether another
+        unit already holds that id, in one query."""
+        if slice_id is None:
+            return await self.head(unit_id)
+        query = {"$or": [{"_id": unit_id}, {"slices.id": slice_id}]}
+        documents = await self._units.find(query, _HEAD_PROJECTION).to_list(length=2)
+        mine = None
+        for document in documents:
+            if document["_id"] == unit_id:
+                mine = document
+            else:
+                raise DuplicateSliceId(slice_id, document["_id"])
+        if mine is None:
+            return None
+        if "message_count" not in mine:
+            mine = await self._complete_derived_fields(unit_id)
+        return _head_from(mine)
+
+    async def _create_with(
+        self,
+        unit_id: str,
+        core_id: str,
+        increment: list[Message],
+        piece: MemorySlice,
+        previous_unit_id: str | None,
+    ) -> MemorySlice | None:
+        """Insert a new unit holding the increment; None when another writer created it first."""
+        placed = piece.model_copy(update={"start_index": 0, "end_index": len(increment)})
+        unit = MemoryUnit(
+            id=unit_id,
+            core_id=core_id,
+            conversation_messages=increment,
+            slices=[placed],
+            updated_at=placed.created_at,
+            previous_unit_id=previous_unit_id,
+            version=1,
+        )
+        document = unit_document(unit)
+        self._refuse_too_large(unit_id, document["size_bytes"])
+        try:
+            await self._units.insert_one(document)
+        except DuplicateKeyError as exc:
+            if _is_slice_id_collision(exc):
+                raise self._duplicate_error(exc, unit_id, "") from None
+            return None
+        return placed
+
+    async def _push(
+        self, head: UnitHead, message_documents: list[dict[str, Any]], piece: MemorySlice
+    ) -> MemorySlice | None:
+        """Round trip 2: push only the increment, guarded by the version read; None when it lost the race."""
+        start = head.message_count
+        placed = piece.model_copy(update={"start_index": start, "end_index": start + len(message_documents)})
+        new_slice = slice_document(placed)
+        position = await self._slice_position(head, placed)
+        added = array_elements_size(message_documents, start) + array_elements_size([new_slice], position or 0)
+        self._refuse_too_large(head.id, head.size_bytes + added)
+        push_slice: dict[str, Any] = {"$each": [new_slice]}
+        if position is not None:
+            push_slice["$position"] = position
+        try:
+            result = await self._units.update_one(
+                {"_id": head.id, "version": head.version, "slices.id": {"$ne": placed.id}},
+                {
+                    "$push": {"conversation_messages": {"$each": message_documents}, "slices": push_slice},
+                    "$inc": {"message_count": len(message_documents), "size_bytes": added, "version": 1},
+                    "$set": {"updated_at": placed.created_at},
+                },
+            )
+        except DuplicateKeyError as exc:
+            raise self._duplicate_error(exc, head.id, "") from None
+        return placed if result.matched_count else None
+
+    async def _slice_position(self, head: UnitHead, piece: MemorySlice) -> int | None:
+        """Where the new slice goes to keep slices sorted by creation time: None for the end (the usual case);
+        an explicit position only when its time is older than the last slice's (a writer with a slow clock)."""
+        last = head.last_slice
+        assert piece.created_at is not None
+        if last is None or last.created_at is None or last.created_at <= piece.created_at:
+            return None
+        document = await self._units.find_one({"_id": head.id}, {"slices.created_at": 1})
+        times = [stored_datetime(s.get("created_at")) for s in (document or {}).get("slices", [])]
+        return bisect.bisect_right(times, piece.created_at)
+
+    async def _complete_derived_fields(self, unit_id: str) -> dict[str, Any]:
+        """A unit written by another tool lacks the derived fields: normalize and store it once, then go on."""
+        unit = await self.get(unit_id)
+        if unit is None:
+            raise NotFound(f"no unit {unit_id!r}")
+        try:
+            await self.save(unit)
+        except ConflictError:
+            pass  # someone else completed or changed it; the re-read below sees their version
+        document = await self._units.find_one({"_id": unit_id}, _HEAD_PROJECTION)
+        if document is None:
+            raise NotFound(f"no unit {unit_id!r}")
+        return dict(document)
+
+    async def _refuse_foreign_slice_ids(self, unit: MemoryUnit) -> None:
+        ids = [s.id for s in unit.complete_slices()]
+        if not ids:
+            return
+        other = await self._units.find_one(
+            {"_id": {"$ne": unit.id}, "slices.id": {"$in": ids}}, {"slices": {"$elemMatch": {"id": {"$in": ids}}}}
+        )
+        if other is not None:
+            clash = (other.get("slices") or [{}])[0].get("id") or next(iter(ids))
+            raise DuplicateSliceId(clash, other["_id"])
+
+    def _refuse_too_large(self, unit_id: str, size_bytes: int) -> None:
+        if size_bytes > self._max_bytes:
+            raise UnitTooLarge(unit_id, size_bytes, self._max_bytes)
+
+    @staticmethod
+    def _duplicate_error(exc: DuplicateKeyError, unit_id: str, exists_hint: str) -> Exception:
+        if _is_slice_id_collision(exc):
+            value = ((exc.details or {}).get("keyValue") or {}).get("slices.id")
+            return DuplicateSliceId(str(value) if value is not None else "?", None)
+        return ConflictError(f"unit {unit_id!r} {exists_hint}".strip())
+
+
+def _is_slice_id_collision(exc: DuplicateKeyError) -> bool:
+    details = exc.details or {}
+    return "slices.id" in (details.get("keyPattern") or {}) or "slice_id_unique" in str(details.get("errmsg", ""))
+
+
+def _messages(document: Mapping[str, Any]) -> list[Message]:
+    return [Message.model_validate(m) for m in document.get("conversation_messages") or []]
+
+
+def _head_from(document: Mapping[str, Any]) -> UnitHead:
+    slices = document.get("slices") or []
+    return UnitHead(
+        id=document["_id"],
+        core_id=document["core_id"],
+        message_count=int(document.get("message_count", 0)),
+        size_bytes=int(document.get("size_bytes", 0)),
+        version=int(document.get("version", 0)),
+        updated_at=stored_datetime(document.get("updated_at")),
+        previous_unit_id=document.get("previous_unit_id"),
+        last_slice=slice_from_document(slices[-1]) if slices else None,
+    )
+
+
+__all__ = ["APPEND_ATTEMPTS", "MemoryUnitRepository", "UnitHead"]

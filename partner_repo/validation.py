@@ -1,0 +1,68 @@
+"""Checking caller input at the repository boundary, before anything is written.
+
+Every refusal is an :class:`InvalidInput` (a ``PartnerRepoError``) that names what was wrong; pydantic's
+validation error is kept as the cause.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import datetime
+from typing import Any
+
+from pydantic import TypeAdapter, ValidationError
+
+from partner_repo.clock import to_utc_ms
+from partner_repo.errors import InvalidInput
+from partner_repo.models import Message
+
+_MESSAGES: TypeAdapter[list[Message]] = TypeAdapter(list[Message])
+
+
+def require_id(value: object, what: str) -> str:
+    """A non-blank string id, or :class:`InvalidInput`."""
+    if not isinstance(value, str):
+        raise InvalidInput(f"{what} must be a string, got {type(value).__name__}")
+    if not value.strip():
+        raise InvalidInput(f"{what} must not be empty or blank")
+    return value
+
+
+def require_count(value: object, what: str) -> int:
+    """A non-negative int, or :class:`InvalidInput`."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidInput(f"{what} must be an integer, got {type(value).__name__}")
+    if value < 0:
+        raise InvalidInput(f"{what} must not be negative, got {value}")
+    return value
+
+
+def parse_messages(messages: object, *, allow_empty: bool = True) -> list[Message]:
+    """Messages given as :class:`Message` or ``{"role", "content"}`` mappings, validated as a whole."""
+    if isinstance(messages, str | bytes) or not isinstance(messages, Iterable):
+        raise InvalidInput("messages must be a list of messages")
+    items: list[Any] = [m.model_dump() if isinstance(m, Message) else m for m in messages]
+    for position, item in enumerate(items):
+        if item is None:
+            raise InvalidInput(f"message {position} is None")
+    try:
+        parsed = _MESSAGES.validate_python(items)
+    except ValidationError as exc:
+        raise InvalidInput(f"invalid message: {_describe(exc)}") from exc
+    if not parsed and not allow_empty:
+        raise InvalidInput("messages must not be empty")
+    return parsed
+
+
+def optional_datetime(value: object, what: str) -> datetime | None:
+    if value is None:
+        return None
+    if not isinstance(value, datetime):
+        raise InvalidInput(f"{what} must be a datetime, got {type(value).__name__}")
+    return to_utc_ms(value)
+
+
+def _describe(exc: ValidationError) -> str:
+    first = exc.errors()[0]
+    location = ".".join(str(part) for part in first["loc"])
+    return f"{location}: {first['msg']}" if location else str(first["msg"])

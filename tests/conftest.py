@@ -1,0 +1,138 @@
+"""Shared fixtures: databases for the three test layers, and a wrapper that makes races visible.
+
+``database`` is parametrized over backends: the embedded in-memory one always, and a real MongoDB when
+``MONGODB_URI`` is set (those cases carry the ``integration`` marker and are skipped, with the reason shown,
+otherwise). A test that uses ``database`` is therefore a contract both backends must keep.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import uuid
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from partner_repo import in_memory_database, init_repository
+
+MONGODB_URI = os.environ.get("MONGODB_URI")
+NO_SERVER = "MONGODB_URI is not set: run `docker compose up -d` and export MONGODB_URI to run integration tests"
+
+
+def requires_mongodb() -> str:
+    """The URI of the real MongoDB, or skip the test with a visible reason."""
+    if not MONGODB_URI:
+        pytest.skip(NO_SERVER)  # MONGODB_URI unset: the integration layer cannot run
+    return MONGODB_URI
+
+
+async def real_database() -> Any:
+    from motor.motor_asyncio import AsyncIOMotorClient
+
+    client: Any = AsyncIOMotorClient(requires_mongodb(), tz_aware=True, serverSelectionTimeoutMS=5000)
+    return client[f"partner_repo_test_{uuid.uuid4().hex[:12]}"]
+
+
+@pytest.fixture(params=["memory", pytest.param("mongodb", marks=pytest.mark.integration)])
+async def database(request: pytest.FixtureRequest) -> AsyncIterator[Any]:
+    """A fresh, initialized database on each backend the machine has."""
+    if request.param == "memory":
+        db = in_memory_database(f"test_{uuid.uuid4().hex[:8]}")
+        yield await init_repository(db)
+        return
+    db = await real_database()
+    await init_repository(db)
+    try:
+        yield db
+    finally:
+        await db.client.drop_database(db.name)
+        db.client.close()
+
+
+@pytest.fixture
+async def memory_db() -> Any:
+    """A fresh in-memory database (for behaviour only the embedded backend can show, such as forced races)."""
+    return await init_repository(in_memory_database(f"test_{uuid.uuid4().hex[:8]}"))
+
+
+class YieldingCursor:
+    """A cursor that yields to the event loop before it fetches, as a network round trip would."""
+
+    def __init__(self, cursor: Any) -> None:
+        self._cursor = cursor
+
+    def __getattr__(self, name: str) -> Any:
+        attribute = getattr(self._cursor, name)
+        if name in {"sort", "skip", "limit", "max_time_ms", "batch_size", "hint"}:
+            return lambda *a, **k: YieldingCursor(attribute(*a, **k))
+        return attribute
+
+    async def to_list(self, length: int | None = None) -> list[Any]:
+        await _network_pause()
+        return list(await self._cursor.to_list(length))
+
+    def __aiter__(self) -> AsyncIterator[Any]:
+        return self._iterate()
+
+    async def _iterate(self) -> AsyncIterator[Any]:
+        await _network_pause()
+        async for document in self._cursor:
+            yield document
+
+
+class YieldingCollection:
+    """Wraps a mongomock-motor collection so every call yields first.
+
+    mongomock-motor runs each call synchronously, so without this, concurrent tasks never interleave between a
+    read and a write and no race could ever show.
+    """
+
+    def __init__(self, collection: Any) -> None:
+        self._collection = collection
+        self.calls: list[str] = []
+
+    def __getattr__(self, name: str) -> Any:
+        attribute = getattr(self._collection, name)
+        if not callable(attribute):
+            return attribute
+        if name in {"find", "aggregate"}:
+            return lambda *a, **k: YieldingCursor(attribute(*a, **k))
+
+        async def call(*args: Any, **kwargs: Any) -> Any:
+            await _network_pause()
+            result = attribute(*args, **kwargs)
+            if asyncio.iscoroutine(result):
+                result = await result
+            await _network_pause()
+            return result
+
+        return call
+
+
+class YieldingDatabase:
+    """A database whose collections are :class:`YieldingCollection`; pass it where a database is expected."""
+
+    def __init__(self, database: Any) -> None:
+        self._database = database
+        self._collections: dict[str, YieldingCollection] = {}
+
+    def __getitem__(self, name: str) -> YieldingCollection:
+        if name not in self._collections:
+            self._collections[name] = YieldingCollection(self._database[name])
+        return self._collections[name]
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._database, name)
+
+
+async def _network_pause() -> None:
+    for _ in range(3):
+        await asyncio.sleep(0)
+
+
+@pytest.fixture
+def racy_db(memory_db: Any) -> YieldingDatabase:
+    """The in-memory database with every call yielding to the event loop, so concurrent tasks interleave."""
+    return YieldingDatabase(memory_db)
