@@ -7,22 +7,90 @@ from __future__ import annotations
 
 from importlib.metadata import PackageNotFoundError, version
 
+from partner_repo.admin.check import (
+    CheckReport,
+    RepairReport,
+    UnitChecker,
+    UnitRepair,
+    UnitRepairFailure,
+    UnitViolations,
+)
+from partner_repo.admin.inspection import InvariantViolation
+from partner_repo.admin.queries import SliceQueries
+from partner_repo.admin.views import (
+    DayCount,
+    MemoryStats,
+    SliceDetail,
+    SlicePage,
+    SliceView,
+    UnitSize,
+    UnitView,
+)
 from partner_repo.clock import to_utc_ms, utc_now
 from partner_repo.cores import DEFAULT_CORE_ID, MemoryCoreRepository
 from partner_repo.database import MongoDatabase, connect, in_memory_database, init_repository, mask_uri
 from partner_repo.errors import (
+    ChangeStreamUnavailable,
     ConflictError,
     ConnectionFailed,
     DuplicateSliceId,
+    InvalidCursor,
     InvalidInput,
+    LeaseLost,
+    MigrationError,
     NotFound,
     PartnerRepoError,
+    TransactionsUnsupported,
     UnitTooLarge,
+)
+from partner_repo.importer import ImportIssue, ImportReport, import_partner_state, partner_unit
+from partner_repo.listener import (
+    AfterRolling,
+    AfterRollingRegistry,
+    Backoff,
+    DeadLetter,
+    DeadLetterRepository,
+    GroupCheckpoint,
+    ListenerCheckpoints,
+    ListenerLag,
+    LoggingConsumer,
+    PrintConsumer,
+    ReplayReport,
+    RollingListener,
+    UnitProgress,
+    load_consumer,
+    replay_dead_letters,
+)
+from partner_repo.migration_runner import (
+    MigrationRun,
+    MigrationStatus,
+    default_migrations_path,
+    migration_status,
+    run_migrations,
 )
 from partner_repo.models import MemoryCore, MemorySlice, MemoryUnit, Message, Role
 from partner_repo.normalization import new_slice_id, normalize_unit
+from partner_repo.rolling.config import RollingConfig
+from partner_repo.rolling.increment import resolve_chat_increment
+from partner_repo.rolling.result import MemoryUnitRef, RollingResult
+from partner_repo.rolling.retention import roll_chat_messages
+from partner_repo.rolling.service import RollingService
+from partner_repo.rolling.summarizer import (
+    SUMMARY_ON_EMPTY,
+    SUMMARY_ON_EXCEPTION,
+    ExtractiveSummarizer,
+    Summarizer,
+    extractive_summarizer,
+)
+from partner_repo.settings import (
+    PartnerRepoSettings,
+    admin_database,
+    connect_from_settings,
+    load_settings,
+    settings_for,
+)
 from partner_repo.storage import MAX_DOCUMENT_BYTES
-from partner_repo.units import MemoryUnitRepository, UnitHead
+from partner_repo.units import MemoryUnitRepository, UnitFingerprint, UnitHead, UnitOutline
 
 try:
     __version__ = version("partner-repo")
@@ -32,29 +100,91 @@ except PackageNotFoundError:  # pragma: no cover - running from a source tree th
 __all__ = [
     "DEFAULT_CORE_ID",
     "MAX_DOCUMENT_BYTES",
+    "SUMMARY_ON_EMPTY",
+    "SUMMARY_ON_EXCEPTION",
+    "AfterRolling",
+    "AfterRollingRegistry",
+    "Backoff",
+    "ChangeStreamUnavailable",
+    "CheckReport",
     "ConflictError",
     "ConnectionFailed",
+    "DayCount",
+    "DeadLetter",
+    "DeadLetterRepository",
     "DuplicateSliceId",
+    "ExtractiveSummarizer",
+    "GroupCheckpoint",
+    "ImportIssue",
+    "ImportReport",
+    "InvalidCursor",
     "InvalidInput",
+    "InvariantViolation",
+    "LeaseLost",
+    "ListenerCheckpoints",
+    "ListenerLag",
+    "LoggingConsumer",
     "MemoryCore",
     "MemoryCoreRepository",
     "MemorySlice",
+    "MemoryStats",
     "MemoryUnit",
+    "MemoryUnitRef",
     "MemoryUnitRepository",
     "Message",
+    "MigrationError",
+    "MigrationRun",
+    "MigrationStatus",
     "MongoDatabase",
     "NotFound",
     "PartnerRepoError",
+    "PartnerRepoSettings",
+    "PrintConsumer",
+    "RepairReport",
+    "ReplayReport",
     "Role",
+    "RollingConfig",
+    "RollingListener",
+    "RollingResult",
+    "RollingService",
+    "SliceDetail",
+    "SlicePage",
+    "SliceQueries",
+    "SliceView",
+    "Summarizer",
+    "TransactionsUnsupported",
+    "UnitChecker",
+    "UnitFingerprint",
     "UnitHead",
+    "UnitOutline",
+    "UnitProgress",
+    "UnitRepair",
+    "UnitRepairFailure",
+    "UnitSize",
     "UnitTooLarge",
+    "UnitView",
+    "UnitViolations",
     "__version__",
+    "admin_database",
     "connect",
+    "connect_from_settings",
+    "default_migrations_path",
+    "extractive_summarizer",
+    "import_partner_state",
     "in_memory_database",
     "init_repository",
+    "load_consumer",
+    "load_settings",
     "mask_uri",
+    "migration_status",
     "new_slice_id",
     "normalize_unit",
+    "partner_unit",
+    "replay_dead_letters",
+    "resolve_chat_increment",
+    "roll_chat_messages",
+    "run_migrations",
+    "settings_for",
     "to_utc_ms",
     "utc_now",
 ]

@@ -14,10 +14,7 @@ from pydantic import AfterValidator
 
 def to_utc_ms(value: datetime) -> datetime:
     """Return ``value`` as aware UTC truncated to milliseconds; a naive value is taken to be UTC."""
-    if value.tzinfo is None:
-        value = value.replace(tzinfo=UTC)
-    else:
-        value = value.astimezone(UTC)
+    value = value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
     return value.replace(microsecond=value.microsecond - value.microsecond % 1000)
 
 

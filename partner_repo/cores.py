@@ -1,25 +1,35 @@
-"""MemoryCoreRepository: per agent, the current memory session (and, from the rolling issue on, the window).
+"""MemoryCoreRepository: per agent, the current memory session, the live chat window and the rolling lease.
 
 Every write is a single atomic update on the core document, so several service processes can share a core.
+The window only grows at the end (``record``) and only shrinks at the front (``trim_window``), so a trim
+guarded by the version it read never loses a message recorded meanwhile: it retries instead.
 """
 
 from __future__ import annotations
 
+import asyncio
+import random
 import uuid
-from datetime import datetime
+from collections.abc import Iterable
+from datetime import datetime, timedelta
 from typing import Any
 
-from pymongo import ReturnDocument
+from pymongo import ASCENDING, ReturnDocument
 from pymongo.errors import DuplicateKeyError
 
 from partner_repo.clock import utc_now
 from partner_repo.database import MongoDatabase
-from partner_repo.errors import ConflictError
+from partner_repo.errors import ConflictError, InvalidInput, LeaseLost, NotFound
 from partner_repo.indexes import CORES
-from partner_repo.models import MemoryCore
-from partner_repo.validation import optional_datetime, require_id
+from partner_repo.models import MemoryCore, Message
+from partner_repo.rolling.retention import dropped_count
+from partner_repo.storage import message_document
+from partner_repo.validation import optional_datetime, parse_messages, require_count, require_id
 
 DEFAULT_CORE_ID = "default"
+
+TRIM_ATTEMPTS = 200
+"""How often a trim that lost the race to concurrent ``record`` calls re-reads and retries."""
 
 
 def new_session_id() -> str:
@@ -38,15 +48,18 @@ class MemoryCoreRepository:
         document = await self._cores.find_one({"_id": require_id(core_id, "core_id")})
         return None if document is None else MemoryCore.model_validate(document)
 
-    async def get_or_create(self, core_id: str = DEFAULT_CORE_ID, *, now: datetime | None = None) -> MemoryCore:
-        """The core, created with a fresh memory session when absent (atomic upsert; concurrent callers agree)."""
+    async def get_or_create(
+        self, core_id: str = DEFAULT_CORE_ID, *, now: datetime | None = None
+    ) -> MemoryCore:
+        """The core, created with a fresh memory session when absent (an atomic upsert: callers agree)."""
         core_id = require_id(core_id, "core_id")
         stamp = optional_datetime(now, "now") or utc_now()
         document = await self._upsert(
             core_id,
             {"$setOnInsert": self._fresh_fields(stamp)},
         )
-        return MemoryCore.model_validate(document)
+        core: MemoryCore = MemoryCore.model_validate(document)
+        return core
 
     async def session_id(self, core_id: str = DEFAULT_CORE_ID) -> str:
         """The core's current memory session id (the id of the unit new memory goes to)."""
@@ -70,6 +83,211 @@ class MemoryCoreRepository:
         )
         return session
 
+    async def set_session(
+        self,
+        core_id: str,
+        session_id: str,
+        *,
+        expected: str | None = None,
+        now: datetime | None = None,
+    ) -> bool:
+        """Point the core at memory session ``session_id`` (an import adopting Partner's current session).
+
+        Creates the core when absent. With ``expected`` it is a compare-and-set: the session changes only
+        while it is still ``expected``. True when this call changed or created the core.
+        """
+        core_id = require_id(core_id, "core_id")
+        session_id = require_id(session_id, "session_id")
+        stamp = optional_datetime(now, "now") or utc_now()
+        current: Any = {"$ne": session_id} if expected is None else require_id(expected, "expected")
+        if current == session_id:
+            return False
+        result = await self._cores.update_one(
+            {"_id": core_id, "memory_session_id": current},
+            {"$set": {"memory_session_id": session_id, "session_started_at": stamp}, "$inc": {"version": 1}},
+        )
+        if result.matched_count or expected is not None:
+            return bool(result.matched_count)
+        fresh = {**self._fresh_fields(stamp), "memory_session_id": session_id}
+        for _ in range(2):  # a concurrent first write may create the core between our two calls
+            try:
+                before = await self._cores.find_one_and_update(
+                    {"_id": core_id},
+                    {"$setOnInsert": fresh},
+                    upsert=True,
+                    return_document=ReturnDocument.BEFORE,
+                )
+                return before is None
+            except DuplicateKeyError:
+                continue
+        raise ConflictError(f"core {core_id!r}: concurrent creation did not settle; try again")
+
+    # -- the chat window -------------------------------------------------------------------------------------
+
+    async def record(
+        self, core_id: str, messages: Iterable[Message | dict[str, Any]], *, at: datetime | None = None
+    ) -> MemoryCore:
+        """Append ``messages`` to the chat window and mark the interaction; Partner's ``updateChatMessages``.
+
+        One atomic ``$push`` + ``$set`` (no read): concurrent calls never lose a message, and a roll running
+        meanwhile keeps them. ``last_interaction_at`` becomes ``at`` (default: now). Creates the core with a
+        fresh memory session when absent. An empty list only marks the interaction. Returns the core after.
+        """
+        core_id = require_id(core_id, "core_id")
+        parsed = parse_messages(messages)
+        stamp = optional_datetime(at, "at") or utc_now()
+        fresh = self._fresh_fields(stamp)
+        for key in ("chat_messages", "last_interaction_at", "idle_rolled", "version"):
+            fresh.pop(key)
+        document = await self._upsert(
+            core_id,
+            {
+                "$push": {"chat_messages": {"$each": [message_document(m) for m in parsed]}},
+                "$set": {"last_interaction_at": stamp, "idle_rolled": False},
+                "$inc": {"version": 1},
+                "$setOnInsert": fresh,
+            },
+        )
+        core: MemoryCore = MemoryCore.model_validate(document)
+        return core
+
+    async def snapshot(self, core_id: str = DEFAULT_CORE_ID) -> list[Message]:
+        """The chat window as it is now (empty when the core does not exist)."""
+        document = await self._cores.find_one({"_id": require_id(core_id, "core_id")}, {"chat_messages": 1})
+        return [Message.model_validate(m) for m in (document or {}).get("chat_messages") or []]
+
+    async def trim_window(
+        self,
+        core_id: str,
+        snapshot_size: int,
+        retain_divisor: int,
+        *,
+        lease_owner: str | None = None,
+    ) -> int:
+        """Partner's ``rollChatMessagesWithSnapshot``: drop what rolling the first ``snapshot_size`` consumed.
+
+        The window becomes ``window[safe - retain : safe] + window[safe:]`` (see
+        :func:`partner_repo.roll_chat_messages`), computed on the window as stored at the moment of the write:
+        messages recorded after the snapshot are the ``window[safe:]`` part and survive. The write only drops
+        messages from the front and is guarded by the version read; a concurrent ``record`` makes it re-read
+        and retry. With ``lease_owner`` it is also fenced: if another roller took the lease over, nothing is
+        written and :class:`LeaseLost` is raised. Returns how many messages were dropped.
+        """
+        core_id = require_id(core_id, "core_id")
+        dropped_count(0, snapshot_size, retain_divisor)  # validates the arguments before any round trip
+        owner = None if lease_owner is None else require_id(lease_owner, "lease_owner")
+        projection = {"chat_messages": 1, "version": 1, "lease_owner": 1}
+        for attempt in range(TRIM_ATTEMPTS):
+            document = await self._cores.find_one({"_id": core_id}, projection)
+            if document is None:
+                raise NotFound(f"no core {core_id!r}")
+            if owner is not None and document.get("lease_owner") != owner:
+                raise LeaseLost(core_id, owner)
+            window_size = len(document.get("chat_messages") or [])
+            drop = dropped_count(window_size, snapshot_size, retain_divisor)
+            if drop == 0:
+                return 0
+            guard: dict[str, Any] = {"_id": core_id, "version": _version_guard(document)}
+            if owner is not None:
+                guard["lease_owner"] = owner
+            result = await self._cores.update_one(
+                guard,
+                {
+                    # keep the last (window_size - drop): only the front goes, no message is rewritten
+                    "$push": {"chat_messages": {"$each": [], "$slice": -(window_size - drop)}},
+                    "$inc": {"version": 1},
+                },
+            )
+            if result.matched_count:
+                return drop
+            await asyncio.sleep(random.uniform(0, 0.0005 * min(attempt, 20)))
+        raise ConflictError(f"core {core_id!r}: trimming the window lost the race {TRIM_ATTEMPTS} times")
+
+    async def mark_idle_rolled(
+        self, core_id: str, *, window_size: int, last_interaction_at: datetime | None
+    ) -> bool:
+        """Record that an idle roll covered the window, unless anything was recorded since.
+
+        The window still holding ``window_size`` messages and the same ``last_interaction_at`` proves no
+        ``record`` came in between (records only add at the end; trims happen under the lease). True when set.
+        """
+        core_id = require_id(core_id, "core_id")
+        window_size = require_count(window_size, "window_size")
+        guard = {
+            "_id": core_id,
+            "chat_messages": {"$size": window_size},
+            "last_interaction_at": optional_datetime(last_interaction_at, "last_interaction_at"),
+        }
+        result = await self._cores.update_one(guard, {"$set": {"idle_rolled": True}, "$inc": {"version": 1}})
+        return bool(result.matched_count)
+
+    async def idle_core_ids(self, idle_since: datetime) -> list[str]:
+        """Cores idle since before ``idle_since`` with more than one message and no idle roll since then.
+
+        The longest idle first; served by the ``idle_pending`` index.
+        """
+        cutoff = optional_datetime(idle_since, "idle_since")
+        query = {
+            "idle_rolled": {"$in": [False, None]},
+            "last_interaction_at": {"$lt": cutoff},
+            "chat_messages.1": {"$exists": True},
+        }
+        cursor = self._cores.find(query, {"_id": 1}).sort("last_interaction_at", ASCENDING)
+        return [document["_id"] async for document in cursor]
+
+    # -- the rolling lease -------------------------------------------------------------------------------
+
+    async def acquire_lease(
+        self, core_id: str, owner: str, *, duration: timedelta, now: datetime | None = None
+    ) -> MemoryCore | None:
+        """Take the core's rolling lease if it is free or expired; the core at that instant, else None.
+
+        One atomic ``find_one_and_update`` on ``lease_until``, so of several callers at once exactly one wins.
+        The returned window is the roller's snapshot. None also when the core does not exist.
+        """
+        core_id = require_id(core_id, "core_id")
+        owner = require_id(owner, "owner")
+        stamp = optional_datetime(now, "now") or utc_now()
+        until = self._lease_end(stamp, duration)
+        document = await self._cores.find_one_and_update(
+            {"_id": core_id, "$or": [{"lease_until": None}, {"lease_until": {"$lte": stamp}}]},
+            {"$set": {"lease_owner": owner, "lease_until": until}, "$inc": {"version": 1}},
+            return_document=ReturnDocument.AFTER,
+        )
+        if document is None:
+            return None
+        core: MemoryCore = MemoryCore.model_validate(document)
+        return core
+
+    async def renew_lease(
+        self, core_id: str, owner: str, *, duration: timedelta, now: datetime | None = None
+    ) -> bool:
+        """Extend ``owner``'s lease to ``now + duration``; False when another roller holds it by now."""
+        core_id = require_id(core_id, "core_id")
+        owner = require_id(owner, "owner")
+        until = self._lease_end(optional_datetime(now, "now") or utc_now(), duration)
+        result = await self._cores.update_one(
+            {"_id": core_id, "lease_owner": owner},
+            {"$set": {"lease_until": until}, "$inc": {"version": 1}},
+        )
+        return bool(result.matched_count)
+
+    async def release_lease(self, core_id: str, owner: str) -> bool:
+        """Give the lease back so the next roll need not wait for it to expire; False if owner lost it."""
+        core_id = require_id(core_id, "core_id")
+        owner = require_id(owner, "owner")
+        result = await self._cores.update_one(
+            {"_id": core_id, "lease_owner": owner},
+            {"$set": {"lease_owner": None, "lease_until": None}, "$inc": {"version": 1}},
+        )
+        return bool(result.matched_count)
+
+    @staticmethod
+    def _lease_end(stamp: datetime, duration: timedelta) -> datetime:
+        if not isinstance(duration, timedelta) or duration <= timedelta(0):
+            raise InvalidInput(f"lease duration must be a positive timedelta, got {duration!r}")
+        return stamp + duration
+
     async def _upsert(self, core_id: str, update: dict[str, Any]) -> dict[str, Any]:
         for _ in range(2):  # two first-time upserts may race on the insert; the loser retries as an update
             try:
@@ -90,5 +308,11 @@ class MemoryCoreRepository:
             "last_interaction_at": None,
             "lease_owner": None,
             "lease_until": None,
+            "idle_rolled": False,
             "version": 0,
         }
+
+
+def _version_guard(document: dict[str, Any]) -> Any:
+    """Match the version read; a core written by another tool may have none yet."""
+    return document.get("version", {"$exists": False})

@@ -12,7 +12,7 @@ from typing import Any, TypeAlias
 
 from beanie import init_beanie
 from motor.motor_asyncio import AsyncIOMotorClient
-from pymongo.errors import PyMongoError
+from pymongo.errors import ConfigurationError, InvalidURI, PyMongoError
 
 from partner_repo.errors import ConnectionFailed
 from partner_repo.indexes import ALL_INDEXES
@@ -58,12 +58,19 @@ async def connect(
     if uri is None:
         database = in_memory_database(db_name)
     else:
-        client: AsyncIOMotorClient[Any] = AsyncIOMotorClient(
-            uri,
-            tz_aware=True,
-            serverSelectionTimeoutMS=server_selection_timeout_ms,
-            **client_options,
-        )
+        try:
+            client: AsyncIOMotorClient[Any] = AsyncIOMotorClient(
+                uri,
+                tz_aware=True,
+                serverSelectionTimeoutMS=server_selection_timeout_ms,
+                **client_options,
+            )
+        except (ConfigurationError, InvalidURI, ValueError, TypeError) as exc:
+            # The driver's text may quote parts of the URI, the password included: never show it.
+            raise ConnectionFailed(
+                f"unusable MongoDB URI {mask_uri(uri)} ({type(exc).__name__}); check its options, and escape "
+                "special characters in the user name and password (urllib.parse.quote_plus)"
+            ) from None
         database = client[db_name]
         try:
             await database.command("ping")
@@ -73,12 +80,32 @@ async def connect(
     return await init_repository(database, create_indexes=create_indexes)
 
 
-_CREDENTIALS = re.compile(r"^(?P<scheme>mongodb(?:\+srv)?://)(?P<user>[^:@/]*):[^@/]*@")
+_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
+_SECRET_OPTIONS = re.compile(r"(?i)(?P<name>[^&=]*password[^&=]*|authmechanismproperties)=(?P<value>[^&]*)")
 
 
 def mask_uri(uri: str) -> str:
-    """The URI with its password replaced by ``***`` so it can be logged or shown."""
-    return _CREDENTIALS.sub(lambda m: f"{m['scheme']}{m['user']}:***@", uri)
+    """The URI with its secrets replaced by ``***`` so it can be logged or shown.
+
+    Masks the password (everything up to the last ``@`` of the authority, so an unescaped ``@``, ``/``, ``:``
+    or ``?`` in it cannot leak a part), every ``...password...`` option and ``authMechanismProperties`` (AWS
+    session tokens).
+    """
+    scheme = _SCHEME.match(uri)
+    if scheme is None:
+        return uri
+    rest = uri[scheme.end() :]
+    options_start = rest.find("?")
+    at = rest.rfind("@", 0, options_start if options_start >= 0 else len(rest))
+    if at < 0:
+        at = rest.rfind("@")  # an unescaped "?" in the password: mask up to the last "@", the safe side
+    if at >= 0:
+        user, colon, _ = rest[:at].partition(":")
+        if colon:
+            rest = f"{user}:***{rest[at:]}"
+    authority, question, query = rest.partition("?")
+    query = _SECRET_OPTIONS.sub(lambda m: f"{m['name']}=***", query)
+    return f"{scheme.group()}{authority}{question}{query}"
 
 
 def _first_line(exc: BaseException) -> str:

@@ -12,15 +12,28 @@ class PartnerRepoError(Exception):
 
 
 class InvalidInput(PartnerRepoError, ValueError):
-    """The caller's input breaks the model (unknown role, blank id, negative count...); nothing was written."""
+    """The caller's input breaks the model (unknown role, blank id, negative count); nothing was written."""
 
 
 class NotFound(PartnerRepoError, LookupError):
     """The unit, slice or core asked for does not exist."""
 
 
+class InvalidCursor(InvalidInput):
+    """A page cursor that is malformed, was altered, or was issued for another query; start the walk again."""
+
+
 class ConflictError(PartnerRepoError):
     """Another writer changed the document first (a stale copy was saved); reload and try again."""
+
+
+class LeaseLost(ConflictError):
+    """Another roller took over this roller's lease on a core (it expired while this one stalled)."""
+
+    def __init__(self, core_id: str, owner: str) -> None:
+        super().__init__(f"core {core_id!r}: the rolling lease of {owner!r} was taken over by another roller")
+        self.core_id = core_id
+        self.owner = owner
 
 
 class DuplicateSliceId(ConflictError):
@@ -47,4 +60,17 @@ class UnitTooLarge(PartnerRepoError):
 
 
 class ConnectionFailed(PartnerRepoError):
-    """The MongoDB server named by the URI could not be reached; the message names the host, never a password."""
+    """The MongoDB server at the URI could not be reached; the message names the host, not a password."""
+
+
+class ChangeStreamUnavailable(PartnerRepoError):
+    """The deployment has no change streams (a standalone server, the in-memory backend): poll instead."""
+
+
+class MigrationError(PartnerRepoError):
+    """A schema migration could not run: a migration failed, or the migrations directory is unusable."""
+
+
+class TransactionsUnsupported(MigrationError):
+    """Migrations were asked to run in transactions on a deployment without them (a standalone server or the
+    in-memory backend); the message says to use ``--no-transaction``."""

@@ -2,7 +2,7 @@
 
 ``init_repository`` and the index migration create exactly these. The slice-id index is unique and *partial*:
 without the filter, every unit with no slices would index a null ``slices.id`` and the second such unit would
-collide. mongomock ignores uniqueness on multikey indexes, so the repositories check slice ids in code as well.
+collide. mongomock ignores uniqueness on multikey indexes, so the repositories check slice ids in code too.
 """
 
 from __future__ import annotations
@@ -27,10 +27,33 @@ UNIT_INDEXES: list[IndexModel] = [
         [("core_id", ASCENDING), ("slices.created_at", ASCENDING), ("slices.id", ASCENDING)],
         name="core_slice_created",
     ),
+    IndexModel(
+        [("_id", ASCENDING), ("version", ASCENDING), ("message_count", ASCENDING), ("slice_count", ASCENDING),
+         ("size_bytes", ASCENDING)],
+        name="unit_fingerprint",
+    ),
 ]
+UNIT_FINGERPRINT_INDEX = "unit_fingerprint"
+"""Lets the rolling listener's polling read every unit's fingerprint from the index alone (a covered scan)."""
 
 CORE_INDEXES: list[IndexModel] = [
     IndexModel([("last_interaction_at", ASCENDING)], name="last_interaction"),
+    IndexModel([("idle_rolled", ASCENDING), ("last_interaction_at", ASCENDING)], name="idle_pending"),
 ]
 
-ALL_INDEXES: dict[str, list[IndexModel]] = {UNITS: UNIT_INDEXES, CORES: CORE_INDEXES}
+CHECKPOINT_INDEXES: list[IndexModel] = [
+    IndexModel([("group", ASCENDING), ("kind", ASCENDING)], name="group_kind"),
+]
+
+DEAD_LETTER_INDEXES: list[IndexModel] = [
+    IndexModel(
+        [("group", ASCENDING), ("consumer", ASCENDING), ("failed_at", ASCENDING)], name="group_consumer"
+    ),
+]
+
+ALL_INDEXES: dict[str, list[IndexModel]] = {
+    UNITS: UNIT_INDEXES,
+    CORES: CORE_INDEXES,
+    CHECKPOINTS: CHECKPOINT_INDEXES,
+    DEAD_LETTERS: DEAD_LETTER_INDEXES,
+}

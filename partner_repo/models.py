@@ -1,8 +1,8 @@
 """The stored model: Partner's MemoryCore, MemoryUnit and MemorySlice as Beanie documents.
 
 The model deliberately accepts incomplete slices (missing ids, indexes, times, even ``None`` entries): data
-written by Partner or other tools arrives that way, and :func:`partner_repo.normalize_unit` completes it on every
-save. After a save every optional slice field is filled.
+written by Partner or other tools arrives that way, and :func:`partner_repo.normalize_unit` completes it on
+every save. After a save every optional slice field is filled.
 """
 
 from __future__ import annotations
@@ -105,6 +105,8 @@ class MemoryCore(_PlainConstruction):
     """Per agent: the current memory session and the live chat window shared by every service process.
 
     ``lease_owner``/``lease_until`` make rolling single-flight across processes; an expired lease is free.
+    ``idle_rolled`` is set once an idle roll has covered the window's last interaction and cleared by the next
+    ``record``, so an idle window is rolled once, not again at every scheduler pass.
     """
 
     id: Identifier = "default"  # type: ignore[assignment]
@@ -114,6 +116,7 @@ class MemoryCore(_PlainConstruction):
     last_interaction_at: UtcDatetime | None = None
     lease_owner: StrictStr | None = None
     lease_until: UtcDatetime | None = None
+    idle_rolled: bool = False
     version: int = 0
 
     class Settings:

@@ -40,7 +40,8 @@ def normalize_unit(unit: MemoryUnit, *, now: datetime | None = None) -> MemoryUn
         piece.end_index = max_end if end is None or end < piece.start_index else min(end, max_end)  # 7
         slices.append(piece)
     slices.sort(key=_created_at)  # 8: list.sort is stable, ties keep their order
-    return unit.model_copy(update={"updated_at": updated_at, "slices": slices}, deep=True)
+    normalized: MemoryUnit = unit.model_copy(update={"updated_at": updated_at, "slices": slices}, deep=True)
+    return normalized
 
 
 def _created_at(piece: MemorySlice) -> datetime:

@@ -1,13 +1,15 @@
 """How units are laid out in MongoDB, beyond the model: derived fields and BSON sizes.
 
-A stored unit also carries ``message_count`` and ``size_bytes``. They let ``append`` work in O(increment):
-it learns where the new messages start and whether the unit would pass 16 MiB without reading the messages.
-Every write path keeps them exact (``save`` recomputes them, ``append`` increments them).
+A stored unit also carries ``message_count``, ``slice_count`` and ``size_bytes``. They let ``append`` work in
+O(increment): it learns where the new messages start and exactly how many bytes its push adds (an array
+element's key is its index, so the size depends on the counts) without reading the messages. Every write path
+keeps them exact (``save`` recomputes them, ``append`` increments them).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from datetime import datetime
 from typing import Any
 
 import bson
@@ -18,7 +20,7 @@ from partner_repo.models import MemorySlice, MemoryUnit, Message
 MAX_DOCUMENT_BYTES = 16 * 1024 * 1024
 """MongoDB's document size limit."""
 
-DERIVED_FIELDS = ("message_count", "size_bytes")
+DERIVED_FIELDS = ("message_count", "slice_count", "size_bytes")
 
 
 def message_document(message: Message) -> dict[str, Any]:
@@ -31,20 +33,27 @@ def slice_document(piece: MemorySlice) -> dict[str, Any]:
 
 def unit_document(unit: MemoryUnit) -> dict[str, Any]:
     """The stored form of a (normalized) unit, with the derived fields filled in."""
-    document = unit.model_dump(by_alias=True, mode="python")
+    document: dict[str, Any] = unit.model_dump(by_alias=True, mode="python")
     document["slices"] = [slice_document(s) for s in unit.complete_slices()]
     document["message_count"] = len(unit.conversation_messages)
+    document["slice_count"] = len(document["slices"])
     document["size_bytes"] = 0
     document["size_bytes"] = bson_size(document)
     return document
 
 
 def unit_from_document(document: Mapping[str, Any]) -> MemoryUnit:
-    return MemoryUnit.model_validate(document)
+    unit: MemoryUnit = MemoryUnit.model_validate(document)
+    return unit
 
 
 def slice_from_document(document: Mapping[str, Any]) -> MemorySlice:
     return MemorySlice.model_validate(document)
+
+
+def has_derived_fields(document: Mapping[str, Any]) -> bool:
+    """Whether a stored unit carries every derived field (units written by other tools may not)."""
+    return all(field in document for field in DERIVED_FIELDS)
 
 
 def bson_size(document: Mapping[str, Any]) -> int:
@@ -52,7 +61,11 @@ def bson_size(document: Mapping[str, Any]) -> int:
 
 
 def array_elements_size(elements: Iterable[Mapping[str, Any]], first_index: int) -> int:
-    """Bytes that pushing ``elements`` at ``first_index`` adds to a BSON array (type byte, key, document)."""
+    """Bytes that pushing ``elements`` onto an array of ``first_index`` elements adds (type, key, document).
+
+    Inserting at a ``$position`` adds the same bytes: the elements after it are renumbered, so the new keys
+    are still ``first_index`` and up.
+    """
     total = 0
     for offset, element in enumerate(elements):
         total += 1 + len(str(first_index + offset)) + 1 + bson_size(element)
@@ -61,6 +74,4 @@ def array_elements_size(elements: Iterable[Mapping[str, Any]], first_index: int)
 
 def stored_datetime(value: Any) -> Any:
     """Datetimes from a raw document in the library's form (aware UTC, ms); other values unchanged."""
-    from datetime import datetime
-
     return to_utc_ms(value) if isinstance(value, datetime) else value

@@ -15,23 +15,33 @@ from __future__ import annotations
 import asyncio
 import bisect
 import random
-from collections.abc import Mapping, Sequence
+import warnings
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from pydantic import ValidationError
 from pymongo import ASCENDING
-from pymongo.errors import DuplicateKeyError
+from pymongo.errors import DuplicateKeyError, OperationFailure
 
 from partner_repo.clock import utc_now
 from partner_repo.database import MongoDatabase
-from partner_repo.errors import ConflictError, DuplicateSliceId, InvalidInput, NotFound, UnitTooLarge
-from partner_repo.indexes import UNITS
+from partner_repo.errors import (
+    ChangeStreamUnavailable,
+    ConflictError,
+    DuplicateSliceId,
+    InvalidInput,
+    NotFound,
+    UnitTooLarge,
+)
+from partner_repo.indexes import UNIT_FINGERPRINT_INDEX, UNITS
 from partner_repo.models import MemorySlice, MemoryUnit, Message
 from partner_repo.normalization import new_slice_id, normalize_unit
 from partner_repo.storage import (
     MAX_DOCUMENT_BYTES,
     array_elements_size,
+    has_derived_fields,
     message_document,
     slice_document,
     slice_from_document,
@@ -47,6 +57,7 @@ APPEND_ATTEMPTS = 200
 _HEAD_PROJECTION: dict[str, Any] = {
     "core_id": 1,
     "message_count": 1,
+    "slice_count": 1,
     "size_bytes": 1,
     "version": 1,
     "updated_at": 1,
@@ -67,6 +78,24 @@ class UnitHead:
     updated_at: datetime | None
     previous_unit_id: str | None
     last_slice: MemorySlice | None
+    slice_count: int = 0
+
+
+UnitFingerprint = tuple[Any, ...]
+"""A unit's ``(version, message_count, slice_count, size_bytes)``: every write path changes it (the version
+at least), so an unchanged fingerprint means an unchanged unit. No clock is involved."""
+
+_FINGERPRINT_FIELDS = ("version", "message_count", "slice_count", "size_bytes")
+
+
+@dataclass(frozen=True)
+class UnitOutline:
+    """A unit's slices without its messages, and the fingerprint the unit had when they were read."""
+
+    id: str
+    core_id: str
+    fingerprint: UnitFingerprint
+    slices: tuple[MemorySlice, ...]
 
 
 class MemoryUnitRepository:
@@ -89,7 +118,7 @@ class MemoryUnitRepository:
         document = await self._units.find_one({"_id": require_id(unit_id, "unit_id")}, _HEAD_PROJECTION)
         if document is None:
             return None
-        if "message_count" not in document:
+        if not has_derived_fields(document):
             document = await self._complete_derived_fields(unit_id)
         return _head_from(document)
 
@@ -109,7 +138,7 @@ class MemoryUnitRepository:
         return await self.messages_between(unit_id, piece.start_index or 0, piece.end_index or 0)
 
     async def messages_between(self, unit_id: str, start: int, end: int) -> list[Message]:
-        """Messages ``[start, end)`` of a unit through a ``$slice`` projection (empty for an empty interval)."""
+        """Messages ``[start, end)`` of a unit through a ``$slice`` projection (empty for an empty range)."""
         start = require_count(start, "start")
         end = require_count(end, "end")
         if end <= start:
@@ -121,7 +150,7 @@ class MemoryUnitRepository:
         return _messages(document)
 
     async def tail_messages(self, unit_id: str, n: int) -> list[Message]:
-        """The last ``n`` messages of a unit (empty when the unit does not exist), without reading the rest."""
+        """The last ``n`` messages of a unit (empty when there is no such unit), without reading the rest."""
         n = require_count(n, "n")
         unit_id = require_id(unit_id, "unit_id")
         if n == 0:
@@ -140,6 +169,81 @@ class MemoryUnitRepository:
         cursor = self._units.find({"core_id": require_id(core_id, "core_id")}, {"_id": 1})
         return {document["_id"] async for document in cursor}
 
+    # -- change feed (what the rolling listener reads) ------------------------------------------------------
+
+    async def fingerprints(self) -> AsyncIterator[tuple[str, UnitFingerprint]]:
+        """Every unit's id and fingerprint in id order, read from the ``unit_fingerprint`` index alone."""
+        projection = {"_id": 1, **dict.fromkeys(_FINGERPRINT_FIELDS, 1)}
+        try:
+            cursor = self._units.find({}, projection).hint(UNIT_FINGERPRINT_INDEX).sort("_id", ASCENDING)
+            async for document in cursor:
+                yield document["_id"], _fingerprint(document)
+        except OperationFailure as exc:
+            if not _is_missing_index(exc):
+                raise
+            async for document in self._units.find({}, projection).sort("_id", ASCENDING):
+                yield document["_id"], _fingerprint(document)
+
+    async def fingerprint_totals(self) -> tuple[int, ...]:
+        """``(units, sum of each fingerprint field)``: a constant-size probe of whether any unit changed."""
+        group: dict[str, Any] = {"_id": None, "units": {"$sum": 1}}
+        group.update({name: {"$sum": f"${name}"} for name in _FINGERPRINT_FIELDS})
+        pipeline = [{"$group": group}]
+        try:
+            rows = await self._units.aggregate(pipeline, hint=UNIT_FINGERPRINT_INDEX).to_list(length=1)
+        except OperationFailure as exc:
+            if not _is_missing_index(exc):
+                raise
+            rows = await self._units.aggregate(pipeline).to_list(length=1)
+        row = rows[0] if rows else {}
+        return (int(row.get("units", 0)), *(int(row.get(name, 0)) for name in _FINGERPRINT_FIELDS))
+
+    async def outline(self, unit_id: str) -> UnitOutline | None:
+        """The unit's slices (no messages) and fingerprint in one read, or None when there is no such unit.
+
+        A unit written by another tool is completed (normalized, derived fields) first, as ``head`` does, so
+        every slice has an id.
+        """
+        unit_id = require_id(unit_id, "unit_id")
+        projection = {"core_id": 1, "slices": 1, **dict.fromkeys(_FINGERPRINT_FIELDS, 1)}
+        document = await self._units.find_one({"_id": unit_id}, projection)
+        if document is not None and not has_derived_fields(document):
+            await self._complete_derived_fields(unit_id)
+            document = await self._units.find_one({"_id": unit_id}, projection)
+        if document is None:
+            return None
+        pieces = tuple(slice_from_document(s) for s in document.get("slices") or [] if s is not None)
+        return UnitOutline(
+            id=unit_id,
+            core_id=document["core_id"],
+            fingerprint=_fingerprint(document),
+            slices=tuple(p for p in pieces if p.id is not None),
+        )
+
+    def watch(
+        self,
+        *,
+        resume_after: Mapping[str, Any] | None = None,
+        start_after: Mapping[str, Any] | None = None,
+        start_at_operation_time: Any = None,
+        max_await_time_ms: int | None = None,
+    ) -> Any:
+        """A change stream on ``memory_units`` (a Motor change stream: open it with ``async with``).
+
+        Inserted and replaced units arrive without their messages (projected out on the server); update events
+        carry only what the update changed. Raises :class:`ChangeStreamUnavailable` on a backend without
+        change streams (the in-memory one); a standalone server refuses when the stream opens (code 40573).
+        """
+        if getattr(type(self._units), "watch", None) is None:
+            raise ChangeStreamUnavailable("this backend has no change streams (the in-memory backend)")
+        return self._units.watch(
+            [{"$project": {"fullDocument.conversation_messages": 0}}],
+            resume_after=resume_after,
+            start_after=start_after,
+            start_at_operation_time=start_at_operation_time,
+            max_await_time_ms=max_await_time_ms,
+        )
+
     # -- writes --------------------------------------------------------------------------------------------
 
     async def delete(self, unit_id: str) -> bool:
@@ -155,9 +259,9 @@ class MemoryUnitRepository:
         """
         if not isinstance(unit, MemoryUnit):
             raise InvalidInput(f"save expects a MemoryUnit, got {type(unit).__name__}")
-        normalized = normalize_unit(MemoryUnit.model_validate(unit.model_dump()), now=now)
+        normalized = normalize_unit(_revalidated(unit), now=now)
         await self._refuse_foreign_slice_ids(normalized)
-        stored = normalized.model_copy(update={"version": unit.version + 1})
+        stored: MemoryUnit = normalized.model_copy(update={"version": unit.version + 1})
         document = unit_document(stored)
         self._refuse_too_large(stored.id, document["size_bytes"])
         try:
@@ -171,7 +275,9 @@ class MemoryUnitRepository:
                         "reload it and save again"
                     )
         except DuplicateKeyError as exc:
-            raise self._duplicate_error(exc, unit.id, "exists already; load it and save the loaded copy")
+            raise self._duplicate_error(
+                exc, unit.id, "exists already; load it and save the loaded copy"
+            ) from None
         return stored
 
     async def append(
@@ -192,7 +298,9 @@ class MemoryUnitRepository:
         Creates the unit if absent. Safe under any number of concurrent writers. Idempotent by ``slice_id``:
         repeating a call with the same id (a retry after a lost reply) returns the stored slice and appends
         nothing. ``rolling_size``/``retain_divisor`` record the roll that produced the slice;
-        ``previous_unit_id`` is set only when this call creates the unit.
+        ``previous_unit_id`` is set only when this call creates the unit. ``updated_at`` becomes the slice's
+        ``created_at`` (default now) unless it is already later: a writer whose clock is behind never moves
+        it back.
         """
         unit_id = require_id(unit_id, "unit_id")
         core_id = require_id(core_id, "core_id")
@@ -247,7 +355,7 @@ class MemoryUnitRepository:
                 raise DuplicateSliceId(slice_id, document["_id"])
         if mine is None:
             return None
-        if "message_count" not in mine:
+        if not has_derived_fields(mine):
             mine = await self._complete_derived_fields(unit_id)
         return _head_from(mine)
 
@@ -288,7 +396,8 @@ class MemoryUnitRepository:
         placed = piece.model_copy(update={"start_index": start, "end_index": start + len(message_documents)})
         new_slice = slice_document(placed)
         position = await self._slice_position(head, placed)
-        added = array_elements_size(message_documents, start) + array_elements_size([new_slice], position or 0)
+        added = array_elements_size(message_documents, start)
+        added += array_elements_size([new_slice], head.slice_count)
         self._refuse_too_large(head.id, head.size_bytes + added)
         push_slice: dict[str, Any] = {"$each": [new_slice]}
         if position is not None:
@@ -298,8 +407,13 @@ class MemoryUnitRepository:
                 {"_id": head.id, "version": head.version, "slices.id": {"$ne": placed.id}},
                 {
                     "$push": {"conversation_messages": {"$each": message_documents}, "slices": push_slice},
-                    "$inc": {"message_count": len(message_documents), "size_bytes": added, "version": 1},
-                    "$set": {"updated_at": placed.created_at},
+                    "$inc": {
+                        "message_count": len(message_documents),
+                        "slice_count": 1,
+                        "size_bytes": added,
+                        "version": 1,
+                    },
+                    "$max": {"updated_at": placed.created_at},  # a writer whose clock is behind: kept
                 },
             )
         except DuplicateKeyError as exc:
@@ -307,8 +421,11 @@ class MemoryUnitRepository:
         return placed if result.matched_count else None
 
     async def _slice_position(self, head: UnitHead, piece: MemorySlice) -> int | None:
-        """Where the new slice goes to keep slices sorted by creation time: None for the end (the usual case);
-        an explicit position only when its time is older than the last slice's (a writer with a slow clock)."""
+        """Where the new slice goes to keep slices sorted by creation time.
+
+        None (the end) in the usual case; an explicit position only when its time is older than the last
+        slice's (a writer whose clock is behind).
+        """
         last = head.last_slice
         assert piece.created_at is not None
         if last is None or last.created_at is None or last.created_at <= piece.created_at:
@@ -318,29 +435,49 @@ class MemoryUnitRepository:
         return bisect.bisect_right(times, piece.created_at)
 
     async def _complete_derived_fields(self, unit_id: str) -> dict[str, Any]:
-        """A unit written by another tool lacks the derived fields: normalize and store it once, then go on."""
-        unit = await self.get(unit_id)
-        if unit is None:
-            raise NotFound(f"no unit {unit_id!r}")
-        try:
-            await self.save(unit)
-        except ConflictError:
-            pass  # someone else completed or changed it; the re-read below sees their version
-        document = await self._units.find_one({"_id": unit_id}, _HEAD_PROJECTION)
-        if document is None:
-            raise NotFound(f"no unit {unit_id!r}")
-        return dict(document)
+        """Store a unit written by another tool (no derived fields, maybe no version) normalized, once.
+
+        The replace is guarded by what was read (version, or its absence, and the array lengths), so a
+        concurrent writer's change is never overwritten: the loser re-reads and finds the unit completed.
+        """
+        for _ in range(APPEND_ATTEMPTS):
+            raw = await self._units.find_one({"_id": unit_id})
+            if raw is None:
+                raise NotFound(f"no unit {unit_id!r}")
+            if not has_derived_fields(raw):
+                await self._complete(raw)
+            document = await self._units.find_one({"_id": unit_id}, _HEAD_PROJECTION)
+            if document is None:
+                raise NotFound(f"no unit {unit_id!r}")
+            if has_derived_fields(document):
+                return dict(document)
+        raise ConflictError(f"unit {unit_id!r} kept changing while its derived fields were completed")
+
+    async def _complete(self, raw: Mapping[str, Any]) -> None:
+        version = raw.get("version")
+        unit = normalize_unit(unit_from_document({**raw, "version": version or 0}))
+        await self._refuse_foreign_slice_ids(unit)
+        stored = unit.model_copy(update={"version": (version or 0) + 1})
+        document = unit_document(stored)
+        self._refuse_too_large(stored.id, document["size_bytes"])
+        guard: dict[str, Any] = {"_id": raw["_id"], "message_count": {"$exists": False}}
+        guard["version"] = version if version is not None else {"$exists": False}
+        for name in ("conversation_messages", "slices"):
+            value = raw.get(name)
+            guard[name] = {"$size": len(value)} if isinstance(value, list) else {"$exists": False}
+        await self._units.replace_one(guard, document)
 
     async def _refuse_foreign_slice_ids(self, unit: MemoryUnit) -> None:
         ids = [s.id for s in unit.complete_slices()]
         if not ids:
             return
         other = await self._units.find_one(
-            {"_id": {"$ne": unit.id}, "slices.id": {"$in": ids}}, {"slices": {"$elemMatch": {"id": {"$in": ids}}}}
+            {"_id": {"$ne": unit.id}, "slices.id": {"$in": ids}},
+            {"slices": {"$elemMatch": {"id": {"$in": ids}}}},
         )
         if other is not None:
-            clash = (other.get("slices") or [{}])[0].get("id") or next(iter(ids))
-            raise DuplicateSliceId(clash, other["_id"])
+            clash = (other.get("slices") or [{}])[0].get("id") or ids[0]
+            raise DuplicateSliceId(str(clash), str(other["_id"]))
 
     def _refuse_too_large(self, unit_id: str, size_bytes: int) -> None:
         if size_bytes > self._max_bytes:
@@ -356,7 +493,31 @@ class MemoryUnitRepository:
 
 def _is_slice_id_collision(exc: DuplicateKeyError) -> bool:
     details = exc.details or {}
-    return "slices.id" in (details.get("keyPattern") or {}) or "slice_id_unique" in str(details.get("errmsg", ""))
+    in_key = "slices.id" in (details.get("keyPattern") or {})
+    return in_key or "slice_id_unique" in str(details.get("errmsg", ""))
+
+
+def _revalidated(unit: MemoryUnit) -> MemoryUnit:
+    """A fresh, validated copy: a unit changed after it was built (fields assigned, lists appended to) is
+    checked again, so bad data is refused with :class:`InvalidInput` before anything is written."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # pydantic warns while dumping the very values we refuse below
+            copy: MemoryUnit = MemoryUnit.model_validate(unit.model_dump())
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"])
+        raise InvalidInput(f"unit {getattr(unit, 'id', None)!r} is invalid: {where}: {first['msg']}") from exc
+    return copy
+
+
+def _fingerprint(document: Mapping[str, Any]) -> UnitFingerprint:
+    return tuple(document.get(name) for name in _FINGERPRINT_FIELDS)
+
+
+def _is_missing_index(exc: OperationFailure) -> bool:
+    """The hinted index does not exist (indexes left to migrations that have not run): scan without it."""
+    return exc.code == 2 and "hint" in str(exc).lower()
 
 
 def _messages(document: Mapping[str, Any]) -> list[Message]:
@@ -374,7 +535,8 @@ def _head_from(document: Mapping[str, Any]) -> UnitHead:
         updated_at=stored_datetime(document.get("updated_at")),
         previous_unit_id=document.get("previous_unit_id"),
         last_slice=slice_from_document(slices[-1]) if slices else None,
+        slice_count=int(document.get("slice_count", 0)),
     )
 
 
-__all__ = ["APPEND_ATTEMPTS", "MemoryUnitRepository", "UnitHead"]
+__all__ = ["APPEND_ATTEMPTS", "MemoryUnitRepository", "UnitFingerprint", "UnitHead", "UnitOutline"]

@@ -18,7 +18,7 @@ import pytest
 from partner_repo import in_memory_database, init_repository
 
 MONGODB_URI = os.environ.get("MONGODB_URI")
-NO_SERVER = "MONGODB_URI is not set: run `docker compose up -d` and export MONGODB_URI to run integration tests"
+NO_SERVER = "MONGODB_URI is not set: run `docker compose up -d` and export MONGODB_URI for integration tests"
 
 
 def requires_mongodb() -> str:

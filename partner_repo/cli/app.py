@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 import click
 
 from partner_repo import __version__
-from partner_repo.database import MongoDatabase, connect
+from partner_repo.database import MongoDatabase
 from partner_repo.errors import ConnectionFailed, PartnerRepoError
 
 T = TypeVar("T")
@@ -26,13 +26,16 @@ EXIT_USAGE = 2
 
 @dataclass
 class Connection:
-    """Where commands connect: ``--uri``/``--db``, else ``MONGODB_URI``/``PARTNER_REPO_DB``, else in-memory."""
+    """Where commands connect: ``--uri``/``--db``, else ``MONGODB_URI``/``PARTNER_REPO_DB``, else memory."""
 
     uri: str | None
     db_name: str
 
     async def open(self) -> MongoDatabase:
-        return await connect(self.uri, self.db_name)
+        """Connect with the production options of :mod:`partner_repo.settings` (``PARTNER_REPO_*``)."""
+        from partner_repo.settings import connect_from_settings, settings_for
+
+        return await connect_from_settings(settings_for(self.uri, self.db_name))
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -76,6 +79,27 @@ def _register_commands() -> None:
     from partner_repo.cli import demo
 
     main.add_command(demo.demo)
+    from partner_repo.cli.roll_idle import roll_idle
+
+    main.add_command(roll_idle)
+    from partner_repo.cli.migrate import migrate
+
+    main.add_command(migrate)
+    from partner_repo.cli.slices import slices, units
+
+    main.add_command(slices)
+    main.add_command(units)
+    from partner_repo.cli.maintenance import check, import_state, repair
+
+    main.add_command(check)
+    main.add_command(repair)
+    main.add_command(import_state)
+    from partner_repo.cli.listen import listen
+
+    main.add_command(listen)
+    from partner_repo.cli.dead_letters import dead_letters
+
+    main.add_command(dead_letters)
 
 
 _register_commands()

@@ -21,10 +21,14 @@ def demo() -> None:
         units = MemoryUnitRepository(database)
         session = await cores.session_id("demo")
         turns = [
-            [Message(role="user", content="Hi, I'm planning a trip to Kyoto."),
-             Message(role="assistant", content="Lovely! Spring or autumn?")],
-            [Message(role="user", content="Autumn, for the maple leaves."),
-             Message(role="assistant", content="Then book early: November is busy.")],
+            [
+                Message(role="user", content="Hi, I'm planning a trip to Kyoto."),
+                Message(role="assistant", content="Lovely! Spring or autumn?"),
+            ],
+            [
+                Message(role="user", content="Autumn, for the maple leaves."),
+                Message(role="assistant", content="Then book early: November is busy."),
+            ],
         ]
         for number, turn in enumerate(turns, 1):
             piece = await units.append(session, turn, f"turn {number}: {turn[0].content}", core_id="demo")

@@ -1,7 +1,7 @@
 """RollingResult: what a roll produced, as AfterRolling consumers receive it.
 
-It is built from stored facts only (the slice, its messages, the roll parameters stored with the slice), so the
-listener in any process rebuilds exactly the result the rolling process saw.
+It is built from stored facts only (the slice, its messages, the roll parameters stored with the slice), so
+the listener in any process rebuilds exactly the result the rolling process saw.
 """
 
 from __future__ import annotations

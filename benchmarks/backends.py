@@ -1,0 +1,172 @@
+"""The backends a benchmark runs on, each opened the way a service would open it.
+
+- ``memory``: the embedded mongomock-motor database (``partner_repo.in_memory_database``).
+- ``wire``: the real Motor driver over a socket to :mod:`benchmarks.wire_server`, a scripted standalone MongoDB
+  running in a child process (so this process's CPU time is the library's and the driver's only).
+- ``mongodb``: the server named by ``MONGODB_URI`` (a fresh database, dropped afterwards).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+import uuid
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager, contextmanager
+from pathlib import Path
+from typing import Any
+
+from motor.motor_asyncio import AsyncIOMotorClient
+from pymongo import monitoring
+
+from partner_repo import in_memory_database, init_repository, mask_uri
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def mongodb_uri() -> str | None:
+    return os.environ.get("MONGODB_URI") or None
+
+
+@contextmanager
+def scripted_server() -> Any:
+    """Start :mod:`benchmarks.wire_server` in a child process; yields its ``mongodb://`` URI."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "benchmarks.wire_server"],
+        cwd=ROOT,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert process.stdout is not None
+        port = int(process.stdout.readline())
+        yield f"mongodb://localhost:{port}/?directConnection=true"
+    finally:
+        assert process.stdin is not None
+        process.stdin.close()
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+@asynccontextmanager
+async def motor_database(
+    uri: str, *, listeners: Sequence[monitoring.CommandListener] = (), **options: Any
+) -> AsyncIterator[Any]:
+    """A fresh, initialized database on ``uri`` through Motor; dropped and closed on exit."""
+    client: Any = AsyncIOMotorClient(
+        uri, tz_aware=True, serverSelectionTimeoutMS=5000, event_listeners=list(listeners), **options
+    )
+    database = client[f"partner_bench_{uuid.uuid4().hex[:10]}"]
+    try:
+        await init_repository(database)
+        yield database
+    finally:
+        await client.drop_database(database.name)
+        client.close()
+
+
+@asynccontextmanager
+async def memory_database() -> AsyncIterator[Any]:
+    yield await init_repository(in_memory_database(f"bench_{uuid.uuid4().hex[:8]}"))
+
+
+def describe(backend: str, uri: str | None = None) -> str:
+    if backend == "memory":
+        return "embedded (mongomock-motor, in process)"
+    if backend == "wire":
+        return "Motor driver -> scripted standalone MongoDB (mockupdb + mongomock store, separate process)"
+    return f"MongoDB at {mask_uri(uri or '')}"
+
+
+async def server_version(database: Any) -> str | None:
+    try:
+        info = await database.command("buildInfo")
+    except Exception:  # noqa: BLE001 - version is informative only
+        return None
+    return str(info.get("version"))
+
+
+class YieldingCollection:
+    """A mongomock-motor collection whose every call yields to the event loop first, as a round trip would.
+
+    mongomock-motor runs calls synchronously, so without this concurrent writers never interleave between an
+    append's read and its write and no optimistic retry could ever happen. Same idea as the test suite's
+    ``YieldingDatabase`` (tests/conftest.py); counts calls per method so retries can be measured.
+    """
+
+    def __init__(self, collection: Any, calls: dict[str, int]) -> None:
+        self._collection = collection
+        self._calls = calls
+
+    def __getattr__(self, name: str) -> Any:
+        attribute = getattr(self._collection, name)
+        if not callable(attribute):
+            return attribute
+        if name in {"find", "aggregate"}:
+            return lambda *a, **k: _YieldingCursor(attribute(*a, **k), self._calls, name)
+
+        async def call(*args: Any, **kwargs: Any) -> Any:
+            self._calls[name] = self._calls.get(name, 0) + 1
+            await _round_trip()
+            result = attribute(*args, **kwargs)
+            if asyncio.iscoroutine(result):
+                result = await result
+            await _round_trip()
+            return result
+
+        return call
+
+
+class _YieldingCursor:
+    def __init__(self, cursor: Any, calls: dict[str, int], name: str) -> None:
+        self._cursor = cursor
+        self._calls = calls
+        self._name = name
+
+    def __getattr__(self, name: str) -> Any:
+        attribute = getattr(self._cursor, name)
+        if name in {"sort", "skip", "limit", "max_time_ms", "batch_size", "hint"}:
+            return lambda *a, **k: _YieldingCursor(attribute(*a, **k), self._calls, self._name)
+        return attribute
+
+    async def to_list(self, length: int | None = None) -> list[Any]:
+        self._calls[self._name] = self._calls.get(self._name, 0) + 1
+        await _round_trip()
+        return list(await self._cursor.to_list(length))
+
+    def __aiter__(self) -> AsyncIterator[Any]:
+        return self._iterate()
+
+    async def _iterate(self) -> AsyncIterator[Any]:
+        self._calls[self._name] = self._calls.get(self._name, 0) + 1
+        await _round_trip()
+        async for document in self._cursor:
+            yield document
+
+
+class YieldingDatabase:
+    """A database whose collections are :class:`YieldingCollection`; ``calls`` counts driver calls by name."""
+
+    def __init__(self, database: Any) -> None:
+        self._database = database
+        self.calls: dict[str, int] = {}
+        self._collections: dict[str, YieldingCollection] = {}
+
+    def __getitem__(self, name: str) -> YieldingCollection:
+        if name not in self._collections:
+            self._collections[name] = YieldingCollection(self._database[name], self.calls)
+        return self._collections[name]
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._database, name)
+
+
+async def _round_trip() -> None:
+    for _ in range(3):
+        await asyncio.sleep(0)

@@ -1,0 +1,189 @@
+"""What every benchmark section shares: its result shape, statistics and the interleaved timing loop."""
+
+from __future__ import annotations
+
+import math
+import statistics
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Scale:
+    """Sizes of one run: ``full`` is what the README table reports, ``quick`` keeps every path but is tiny."""
+
+    name: str
+    wire_unit_sizes: tuple[int, ...]
+    overhead_rounds: int
+    overhead_inner: int
+    overhead_unit_messages: int
+    overhead_page_units: int
+    overhead_slices_per_unit: int
+    listener_slices: int
+    listener_rate_per_s: float
+    listener_poll_s: float
+    concurrency_appends_per_writer: int
+    concurrency_writers: tuple[int, ...]
+    admin_units: int
+    admin_slices_per_unit: int
+    admin_depth: int
+    admin_page: int
+    admin_repeats: int
+
+
+FULL = Scale(
+    name="full",
+    wire_unit_sizes=(10, 1_000, 10_000),
+    overhead_rounds=21,
+    overhead_inner=10,
+    overhead_unit_messages=5_000,
+    overhead_page_units=200,
+    overhead_slices_per_unit=50,
+    listener_slices=400,
+    listener_rate_per_s=100.0,
+    listener_poll_s=0.01,
+    concurrency_appends_per_writer=25,
+    concurrency_writers=(1, 8, 32),
+    admin_units=2_000,
+    admin_slices_per_unit=50,
+    admin_depth=10_000,
+    admin_page=50,
+    admin_repeats=5,
+)
+
+QUICK = Scale(
+    name="quick",
+    wire_unit_sizes=(10, 100),
+    overhead_rounds=3,
+    overhead_inner=2,
+    overhead_unit_messages=200,
+    overhead_page_units=10,
+    overhead_slices_per_unit=5,
+    listener_slices=10,
+    listener_rate_per_s=200.0,
+    listener_poll_s=0.01,
+    concurrency_appends_per_writer=3,
+    concurrency_writers=(1, 4),
+    admin_units=20,
+    admin_slices_per_unit=5,
+    admin_depth=40,
+    admin_page=10,
+    admin_repeats=2,
+)
+
+
+@dataclass
+class Row:
+    """One line of the table: a measurement, its figure, and (when the issue sets one) target and verdict."""
+
+    measurement: str
+    value: str
+    target: str = ""
+    passed: bool | None = None
+
+
+@dataclass
+class SectionResult:
+    key: str
+    title: str
+    backend: str
+    rows: list[Row] = field(default_factory=list)
+    raw: dict[str, Any] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "title": self.title,
+            "backend": self.backend,
+            "rows": [asdict(row) for row in self.rows],
+            "raw": self.raw,
+            "notes": list(self.notes),
+        }
+
+
+def percentile(values: Sequence[float], fraction: float) -> float:
+    """Linear-interpolated percentile (``fraction`` in [0, 1]) of a non-empty sequence."""
+    ordered = sorted(values)
+    if not ordered:
+        raise ValueError("percentile of nothing")
+    position = (len(ordered) - 1) * fraction
+    low = math.floor(position)
+    high = math.ceil(position)
+    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
+
+
+def summary(values: Sequence[float]) -> dict[str, float]:
+    """Median, quartiles and extremes: the spread of repeated measurements."""
+    return {
+        "median": statistics.median(values),
+        "p25": percentile(values, 0.25),
+        "p75": percentile(values, 0.75),
+        "min": min(values),
+        "max": max(values),
+        "n": len(values),
+    }
+
+
+@dataclass
+class Timing:
+    """Per-operation CPU (process time, all threads) and wall time of one batch."""
+
+    cpu_s: float
+    wall_s: float
+
+
+async def timed_batch(operation: Callable[[], Awaitable[Any]], count: int) -> Timing:
+    """Run ``operation`` ``count`` times; per-operation process CPU and wall time."""
+    cpu, wall = time.process_time(), time.perf_counter()
+    for _ in range(count):
+        await operation()
+    return Timing((time.process_time() - cpu) / count, (time.perf_counter() - wall) / count)
+
+
+async def interleaved(
+    library: Callable[[], Awaitable[Any]],
+    raw: Callable[[], Awaitable[Any]],
+    *,
+    rounds: int,
+    inner: int,
+    before_round: Callable[[], Awaitable[Any]] | None = None,
+) -> dict[str, Any]:
+    """Library and raw batches alternated (and their order swapped every round) so drift and noise hit both.
+
+    Returns per-round library/raw ratios of CPU and wall time with their spread, and per-operation times.
+    """
+    library_times: list[Timing] = []
+    raw_times: list[Timing] = []
+    await library()  # warm both paths (imports, connections, caches) before anything is timed
+    await raw()
+    for index in range(rounds):
+        if before_round is not None:
+            await before_round()
+        if index % 2 == 0:
+            library_times.append(await timed_batch(library, inner))
+            raw_times.append(await timed_batch(raw, inner))
+        else:
+            raw_times.append(await timed_batch(raw, inner))
+            library_times.append(await timed_batch(library, inner))
+    cpu_ratios = [lib.cpu_s / max(r.cpu_s, 1e-9) for lib, r in zip(library_times, raw_times, strict=True)]
+    wall_ratios = [lib.wall_s / max(r.wall_s, 1e-9) for lib, r in zip(library_times, raw_times, strict=True)]
+    return {
+        "cpu_ratio": summary(cpu_ratios),
+        "wall_ratio": summary(wall_ratios),
+        "library_cpu_us": summary([t.cpu_s * 1e6 for t in library_times]),
+        "raw_cpu_us": summary([t.cpu_s * 1e6 for t in raw_times]),
+        "library_wall_us": summary([t.wall_s * 1e6 for t in library_times]),
+        "raw_wall_us": summary([t.wall_s * 1e6 for t in raw_times]),
+        "rounds": rounds,
+        "operations_per_round": inner,
+    }
+
+
+def ratio_text(figures: dict[str, float]) -> str:
+    return f"{figures['median']:.2f}x (IQR {figures['p25']:.2f}-{figures['p75']:.2f})"
+
+
+def verdict(passed: bool | None) -> str:
+    return "" if passed is None else ("PASS" if passed else "FAIL")

@@ -1,0 +1,171 @@
+"""Section 2: the CPU the library adds on top of the driver, library and raw side by side in one run.
+
+Each comparison runs the library call and a hand-written Motor call that does the same work, on the same
+backend, in alternating batches (the order swapped every round) and reports library/raw ratios of process
+CPU time with their spread over the rounds; wall-time ratios are recorded in the JSON too.
+
+- append: ``MemoryUnitRepository.append`` (validation, head read, guarded push) against one ``update_one``
+  with the same ``$push``/``$inc``/``$set`` built by hand. Both units start at 10 messages every round.
+- unit load: ``get`` of a 5,000-message unit against ``find_one`` of the same document.
+- page query: ``SliceQueries.find`` (one page of 50) against the hand-written aggregation returning that page.
+
+Backends: the embedded mongomock-motor database (the backend's own work is in-process CPU, counted on both
+sides); the real Motor driver against the scripted server in a child process (this process's CPU is only the
+library's and the driver's, as with a real server); ``MONGODB_URI`` when set.
+"""
+
+from __future__ import annotations
+
+import uuid
+from contextlib import AbstractAsyncContextManager
+from datetime import UTC, datetime
+from typing import Any
+
+from benchmarks.backends import describe, memory_database, motor_database, mongodb_uri, scripted_server
+from benchmarks.common import Row, Scale, SectionResult, interleaved, ratio_text
+from benchmarks.workload import conversation, seed_unit, unit_with_slices
+from partner_repo import MemoryUnitRepository
+from partner_repo.admin.queries import SliceQueries
+from partner_repo.indexes import UNITS
+from partner_repo.storage import unit_document
+
+TARGETS = {"append": 1.3, "unit load": 2.0, "page query": 1.3}
+PAGE = 50
+
+
+async def run(scale: Scale) -> list[SectionResult]:
+    results = [await _measure(scale, memory_database(), describe("memory"))]
+    with scripted_server() as uri:
+        results.append(await _measure(scale, motor_database(uri), describe("wire")))
+    uri = mongodb_uri()
+    if uri is not None:
+        results.append(await _measure(scale, motor_database(uri), describe("mongodb", uri)))
+    return results
+
+
+async def _measure(
+    scale: Scale, opened: AbstractAsyncContextManager[Any], backend: str
+) -> SectionResult:
+    result = SectionResult(key="overhead", title="2. Library CPU overhead vs the raw driver", backend=backend)
+    async with opened as database:
+        comparisons = {
+            "append": await _append(database, scale),
+            "unit load": await _unit_load(database, scale),
+            "page query": await _page_query(database, scale),
+        }
+    for name, figures in comparisons.items():
+        median = figures["cpu_ratio"]["median"]
+        lib_us = figures["library_cpu_us"]["median"]
+        raw_us = figures["raw_cpu_us"]["median"]
+        result.rows.append(
+            Row(
+                f"{name}: library/raw CPU",
+                f"{ratio_text(figures['cpu_ratio'])}; {lib_us:,.0f} vs {raw_us:,.0f} us/op",
+                f"<= {TARGETS[name]}x",
+                median <= TARGETS[name],
+            )
+        )
+    result.raw = comparisons
+    result.notes.append(
+        f"median (and interquartile range) of per-round ratios over {scale.overhead_rounds} interleaved rounds; "
+        "CPU = process time of this process (library + driver; a separate server's work is not in it)"
+    )
+    return result
+
+
+async def _append(database: Any, scale: Scale) -> dict[str, Any]:
+    repository = MemoryUnitRepository(database)
+    collection = database[UNITS]
+    turn = [m.model_dump() for m in conversation(2, seed=5)]
+    base = conversation(10, seed=6)
+    ids = {"library": f"append-lib-{uuid.uuid4().hex[:8]}", "raw": f"append-raw-{uuid.uuid4().hex[:8]}"}
+    counts = {"raw": 0}
+
+    async def reseed() -> None:
+        for unit_id in ids.values():
+            await collection.delete_one({"_id": unit_id})
+            await seed_unit(database, unit_id, "bench-core", base, messages_per_slice=10)
+        counts["raw"] = len(base)
+
+    async def library() -> None:
+        await repository.append(ids["library"], turn, "a turn about plans", core_id="bench-core")
+
+    async def raw() -> None:
+        start = counts["raw"]
+        now = datetime.now(UTC)
+        piece = {
+            "id": str(uuid.uuid4()),
+            "start_index": start,
+            "end_index": start + len(turn),
+            "summary": "a turn about plans",
+            "created_at": now,
+            "rolling_size": None,
+            "retain_divisor": None,
+        }
+        messages = [{"role": m["role"], "content": m["content"]} for m in turn]
+        await collection.update_one(
+            {"_id": ids["raw"]},
+            {
+                "$push": {"conversation_messages": {"$each": messages}, "slices": {"$each": [piece]}},
+                "$inc": {"message_count": len(messages), "slice_count": 1, "size_bytes": 400, "version": 1},
+                "$set": {"updated_at": now},
+            },
+        )
+        counts["raw"] = start + len(messages)
+
+    await reseed()
+    return await interleaved(
+        library, raw, rounds=scale.overhead_rounds, inner=scale.overhead_inner, before_round=reseed
+    )
+
+
+async def _unit_load(database: Any, scale: Scale) -> dict[str, Any]:
+    repository = MemoryUnitRepository(database)
+    collection = database[UNITS]
+    unit_id = f"load-{uuid.uuid4().hex[:8]}"
+    await seed_unit(
+        database, unit_id, "bench-core", conversation(scale.overhead_unit_messages, seed=7), messages_per_slice=30
+    )
+
+    async def library() -> None:
+        await repository.get(unit_id)
+
+    async def raw() -> None:
+        await collection.find_one({"_id": unit_id})
+
+    figures = await interleaved(library, raw, rounds=scale.overhead_rounds, inner=max(scale.overhead_inner // 2, 1))
+    figures["unit_messages"] = scale.overhead_unit_messages
+    return figures
+
+
+async def _page_query(database: Any, scale: Scale) -> dict[str, Any]:
+    queries = SliceQueries(database)
+    collection = database[UNITS]
+    core_id = f"page-core-{uuid.uuid4().hex[:8]}"
+    documents = []
+    for number in range(scale.overhead_page_units):
+        unit = unit_with_slices(
+            f"{core_id}-u{number:05d}",
+            core_id,
+            conversation(scale.overhead_slices_per_unit * 2, seed=number),
+            messages_per_slice=2,
+        )
+        documents.append(unit_document(unit))
+    await collection.insert_many(documents)
+    pipeline = [
+        {"$match": {"core_id": core_id}},
+        {"$project": {"core_id": 1, "slices": 1}},
+        {"$unwind": "$slices"},
+        {"$sort": {"slices.created_at": -1, "slices.id": -1, "_id": -1}},
+        {"$limit": PAGE},
+    ]
+
+    async def library() -> None:
+        await queries.find(core_id=core_id, limit=PAGE)
+
+    async def raw() -> None:
+        await collection.aggregate(pipeline).to_list(PAGE)
+
+    figures = await interleaved(library, raw, rounds=scale.overhead_rounds, inner=max(scale.overhead_inner // 5, 1))
+    figures["slices"] = scale.overhead_page_units * scale.overhead_slices_per_unit
+    return figures

@@ -1,0 +1,238 @@
+"""Normalize every stored memory unit in place: the path for units written by older versions or other tools.
+
+Frozen on purpose. The rules below are a copy of ``partner_repo.normalize_unit`` (Partner's
+``normalizeMemoryUnit`` rules 1-8 plus the repeated-id rule) and of the stored unit layout of partner-repo
+0.1.0, not an import of the library: a migration must keep doing what it did when it was written, even after
+the library's models or rules change (a later change to normalization ships its own migration). A unit test
+checks that this copy still agrees with the library, so unintended drift is caught.
+
+Forward streams through the units in ``_id`` order. For each unit that normalization would change it writes
+the normalized slices, ``updated_at`` and the derived ``message_count``/``slice_count``/``size_bytes`` with
+one update guarded by the unit's ``version`` (bumped, as every write does), so a concurrent ``append`` is
+never overwritten: the loser re-reads and is normalized again. Fields this migration does not own (messages,
+ids, unknown fields) stay as stored. Units already normalized are not written, so a re-run is cheap and
+changes nothing. A unit whose slices cannot be read at all is left untouched and logged. The pre-image of
+every unit it rewrites is kept in ``BACKUP``.
+
+Backward: normalization is not invertible (dropped ``None`` entries, generated ids, clamped intervals), so it
+restores the pre-images Forward kept, each only if the unit is still exactly the version Forward wrote; a unit
+written since is left normalized (restoring it would lose that write) and its pre-image stays in ``BACKUP``.
+"""
+
+# No `from __future__ import annotations`: Beanie loads this file outside sys.modules, where pydantic could
+# not resolve string annotations.
+import logging
+import uuid
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Annotated, Any
+
+import bson
+from beanie import Document, free_fall_migration
+from pydantic import AfterValidator, BaseModel, ConfigDict, StrictStr, TypeAdapter, ValidationError
+
+UNITS = "memory_units"
+BACKUP = "migration_backup_20261129120000_normalize_units"
+ATTEMPTS = 50
+"""How often one unit is re-read and normalized again when concurrent writers keep changing it."""
+BATCH_SIZE = 100
+
+log = logging.getLogger("partner_repo.migrations.normalize_units")
+
+
+# -- frozen model (partner-repo 0.1.0) -----------------------------------------------------------------------
+
+
+def to_utc_ms(value: datetime) -> datetime:
+    """Aware UTC, millisecond precision; naive values are UTC (the stored time convention)."""
+    value = value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+    return value.replace(microsecond=value.microsecond - value.microsecond % 1000)
+
+
+UtcDatetime = Annotated[datetime, AfterValidator(to_utc_ms)]
+
+
+class Slice(BaseModel):
+    """A stored slice as 0.1.0 reads it. Unknown keys are kept: the migration never drops data."""
+
+    model_config = ConfigDict(extra="allow")
+
+    id: StrictStr | None = None
+    start_index: int | None = None
+    end_index: int | None = None
+    summary: StrictStr = ""
+    created_at: UtcDatetime | None = None
+    rolling_size: int | None = None
+    retain_divisor: int | None = None
+
+
+SLICES: TypeAdapter[list[Slice | None]] = TypeAdapter(list[Slice | None])
+UPDATED_AT: TypeAdapter[UtcDatetime | None] = TypeAdapter(UtcDatetime | None)
+
+
+class UnitCollection(Document):
+    """Binds the migration to the units collection; documents are read raw and parsed by the models above."""
+
+    class Settings:
+        name = UNITS
+
+
+# -- frozen rules --------------------------------------------------------------------------------------------
+
+
+class Unreadable(ValueError):
+    """The unit's slices or time cannot be parsed; the unit is left as stored."""
+
+
+def normalized_fields(document: Mapping[str, Any], now: datetime) -> dict[str, Any]:
+    """The fields normalization owns, as they must be stored: slices, updated_at, derived counts, size."""
+    messages = document.get("conversation_messages") or []
+    if not isinstance(messages, list):
+        raise Unreadable("conversation_messages is not a list")
+    try:
+        updated_at = UPDATED_AT.validate_python(document.get("updated_at")) or to_utc_ms(now)  # 1
+        raw_slices = document.get("slices") or []
+        if not isinstance(raw_slices, list):
+            raise Unreadable("slices is not a list")
+        pieces = SLICES.validate_python(raw_slices)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        raise Unreadable(f"{'.'.join(str(p) for p in first['loc'])}: {first['msg']}") from None
+    max_end = len(messages)  # 2
+    seen: set[str] = set()
+    slices: list[Slice] = []
+    for original in pieces:
+        if original is None:  # 3
+            continue
+        piece = original.model_copy()
+        if piece.id is None or not piece.id.strip() or piece.id in seen:  # 4, and repeated ids
+            piece.id = str(uuid.uuid4())
+        seen.add(piece.id)
+        if piece.created_at is None:  # 5
+            piece.created_at = updated_at
+        start = piece.start_index
+        piece.start_index = 0 if start is None or start < 0 else min(start, max_end)  # 6
+        end = piece.end_index
+        piece.end_index = max_end if end is None or end < piece.start_index else min(end, max_end)  # 7
+        slices.append(piece)
+    slices.sort(key=lambda s: s.created_at or updated_at)  # 8: stable, ties keep their order
+    fields: dict[str, Any] = {
+        "slices": [s.model_dump(mode="python") for s in slices],
+        "updated_at": updated_at,
+        "message_count": max_end,
+        "slice_count": len(slices),
+    }
+    stored = {**document, **fields, "version": written_version(document), "size_bytes": 0}
+    fields["size_bytes"] = len(bson.encode(stored))
+    return fields
+
+
+def needs_write(document: Mapping[str, Any], fields: Mapping[str, Any]) -> bool:
+    """Whether the stored fields differ from their normalized form (times compared in stored precision)."""
+    return any(
+        _comparable(document.get(name, _MISSING)) != _comparable(value) for name, value in fields.items()
+    )
+
+
+_MISSING = object()
+
+
+def _comparable(value: Any) -> Any:
+    if isinstance(value, datetime):
+        return to_utc_ms(value)
+    if isinstance(value, list):
+        return [_comparable(v) for v in value]
+    if isinstance(value, Mapping):
+        return {k: _comparable(v) for k, v in value.items()}
+    return value
+
+
+def _version_guard(document: Mapping[str, Any]) -> dict[str, Any]:
+    version = document.get("version")
+    return {"_id": document["_id"], "version": version if version is not None else {"$exists": False}}
+
+
+def written_version(pre_image: Mapping[str, Any]) -> int:
+    """The version this migration writes over ``pre_image`` (every write bumps it, as the library's do)."""
+    return int(pre_image.get("version") or 0) + 1
+
+
+# -- the migration -------------------------------------------------------------------------------------------
+
+
+async def normalize_all(session: Any) -> dict[str, int]:
+    units = UnitCollection.get_motor_collection()
+    backup = units.database[BACKUP]
+    counts = {"scanned": 0, "normalized": 0, "unreadable": 0}
+    cursor = units.find({}, session=session).sort("_id", 1).batch_size(BATCH_SIZE)
+    async for document in cursor:
+        counts["scanned"] += 1
+        outcome = await _normalize_one(units, backup, document, session)
+        if outcome in counts:
+            counts[outcome] += 1
+    log.info(
+        "normalize_units: %(scanned)d units scanned, %(normalized)d normalized, %(unreadable)d unreadable",
+        counts,
+    )
+    return counts
+
+
+async def _normalize_one(units: Any, backup: Any, document: Mapping[str, Any], session: Any) -> str:
+    for _ in range(ATTEMPTS):
+        try:
+            fields = normalized_fields(document, datetime.now(UTC))
+        except Unreadable as exc:
+            log.warning(
+                "normalize_units: unit %r left as stored, it cannot be read: %s", document["_id"], exc
+            )
+            return "unreadable"
+        if not needs_write(document, fields):
+            return "unchanged"
+        update = {"$set": {**fields, "version": written_version(document)}}
+        result = await units.update_one(_version_guard(document), update, session=session)
+        if result.matched_count:
+            await backup.replace_one({"_id": document["_id"]}, dict(document), upsert=True, session=session)
+            return "normalized"
+        reread = await units.find_one({"_id": document["_id"]}, session=session)
+        if reread is None:
+            return "deleted"
+        document = reread
+    raise RuntimeError(
+        f"unit {document['_id']!r} kept changing while being normalized; run the migration again"
+    )
+
+
+async def restore_all(session: Any) -> dict[str, int]:
+    units = UnitCollection.get_motor_collection()
+    backup = units.database[BACKUP]
+    counts = {"restored": 0, "kept": 0}
+    async for pre_image in backup.find({}, session=session).sort("_id", 1).batch_size(BATCH_SIZE):
+        guard = {"_id": pre_image["_id"], "version": written_version(pre_image)}
+        result = await units.replace_one(guard, pre_image, session=session)
+        if result.matched_count:
+            await backup.delete_one({"_id": pre_image["_id"]}, session=session)
+            counts["restored"] += 1
+        else:
+            counts["kept"] += 1
+            log.warning(
+                "normalize_units backward: unit %r was written after the migration (or deleted); it stays "
+                "normalized and its pre-migration copy stays in %s",
+                pre_image["_id"],
+                BACKUP,
+            )
+    if counts["kept"] == 0 and not getattr(session, "in_transaction", False):
+        await backup.drop()  # a collection cannot be dropped inside a transaction; empty, it is harmless
+    log.info("normalize_units backward: %(restored)d units restored, %(kept)d kept normalized", counts)
+    return counts
+
+
+class Forward:
+    @free_fall_migration(document_models=[UnitCollection])
+    async def normalize_units(self, session: Any) -> None:
+        await normalize_all(session)
+
+
+class Backward:
+    @free_fall_migration(document_models=[UnitCollection])
+    async def restore_units(self, session: Any) -> None:
+        await restore_all(session)

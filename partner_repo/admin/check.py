@@ -1,0 +1,302 @@
+"""UnitChecker: find every unit that breaks the invariants, and repair them in place.
+
+Both walks stream: units are read in ``_id`` order in bounded keyset batches (each its own query with
+``maxTimeMS``, so no server cursor lives for the whole walk), and only the reports of broken units are kept,
+so memory does not grow with the collection. Slice ids shared between units are found with one indexed
+lookup per unit (``slices.id`` is indexed), not by holding every id in memory.
+
+Repair goes through :meth:`MemoryUnitRepository.save`, which normalizes and writes with optimistic
+concurrency: a unit changed by someone else meanwhile is re-read and repaired again, never overwritten. A
+slice id shared by several units stays with the unit whose id sorts first; the others get fresh ids (and
+the report says which). Units are repaired in descending ``_id`` order so that the unit keeping an id is
+saved after the others have let go of it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from partner_repo.admin.inspection import (
+    DUPLICATE_SLICE_ID,
+    UNVERSIONED,
+    InvariantViolation,
+    inspect_document,
+)
+from partner_repo.database import MongoDatabase
+from partner_repo.errors import ConflictError, DuplicateSliceId, InvalidInput, NotFound, UnitTooLarge
+from partner_repo.indexes import UNITS
+from partner_repo.models import MemoryUnit
+from partner_repo.normalization import new_slice_id
+from partner_repo.units import MemoryUnitRepository
+from partner_repo.validation import require_id
+
+BATCH_UNITS = 100
+"""Units per keyset batch of a walk."""
+REPAIR_ATTEMPTS = 5
+"""How often repair re-reads a unit that another writer changed while it was being repaired."""
+DEFAULT_MAX_TIME_MS = 30_000
+
+
+class UnitViolations(BaseModel):
+    """The violations of one unit. ``repairable`` is False when repair cannot fix them (unreadable data)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    unit_id: str
+    core_id: str | None
+    violations: list[InvariantViolation]
+    repairable: bool
+
+
+class CheckReport(BaseModel):
+    """What ``check`` found: how many units it read and every unit with a problem."""
+
+    model_config = ConfigDict(frozen=True)
+
+    units_checked: int
+    units: list[UnitViolations]
+
+    @property
+    def ok(self) -> bool:
+        return not self.units
+
+
+class UnitRepair(BaseModel):
+    """One repaired unit: what was wrong (now fixed), and the version it was saved as."""
+
+    model_config = ConfigDict(frozen=True)
+
+    unit_id: str
+    core_id: str | None
+    changes: list[InvariantViolation]
+    version: int
+
+
+class UnitRepairFailure(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    unit_id: str
+    core_id: str | None
+    violations: list[InvariantViolation]
+    reason: str
+
+
+class RepairReport(BaseModel):
+    """What ``repair`` did: units read, units repaired with their changes, units it could not repair."""
+
+    model_config = ConfigDict(frozen=True)
+
+    units_checked: int
+    repaired: list[UnitRepair]
+    failed: list[UnitRepairFailure]
+
+    @property
+    def ok(self) -> bool:
+        return not self.failed
+
+
+class UnitChecker:
+    """Checks (read-only) and repairs (through the unit repository) the units of one database."""
+
+    def __init__(
+        self,
+        database: MongoDatabase,
+        *,
+        batch_units: int = BATCH_UNITS,
+        max_time_ms: int = DEFAULT_MAX_TIME_MS,
+    ) -> None:
+        for name, value in (("batch_units", batch_units), ("max_time_ms", max_time_ms)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise InvalidInput(f"{name} must be a positive integer, got {value!r}")
+        self._units = database[UNITS]
+        self._repository = MemoryUnitRepository(database)
+        self._batch = batch_units
+        self._max_time_ms = max_time_ms
+
+    async def check(self, core_id: str | None = None) -> CheckReport:
+        """Every unit (of ``core_id``, or of every core) that breaks an invariant, with what is wrong."""
+        checked = 0
+        found: list[UnitViolations] = []
+        async for document in self._walk(core_id, ascending=True):
+            checked += 1
+            report = await self._violations(document)
+            if report is not None:
+                found.append(report)
+        return CheckReport(units_checked=checked, units=found)
+
+    async def violations(self, core_id: str | None = None) -> AsyncIterator[UnitViolations]:
+        """The broken units one by one as the walk finds them (``check`` without collecting)."""
+        async for document in self._walk(core_id, ascending=True):
+            report = await self._violations(document)
+            if report is not None:
+                yield report
+
+    async def repair(self, core_id: str | None = None) -> RepairReport:
+        """Normalize every broken unit in place; returns what changed and what could not be repaired."""
+        checked = 0
+        repaired: list[UnitRepair] = []
+        failed: list[UnitRepairFailure] = []
+        async for document in self._walk(core_id, ascending=False):
+            checked += 1
+            report = await self._violations(document)
+            if report is None:
+                continue
+            outcome = await self._repair_one(document, report)
+            if isinstance(outcome, UnitRepair):
+                repaired.append(outcome)
+            else:
+                failed.append(outcome)
+        return RepairReport(units_checked=checked, repaired=repaired, failed=failed)
+
+    # -- internals -----------------------------------------------------------------------------------------
+
+    async def _walk(self, core_id: str | None, *, ascending: bool) -> AsyncIterator[dict[str, Any]]:
+        base: dict[str, Any] = {} if core_id is None else {"core_id": require_id(core_id, "core_id")}
+        beyond, direction = ("$gt", 1) if ascending else ("$lt", -1)
+        last: Any = None
+        while True:
+            query = dict(base) if last is None else {**base, "_id": {beyond: last}}
+            cursor = (
+                self._units.find(query)
+                .sort("_id", direction)
+                .limit(self._batch)
+                .max_time_ms(self._max_time_ms)
+            )
+            seen = 0
+            async for document in cursor:
+                seen += 1
+                last = document["_id"]
+                yield document
+            if seen < self._batch:
+                return
+
+    async def _violations(self, document: dict[str, Any]) -> UnitViolations | None:
+        inspection = inspect_document(document)
+        violations = list(inspection.violations)
+        if inspection.unit is not None:
+            for slice_id, other in await self._shared_ids(inspection.unit):
+                detail = f"slice id {slice_id!r} is also used by unit {other!r}"
+                violations.append(InvariantViolation(code=DUPLICATE_SLICE_ID, detail=detail))
+        if not violations:
+            return None
+        return UnitViolations(
+            unit_id=str(document["_id"]),
+            core_id=_text_or_none(document.get("core_id")),
+            violations=violations,
+            repairable=inspection.unit is not None,
+        )
+
+    async def _shared_ids(self, unit: MemoryUnit) -> list[tuple[str, str]]:
+        """(slice id, other unit id) for each of the unit's slice ids that another unit also uses."""
+        ids = sorted({s.id for s in unit.complete_slices() if s.id})
+        if not ids:
+            return []
+        cursor = self._units.find(
+            {"_id": {"$ne": unit.id}, "slices.id": {"$in": ids}}, {"slices.id": 1}
+        ).max_time_ms(self._max_time_ms)
+        shared: list[tuple[str, str]] = []
+        mine = set(ids)
+        async for other in cursor:
+            theirs = {p.get("id") for p in other.get("slices") or [] if isinstance(p, dict)}
+            shared += [(slice_id, str(other["_id"])) for slice_id in sorted(mine & theirs)]
+        return sorted(shared, key=lambda pair: (pair[1], pair[0]))
+
+    async def _repair_one(
+        self, document: dict[str, Any], report: UnitViolations
+    ) -> UnitRepair | UnitRepairFailure:
+        unit_id = report.unit_id
+
+        def done(changes: list[InvariantViolation], version: Any) -> UnitRepair:
+            number = version if isinstance(version, int) and not isinstance(version, bool) else 0
+            return UnitRepair(unit_id=unit_id, core_id=report.core_id, changes=changes, version=number)
+
+        def failure(reason: str) -> UnitRepairFailure:
+            return UnitRepairFailure(
+                unit_id=unit_id, core_id=report.core_id, violations=report.violations, reason=reason
+            )
+
+        if not report.repairable:
+            return failure("the stored document is not a valid unit; fix or delete it by hand")
+        current = report
+        adopted = False
+        try:
+            for _ in range(REPAIR_ATTEMPTS):
+                if any(p.code == UNVERSIONED for p in current.violations):
+                    if adopted:
+                        return failure(
+                            "the unit has no version although its derived fields are set, so no save can be "
+                            "guarded; set its version to 1 by hand and run repair again"
+                        )
+                    await self._repository.head(unit_id)  # completes a unit written by another tool, guarded
+                    adopted = True
+                else:
+                    unit = _validated(document)
+                    renamed = await self._release_shared_ids(unit)
+                    try:
+                        stored = await self._repository.save(unit)
+                    except DuplicateSliceId as exc:
+                        return failure(f"{exc}; repair or fix that unit first, then run repair again")
+                    except ConflictError:
+                        pass  # changed meanwhile: re-read and look again
+                    else:
+                        fixed = [p for p in current.violations if p.code != DUPLICATE_SLICE_ID]
+                        return done(fixed + renamed, stored.version)
+                document = await self._reload(unit_id)
+                latest = await self._violations(document)
+                if latest is None:  # fixed by the completion above, or by another writer
+                    return done(report.violations if adopted else [], document.get("version"))
+                current = latest
+        except NotFound:
+            return failure("the unit was deleted while it was being repaired")
+        except DuplicateSliceId as exc:
+            return failure(f"{exc}; repair or fix that unit first, then run repair again")
+        except UnitTooLarge as exc:
+            return failure(str(exc))
+        return failure(f"the unit kept changing during {REPAIR_ATTEMPTS} repair attempts; run repair again")
+
+    async def _release_shared_ids(self, unit: MemoryUnit) -> list[InvariantViolation]:
+        """Fresh ids for slices whose ids a unit with a smaller id also uses (that unit keeps them)."""
+        changes: list[InvariantViolation] = []
+        lost: dict[str, str] = {}
+        for slice_id, other in await self._shared_ids(unit):
+            if other < unit.id:
+                lost[slice_id] = min(other, lost.get(slice_id, other))
+        for piece in unit.slices:
+            if piece is not None and piece.id in lost:
+                fresh = new_slice_id()
+                changes.append(
+                    InvariantViolation(
+                        code=DUPLICATE_SLICE_ID,
+                        detail=f"slice id {piece.id!r} (kept by unit {lost[piece.id]!r}) is now {fresh!r}",
+                    )
+                )
+                piece.id = fresh
+        return changes
+
+    async def _reload(self, unit_id: str) -> dict[str, Any]:
+        document = await self._units.find_one({"_id": unit_id}, max_time_ms=self._max_time_ms)
+        if document is None:
+            raise NotFound(f"no unit {unit_id!r}")
+        return dict(document)
+
+
+def _validated(document: dict[str, Any]) -> MemoryUnit:
+    unit: MemoryUnit = MemoryUnit.model_validate(document)
+    return unit
+
+
+def _text_or_none(value: Any) -> str | None:
+    return None if value is None else str(value)
+
+
+__all__ = [
+    "CheckReport",
+    "RepairReport",
+    "UnitChecker",
+    "UnitViolations",
+    "UnitRepair",
+    "UnitRepairFailure",
+]

@@ -1,0 +1,120 @@
+"""Opaque keyset cursors for slice pages: signed, and bound to the query that issued them.
+
+A cursor names the last slice of a page by its sort key (creation time, slice id, unit id) so the next page
+starts strictly after it, whatever was appended meanwhile. It also carries a fingerprint of the query's
+filters and order, and an HMAC over both: a cursor that was edited, or that belongs to another query or
+another database, is refused with :class:`partner_repo.InvalidCursor` instead of silently returning a wrong
+page. Pass your own secret to make cursors unforgeable by clients who know this library's default key.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import hmac
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from partner_repo.clock import to_utc_ms
+from partner_repo.errors import InvalidCursor
+
+CURSOR_VERSION = 1
+DEFAULT_CURSOR_SECRET = b"partner-repo:slice-cursor:v1"
+"""Used when no secret is configured: it detects edits and foreign cursors, not a determined forger."""
+
+MAX_CURSOR_LENGTH = 2048
+_MAC_BYTES = 16
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+@dataclass(frozen=True)
+class SliceKey:
+    """Where a slice sits in the walk order: creation time, then slice id, then unit id (the tie-breakers)."""
+
+    created_at: datetime
+    slice_id: str
+    unit_id: str
+
+
+def query_fingerprint(filters: Mapping[str, Any]) -> str:
+    """A stable digest of a query's filters and order (datetimes as epoch milliseconds)."""
+    canonical = json.dumps(
+        {name: _plain(value) for name, value in filters.items()}, sort_keys=True, separators=(",", ":")
+    )
+    return hashlib.sha256(canonical.encode()).hexdigest()[:32]
+
+
+class CursorCodec:
+    """Encodes and verifies cursors for one database (its name is part of the signing key)."""
+
+    def __init__(self, scope: str, secret: bytes | str | None = None) -> None:
+        raw = secret.encode() if isinstance(secret, str) else secret
+        if raw is not None and not raw:
+            raise InvalidCursor("the cursor secret must not be empty")
+        self._key = hmac.new(raw or DEFAULT_CURSOR_SECRET, scope.encode(), hashlib.sha256).digest()
+
+    def encode(self, key: SliceKey, fingerprint: str) -> str:
+        payload = json.dumps(
+            {
+                "v": CURSOR_VERSION,
+                "f": fingerprint,
+                "t": _epoch_ms(key.created_at),
+                "s": key.slice_id,
+                "u": key.unit_id,
+            },
+            sort_keys=True,
+            separators=(",", ":"),
+        ).encode()
+        return f"{_b64(payload)}.{_b64(self._mac(payload))}"
+
+    def decode(self, token: object, fingerprint: str) -> SliceKey:
+        """The position a cursor names, after checking it is intact and was issued for this query."""
+        if not isinstance(token, str):
+            raise InvalidCursor(f"a cursor is a string, got {type(token).__name__}")
+        if len(token) > MAX_CURSOR_LENGTH or token.count(".") != 1:
+            raise InvalidCursor("malformed cursor: pass back the next_cursor of a page unchanged")
+        body, signature = token.split(".")
+        payload, mac = _unb64(body), _unb64(signature)
+        if payload is None or mac is None or not hmac.compare_digest(mac, self._mac(payload)):
+            raise InvalidCursor("invalid cursor: it was altered, or was not issued for this database")
+        data = json.loads(payload)
+        if data.get("v") != CURSOR_VERSION:
+            raise InvalidCursor("cursor from an incompatible version of partner-repo; start the walk again")
+        if data.get("f") != fingerprint:
+            raise InvalidCursor(
+                "cursor belongs to another query (different filters or order); start the walk again"
+            )
+        return SliceKey(
+            created_at=_EPOCH + timedelta(milliseconds=data["t"]), slice_id=data["s"], unit_id=data["u"]
+        )
+
+    def _mac(self, payload: bytes) -> bytes:
+        return hmac.new(self._key, payload, hashlib.sha256).digest()[:_MAC_BYTES]
+
+
+def _plain(value: Any) -> Any:
+    return _epoch_ms(value) if isinstance(value, datetime) else value
+
+
+def _epoch_ms(value: datetime) -> int:
+    return (to_utc_ms(value) - _EPOCH) // timedelta(milliseconds=1)
+
+
+def _b64(raw: bytes) -> str:
+    return base64.urlsafe_b64encode(raw).rstrip(b"=").decode("ascii")
+
+
+def _unb64(text: str) -> bytes | None:
+    """Strict decoding: only the one canonical spelling of the bytes is accepted."""
+    try:
+        raw = base64.b64decode(text + "=" * (-len(text) % 4), altchars=b"-_", validate=True)
+    except (binascii.Error, ValueError):
+        return None
+    return raw if _b64(raw) == text else None
+
+
+__all__ = ["CursorCodec", "SliceKey", "query_fingerprint"]

@@ -1,0 +1,154 @@
+"""What is wrong with one stored unit, described: the pure half of check/repair.
+
+Each rule mirrors one of :func:`partner_repo.normalize_unit`'s (so ``check`` names what a save would change)
+plus the stored-layout rules (derived fields exact, a version to guard writes on). A unit that breaks none
+of the named rules but would still change under normalization is reported too, so no change goes unnamed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from itertools import pairwise
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from partner_repo.models import MemoryUnit
+from partner_repo.normalization import normalize_unit
+from partner_repo.storage import DERIVED_FIELDS, bson_size, unit_from_document
+
+UNREADABLE = "unreadable"
+UNVERSIONED = "unversioned"
+DERIVED_FIELDS_WRONG = "derived_fields"
+MISSING_UPDATED_AT = "missing_updated_at"
+NULL_SLICE = "null_slice"
+MISSING_SLICE_ID = "missing_slice_id"
+REPEATED_SLICE_ID = "repeated_slice_id"
+MISSING_CREATED_AT = "missing_created_at"
+INTERVAL_OUT_OF_RANGE = "interval_out_of_range"
+SLICES_UNSORTED = "slices_unsorted"
+NOT_NORMALIZED = "not_normalized"
+DUPLICATE_SLICE_ID = "duplicate_slice_id"
+"""A slice id that another unit uses as well (slice ids are unique across the collection)."""
+
+_FIXED_NOW = datetime(2000, 1, 1, tzinfo=UTC)
+
+
+class InvariantViolation(BaseModel):
+    """One broken invariant: a stable ``code`` for scripts and a ``detail`` for people."""
+
+    model_config = ConfigDict(frozen=True)
+
+    code: str
+    detail: str
+
+
+@dataclass(frozen=True)
+class Inspection:
+    """A unit as read (None when it does not validate) and its violations, shared slice ids excepted."""
+
+    unit: MemoryUnit | None
+    violations: list[InvariantViolation]
+
+
+def inspect_document(document: Mapping[str, Any]) -> Inspection:
+    """Every problem of one stored unit that can be seen without looking at other units."""
+    try:
+        unit = unit_from_document(document)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"])
+        detail = f"not a valid unit: {where}: {first['msg']}"
+        return Inspection(None, [InvariantViolation(code=UNREADABLE, detail=detail)])
+    violations = _layout_violations(document)
+    violations += normalization_violations(unit)
+    return Inspection(unit, violations)
+
+
+def normalization_violations(unit: MemoryUnit) -> list[InvariantViolation]:
+    """What :func:`normalize_unit` would change in ``unit``, rule by rule."""
+    violations: list[InvariantViolation] = []
+    count = len(unit.conversation_messages)
+    if unit.updated_at is None:
+        violations.append(InvariantViolation(code=MISSING_UPDATED_AT, detail="the unit has no updated_at"))
+    nulls = sum(1 for piece in unit.slices if piece is None)
+    if nulls:
+        violations.append(InvariantViolation(code=NULL_SLICE, detail=f"{nulls} slice entries are null"))
+    seen: set[str] = set()
+    times: list[datetime] = []
+    for position, piece in enumerate(unit.slices):
+        if piece is None:
+            continue
+        name = f"slice {piece.id!r}" if piece.id and piece.id.strip() else f"slice #{position}"
+        if piece.id is None or not piece.id.strip():
+            violations.append(
+                InvariantViolation(code=MISSING_SLICE_ID, detail=f"slice #{position} has no id")
+            )
+        elif piece.id in seen:
+            detail = f"{name} appears more than once in the unit"
+            violations.append(InvariantViolation(code=REPEATED_SLICE_ID, detail=detail))
+        else:
+            seen.add(piece.id)
+        if piece.created_at is None:
+            violations.append(InvariantViolation(code=MISSING_CREATED_AT, detail=f"{name} has no created_at"))
+        start, end = piece.start_index, piece.end_index
+        if start is None or end is None or start < 0 or end < start or end > count:
+            violations.append(
+                InvariantViolation(
+                    code=INTERVAL_OUT_OF_RANGE,
+                    detail=f"{name} covers [{start}, {end}) but the unit has {count} messages",
+                )
+            )
+        times.append(piece.created_at or unit.updated_at or _FIXED_NOW)
+    if any(later < earlier for earlier, later in pairwise(times)):
+        violations.append(
+            InvariantViolation(code=SLICES_UNSORTED, detail="slices are not sorted by created_at")
+        )
+    if not violations and normalize_unit(unit, now=_FIXED_NOW) != unit:
+        violations.append(
+            InvariantViolation(code=NOT_NORMALIZED, detail="normalization would change the unit")
+        )
+    return violations
+
+
+def _layout_violations(document: Mapping[str, Any]) -> list[InvariantViolation]:
+    violations: list[InvariantViolation] = []
+    version = document.get("version")
+    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+        violations.append(
+            InvariantViolation(
+                code=UNVERSIONED, detail=f"version is {version!r}: written by another tool, not a save"
+            )
+        )
+    expected = _derived_values(document)
+    for field in DERIVED_FIELDS:
+        if field not in document:
+            violations.append(InvariantViolation(code=DERIVED_FIELDS_WRONG, detail=f"{field} is missing"))
+        elif field in expected and document[field] != expected[field]:
+            violations.append(
+                InvariantViolation(
+                    code=DERIVED_FIELDS_WRONG,
+                    detail=f"{field} is {document[field]!r}, the unit has {expected[field]}",
+                )
+            )
+    return violations
+
+
+def _derived_values(document: Mapping[str, Any]) -> dict[str, int]:
+    messages, slices = document.get("conversation_messages"), document.get("slices")
+    return {
+        "message_count": len(messages) if isinstance(messages, list) else 0,
+        "slice_count": len(slices) if isinstance(slices, list) else 0,
+        "size_bytes": bson_size(document),
+    }
+
+
+__all__ = [
+    "DUPLICATE_SLICE_ID",
+    "Inspection",
+    "InvariantViolation",
+    "inspect_document",
+    "normalization_violations",
+]

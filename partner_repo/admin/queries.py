@@ -1,0 +1,400 @@
+"""SliceQueries: looking into memory without writing aggregation pipelines by hand.
+
+Slices live inside their units, so every query is an aggregation that first selects units through an index
+(a ``$match`` on ``core_id`` / ``_id`` and an ``$elemMatch`` on ``slices.created_at``), then unwinds their
+slices and filters them exactly. Pages are keyset-based on (``created_at``, slice id, unit id): a walk over
+every page returns each matching slice exactly once, in order, even while slices are being appended, and
+costs no ``skip``. Every query carries ``maxTimeMS``; user text is matched literally, never as a regex or an
+operator. The class only reads; :mod:`partner_repo.admin.check` repairs.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any, Literal
+
+from partner_repo.admin.cursor import CursorCodec, SliceKey, query_fingerprint
+from partner_repo.admin.views import (
+    DayCount,
+    MemoryStats,
+    SliceDetail,
+    SlicePage,
+    SliceView,
+    UnitSize,
+    UnitView,
+)
+from partner_repo.clock import to_utc_ms, utc_now
+from partner_repo.database import MongoDatabase
+from partner_repo.errors import InvalidInput, NotFound
+from partner_repo.indexes import UNITS
+from partner_repo.models import Message
+from partner_repo.storage import MAX_DOCUMENT_BYTES
+from partner_repo.validation import optional_datetime, require_id
+
+Order = Literal["asc", "desc"]
+
+DEFAULT_LIMIT = 50
+MAX_LIMIT = 500
+"""``limit`` above this is capped: a page is one bounded aggregation, not an export."""
+DEFAULT_MAX_TIME_MS = 30_000
+MAX_TEXT_LENGTH = 1_000
+STATS_DAYS = 30
+LARGEST_UNITS = 5
+
+_DATE = "date"
+
+
+@dataclass(frozen=True)
+class SliceFilter:
+    """The validated filters of one query; the same filters serve ``find`` and ``count``."""
+
+    core_id: str | None
+    unit_id: str | None
+    created_from: datetime | None
+    created_to: datetime | None
+    text: str | None
+    order: Order
+
+    @classmethod
+    def of(
+        cls,
+        core_id: object,
+        unit_id: object,
+        created_from: object,
+        created_to: object,
+        text: object,
+        order: object = "desc",
+    ) -> SliceFilter:
+        if order not in ("asc", "desc"):
+            raise InvalidInput(f"order must be 'asc' or 'desc', got {order!r}")
+        start = optional_datetime(created_from, "created_from")
+        end = optional_datetime(created_to, "created_to")
+        if start is not None and end is not None and start > end:
+            raise InvalidInput(f"created_from ({start.isoformat()}) is after created_to ({end.isoformat()})")
+        if text is not None and not isinstance(text, str):
+            raise InvalidInput(f"text must be a string, got {type(text).__name__}")
+        if text is not None and len(text) > MAX_TEXT_LENGTH:
+            raise InvalidInput(f"text must be at most {MAX_TEXT_LENGTH} characters")
+        return cls(
+            core_id=None if core_id is None else require_id(core_id, "core_id"),
+            unit_id=None if unit_id is None else require_id(unit_id, "unit_id"),
+            created_from=start,
+            created_to=end,
+            text=text or None,
+            order="asc" if order == "asc" else "desc",
+        )
+
+    @property
+    def fingerprint(self) -> str:
+        return query_fingerprint(
+            {
+                "core_id": self.core_id,
+                "unit_id": self.unit_id,
+                "created_from": self.created_from,
+                "created_to": self.created_to,
+                "text": self.text,
+                "order": self.order,
+            }
+        )
+
+    def pipeline(self, after: SliceKey | None = None) -> list[dict[str, Any]]:
+        """``$match`` units (index-served), drop the messages, ``$unwind``, ``$match`` the slices exactly."""
+        when: dict[str, Any] = {"$type": _DATE}
+        if self.created_from is not None:
+            when["$gte"] = self.created_from
+        if self.created_to is not None:
+            when["$lt"] = self.created_to
+        if after is not None:  # a range bound the index can use; the exact keyset test follows the unwind
+            when["$lte" if self.order == "desc" else "$gte"] = after.created_at
+        element: dict[str, Any] = {"created_at": when}
+        if self.text is not None:
+            element["summary"] = literal_pattern(self.text)
+        units: dict[str, Any] = {}
+        if self.core_id is not None:
+            units["core_id"] = self.core_id
+        if self.unit_id is not None:
+            units["_id"] = self.unit_id
+        units["slices"] = {"$elemMatch": element}
+
+        slices: dict[str, Any] = {f"slices.{name}": condition for name, condition in element.items()}
+        if after is not None:
+            slices["$or"] = _after(after, "$lt" if self.order == "desc" else "$gt")
+        return [
+            {"$match": units},
+            {"$project": {"core_id": 1, "slices": 1}},
+            {"$unwind": "$slices"},
+            {"$match": slices},
+        ]
+
+    def sort(self) -> dict[str, Any]:
+        direction = -1 if self.order == "desc" else 1
+        return {"$sort": {"slices.created_at": direction, "slices.id": direction, "_id": direction}}
+
+
+def literal_pattern(text: str) -> dict[str, str]:
+    """A case-insensitive substring match of ``text`` taken literally (escaped; NUL spelled as ``\\x00``
+    because BSON cannot carry it in a pattern)."""
+    return {"$regex": re.escape(text).replace("\x00", "\\x00"), "$options": "i"}
+
+
+def _after(key: SliceKey, beyond: str) -> list[dict[str, Any]]:
+    """Strictly after ``key`` in walk order: by time, then slice id, then unit id."""
+    return [
+        {"slices.created_at": {beyond: key.created_at}},
+        {"slices.created_at": key.created_at, "slices.id": {beyond: key.slice_id}},
+        {"slices.created_at": key.created_at, "slices.id": key.slice_id, "_id": {beyond: key.unit_id}},
+    ]
+
+
+class SliceQueries:
+    """Read-only admin queries over slices and units: find, count, get, stats, unit.
+
+    ``cursor_secret`` signs page cursors (the library's default key is used when omitted: it detects edited
+    and foreign cursors; a secret of your own also stops forged ones). ``max_time_ms`` bounds each query.
+    """
+
+    def __init__(
+        self,
+        database: MongoDatabase,
+        *,
+        cursor_secret: bytes | str | None = None,
+        max_time_ms: int = DEFAULT_MAX_TIME_MS,
+    ) -> None:
+        if isinstance(max_time_ms, bool) or not isinstance(max_time_ms, int) or max_time_ms <= 0:
+            raise InvalidInput(f"max_time_ms must be a positive integer, got {max_time_ms!r}")
+        self._database = database
+        self._units = database[UNITS]
+        self._cursors = CursorCodec(str(getattr(database, "name", "")), cursor_secret)
+        self._max_time_ms = max_time_ms
+
+    async def find(
+        self,
+        *,
+        core_id: str | None = None,
+        unit_id: str | None = None,
+        created_from: datetime | None = None,
+        created_to: datetime | None = None,
+        text: str | None = None,
+        order: Order = "desc",
+        limit: int = DEFAULT_LIMIT,
+        after: str | None = None,
+    ) -> SlicePage:
+        """One page of slices matching every given filter, newest first unless ``order="asc"``.
+
+        ``created_from`` is inclusive and ``created_to`` exclusive; ``text`` is a case-insensitive substring
+        of the summary; ``limit`` is capped at :data:`MAX_LIMIT`; ``after`` is a previous page's
+        ``next_cursor`` for the same filters and order (anything else raises :class:`InvalidCursor`).
+        """
+        query = SliceFilter.of(core_id, unit_id, created_from, created_to, text, order)
+        size = _page_size(limit)
+        position = None if after is None else self._cursors.decode(after, query.fingerprint)
+        pipeline = [*query.pipeline(position), query.sort(), {"$limit": size + 1}]
+        documents = await self._aggregate(pipeline, size + 1)
+        items = [SliceView.from_document(d["_id"], d.get("core_id"), d["slices"]) for d in documents]
+        if len(items) <= size:
+            return SlicePage(items=items, next_cursor=None)
+        last = documents[size - 1]
+        key = SliceKey(
+            created_at=to_utc_ms(last["slices"]["created_at"]),
+            slice_id=last["slices"]["id"],
+            unit_id=last["_id"],
+        )
+        return SlicePage(items=items[:size], next_cursor=self._cursors.encode(key, query.fingerprint))
+
+    async def count(
+        self,
+        *,
+        core_id: str | None = None,
+        unit_id: str | None = None,
+        created_from: datetime | None = None,
+        created_to: datetime | None = None,
+        text: str | None = None,
+    ) -> int:
+        """How many slices :meth:`find` would walk through with the same filters."""
+        query = SliceFilter.of(core_id, unit_id, created_from, created_to, text)
+        documents = await self._aggregate([*query.pipeline(), {"$count": "slices"}], 1)
+        return int(documents[0]["slices"]) if documents else 0
+
+    async def get(self, slice_id: str) -> SliceDetail:
+        """A slice, its unit and core ids, and the messages of its interval; :class:`NotFound` if absent."""
+        slice_id = require_id(slice_id, "slice_id")
+        document = await self._units.find_one(
+            {"slices.id": slice_id},
+            {"core_id": 1, "slices": {"$elemMatch": {"id": slice_id}}},
+            max_time_ms=self._max_time_ms,
+        )
+        found = (document or {}).get("slices") or []
+        if not found:
+            raise NotFound(f"no slice {slice_id!r}")
+        view = SliceView.from_document(document["_id"], document.get("core_id"), found[0])
+        return SliceDetail(**view.model_dump(), messages=await self._messages(view))
+
+    async def _messages(self, view: SliceView) -> list[Message]:
+        """The slice's interval through a ``$slice`` projection: only those messages cross the wire."""
+        start = max(view.start_index or 0, 0)
+        count = max(view.end_index or 0, 0) - start
+        if count <= 0:
+            return []
+        document = await self._units.find_one(
+            {"_id": view.unit_id},
+            {"_id": 1, "conversation_messages": {"$slice": [start, count]}},
+            max_time_ms=self._max_time_ms,
+        )
+        if document is None:
+            raise NotFound(f"unit {view.unit_id!r} was deleted while its slice was read")
+        return [Message.model_validate(m) for m in document.get("conversation_messages") or []]
+
+    async def unit(self, unit_id: str) -> UnitView:
+        """A unit's counts, size and slices without its messages; :class:`NotFound` if absent."""
+        unit_id = require_id(unit_id, "unit_id")
+        pipeline: list[dict[str, Any]] = [
+            {"$match": {"_id": unit_id}},
+            {
+                "$project": {
+                    "core_id": 1,
+                    "slices": 1,
+                    "size_bytes": 1,
+                    "updated_at": 1,
+                    "previous_unit_id": 1,
+                    "version": 1,
+                    "message_count": _message_count(),
+                }
+            },
+        ]
+        documents = await self._aggregate(pipeline, 1)
+        if not documents:
+            raise NotFound(f"no unit {unit_id!r}")
+        document = documents[0]
+        size = document.get("size_bytes")
+        raw_slices = document.get("slices")
+        slices = raw_slices if isinstance(raw_slices, list) else []
+        return UnitView(
+            id=str(document["_id"]),
+            core_id=str(document.get("core_id")),
+            message_count=int(document.get("message_count") or 0),
+            size_bytes=size if isinstance(size, int) else None,
+            share_of_limit=size / MAX_DOCUMENT_BYTES if isinstance(size, int) else None,
+            updated_at=document.get("updated_at"),
+            previous_unit_id=document.get("previous_unit_id"),
+            version=document.get("version"),
+            slices=[
+                SliceView.from_document(document["_id"], document.get("core_id"), piece)
+                for piece in slices
+                if isinstance(piece, dict)
+            ],
+        )
+
+    async def stats(
+        self,
+        core_id: str | None = None,
+        *,
+        now: datetime | None = None,
+        days: int = STATS_DAYS,
+        largest: int = LARGEST_UNITS,
+    ) -> MemoryStats:
+        """Units, slices and messages; slices per UTC day for the last ``days`` days (today included, zero
+        days listed); the ``largest`` units by stored BSON size with their share of the 16 MiB limit.
+
+        Sizes come from the ``size_bytes`` field the repository keeps exact on every write (it works on
+        every backend; ``$bsonSize`` does not run on the embedded one). Units written by other tools without
+        it rank last until ``repair`` fills it in.
+        """
+        units: dict[str, Any] = {} if core_id is None else {"core_id": require_id(core_id, "core_id")}
+        stamp = to_utc_ms(optional_datetime(now, "now") or utc_now())
+        days = _positive(days, "days", 366)
+        largest = _positive(largest, "largest", MAX_LIMIT)
+        totals = await self._aggregate(
+            [
+                {"$match": units},
+                {
+                    "$group": {
+                        "_id": None,
+                        "units": {"$sum": 1},
+                        "slices": {"$sum": {"$size": {"$ifNull": ["$slices", []]}}},
+                        "messages": {"$sum": _message_count()},
+                    }
+                },
+            ],
+            1,
+        )
+        total = totals[0] if totals else {}
+        return MemoryStats(
+            core_id=units.get("core_id"),
+            units=int(total.get("units", 0)),
+            slices=int(total.get("slices", 0)),
+            messages=int(total.get("messages", 0)),
+            slices_per_day=await self._slices_per_day(units, stamp, days),
+            largest_units=await self._largest(units, largest),
+            generated_at=stamp,
+        )
+
+    async def _slices_per_day(self, units: dict[str, Any], now: datetime, days: int) -> list[DayCount]:
+        first = datetime(now.year, now.month, now.day, tzinfo=UTC) - timedelta(days=days - 1)
+        until = first + timedelta(days=days)
+        window = {"$type": _DATE, "$gte": first, "$lt": until}
+        counts = await self._aggregate(
+            [
+                {"$match": {**units, "slices": {"$elemMatch": {"created_at": window}}}},
+                {"$project": {"slices.created_at": 1}},
+                {"$unwind": "$slices"},
+                {"$match": {"slices.created_at": window}},
+                {
+                    "$group": {
+                        "_id": {"$dateToString": {"format": "%Y-%m-%d", "date": "$slices.created_at"}},
+                        "slices": {"$sum": 1},
+                    }
+                },
+            ],
+            days,
+        )
+        by_day = {str(c["_id"]): int(c["slices"]) for c in counts}
+        result = []
+        for offset in range(days):
+            day = (first + timedelta(days=offset)).date()
+            result.append(DayCount(day=day, slices=by_day.get(day.isoformat(), 0)))
+        return result
+
+    async def _largest(self, units: dict[str, Any], largest: int) -> list[UnitSize]:
+        documents = await self._aggregate(
+            [
+                {"$match": units},
+                {"$sort": {"size_bytes": -1, "_id": 1}},
+                {"$limit": largest},
+                {"$project": {"core_id": 1, "size_bytes": 1, "message_count": _message_count()}},
+            ],
+            largest,
+        )
+        return [
+            UnitSize.of(
+                d["_id"], d.get("core_id"), int(d.get("size_bytes") or 0), int(d.get("message_count") or 0)
+            )
+            for d in documents
+        ]
+
+    async def _aggregate(self, pipeline: list[dict[str, Any]], length: int) -> list[dict[str, Any]]:
+        cursor = self._units.aggregate(pipeline, maxTimeMS=self._max_time_ms)
+        return list(await cursor.to_list(length=length))
+
+
+def _message_count() -> dict[str, Any]:
+    """The stored count, or (for units written by other tools) the length of the messages array."""
+    return {"$ifNull": ["$message_count", {"$size": {"$ifNull": ["$conversation_messages", []]}}]}
+
+
+def _page_size(limit: object) -> int:
+    if isinstance(limit, bool) or not isinstance(limit, int):
+        raise InvalidInput(f"limit must be an integer, got {type(limit).__name__}")
+    if limit < 1:
+        raise InvalidInput(f"limit must be at least 1, got {limit}")
+    return min(limit, MAX_LIMIT)
+
+
+def _positive(value: object, what: str, cap: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise InvalidInput(f"{what} must be a positive integer, got {value!r}")
+    return min(value, cap)
+
+
+__all__ = ["DEFAULT_LIMIT", "MAX_LIMIT", "Order", "SliceFilter", "SliceQueries", "literal_pattern"]

@@ -1,0 +1,88 @@
+"""``partner-repo dead-letters list|replay``: inspect and re-deliver deliveries that consumers gave up on."""
+
+from __future__ import annotations
+
+import click
+from rich.table import Table
+
+from partner_repo.cli.app import EXIT_NOT_FOUND, connection, run_async
+from partner_repo.cli.output import console, echo_json, json_option, short, when
+from partner_repo.listener.dead_letters import DeadLetter, DeadLetterRepository, replay_dead_letters
+from partner_repo.listener.loading import registry_from_paths
+
+
+@click.group("dead-letters")
+def dead_letters() -> None:
+    """Deliveries a consumer failed every attempt at (kept in rolling_dead_letters)."""
+
+
+@dead_letters.command("list")
+@click.option("--group", default=None, help="Only this listener group's letters [default: every group].")
+@click.option("--consumer", default=None, help="Only this consumer's letters (its name).")
+@json_option
+@click.pass_context
+def list_letters(ctx: click.Context, group: str | None, consumer: str | None, as_json: bool) -> None:
+    """List dead letters, oldest failure first."""
+    target = connection(ctx)
+
+    async def work() -> list[DeadLetter]:
+        return await DeadLetterRepository(await target.open()).list(group=group, consumer=consumer)
+
+    letters = run_async(work)
+    if as_json:
+        echo_json(list(letters))
+        return
+    if not letters:
+        click.echo("no dead letters")
+        return
+    console().print(_table(letters))
+
+
+@dead_letters.command("replay")
+@click.option(
+    "--consumer",
+    "consumer_paths",
+    multiple=True,
+    required=True,
+    metavar="MODULE:ATTR",
+    help="A consumer to replay to (as for `listen`); letters of consumers not given are left alone.",
+)
+@click.option("--group", default="default", show_default=True, help="Listener group whose letters to replay.")
+@click.option("--only", "only", default=None, metavar="NAME", help="Replay only this consumer's letters.")
+@click.pass_context
+def replay(ctx: click.Context, consumer_paths: tuple[str, ...], group: str, only: str | None) -> None:
+    """Deliver dead letters again: delivered letters are removed, failing ones updated and kept."""
+    target = connection(ctx)
+    try:
+        registry = registry_from_paths(list(consumer_paths))
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--consumer") from None
+
+    async def work() -> tuple[int, int, int, int]:
+        report = await replay_dead_letters(await target.open(), registry, group=group, consumer=only)
+        return len(report.delivered), len(report.failed), len(report.no_consumer), len(report.slice_gone)
+
+    delivered, failed, no_consumer, gone = run_async(work)
+    click.echo(
+        f"{delivered} delivered, {failed} failed again, {no_consumer} left (consumer not given), "
+        f"{gone} left (slice gone)"
+    )
+    if failed:
+        raise SystemExit(EXIT_NOT_FOUND)
+
+
+def _table(letters: list[DeadLetter]) -> Table:
+    table = Table(title_justify="left")
+    for name in ("failed (UTC)", "group", "consumer", "slice", "unit", "attempts", "error"):
+        table.add_column(name, no_wrap=name != "error", overflow="fold")
+    for letter in letters:
+        table.add_row(
+            when(letter.failed_at),
+            letter.group,
+            letter.consumer,
+            letter.slice_id,
+            letter.unit_id,
+            str(letter.attempts),
+            short(letter.error),
+        )
+    return table

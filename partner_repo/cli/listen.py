@@ -1,0 +1,125 @@
+"""``partner-repo listen``: run a RollingListener with consumers loaded from import paths.
+
+Runs until SIGINT/SIGTERM, then stops cleanly: in-flight deliveries finish (up to the drain timeout) and the
+group's checkpoint is saved, so the next ``listen`` of the group resumes where this one stopped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+
+import click
+
+from partner_repo.cli.app import connection, run_async
+from partner_repo.listener.listener import DEFAULT_POLL_INTERVAL, RollingListener
+from partner_repo.listener.loading import registry_from_paths
+
+
+@click.command("listen")
+@click.option(
+    "--consumer",
+    "consumer_paths",
+    multiple=True,
+    required=True,
+    metavar="MODULE:ATTR",
+    help="An AfterRolling consumer (an object, or a class built without arguments); repeatable.",
+)
+@click.option("--group", default="default", show_default=True, help="Listener group (its own checkpoint).")
+@click.option(
+    "--start-from",
+    type=click.Choice(["beginning", "now"]),
+    default="beginning",
+    show_default=True,
+    help="For a new group: deliver the stored history first, or only what is appended from now on.",
+)
+@click.option(
+    "--poll-interval",
+    type=click.FloatRange(min=0, min_open=True),
+    default=DEFAULT_POLL_INTERVAL,
+    show_default=True,
+    help="Seconds between polls where change streams are unavailable.",
+)
+@click.option(
+    "--source",
+    type=click.Choice(["auto", "polling"]),
+    default="auto",
+    show_default=True,
+    help="auto: the change stream on a replica set, polling elsewhere.",
+)
+@click.option(
+    "--max-attempts",
+    type=click.IntRange(min=1),
+    default=5,
+    show_default=True,
+    help="Attempts per delivery before a dead letter is written.",
+)
+@click.option(
+    "--drain-timeout",
+    type=click.FloatRange(min=0),
+    default=30.0,
+    show_default=True,
+    help="Seconds stop waits for in-flight deliveries.",
+)
+@click.pass_context
+def listen(
+    ctx: click.Context,
+    consumer_paths: tuple[str, ...],
+    group: str,
+    start_from: str,
+    poll_interval: float,
+    source: str,
+    max_attempts: int,
+    drain_timeout: float,
+) -> None:
+    """Deliver every roll to the given consumers until SIGINT/SIGTERM."""
+    target = connection(ctx)
+    try:
+        registry = registry_from_paths(list(consumer_paths))
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--consumer") from None
+
+    async def work() -> None:
+        listener = RollingListener(
+            await target.open(),
+            registry,
+            group=group,
+            poll_interval=poll_interval,
+            start_from=start_from,  # type: ignore[arg-type]
+            source=source,  # type: ignore[arg-type]
+            max_attempts=max_attempts,
+            drain_timeout=drain_timeout,
+        )
+        stop = asyncio.Event()
+        installed = _on_signals(stop)
+        try:
+            await listener.start()
+            names = ", ".join(c.name for c in registry.consumers())
+            click.echo(f"listening as group {group!r} for {names}; stop with Ctrl-C or SIGTERM", err=True)
+            await stop.wait()
+            click.echo("stopping: finishing in-flight deliveries", err=True)
+        finally:
+            drained = await listener.stop()
+            loop = asyncio.get_running_loop()
+            for sig in installed:
+                loop.remove_signal_handler(sig)
+        lag = listener.lag()
+        state = (
+            "checkpoint saved" if drained else "unfinished deliveries are delivered again at the next start"
+        )
+        click.echo(
+            f"stopped: {lag.delivered} delivered, {lag.dead_lettered} dead-lettered; {state}", err=True
+        )
+
+    run_async(work)
+
+
+def _on_signals(stop: asyncio.Event) -> list[signal.Signals]:
+    loop = asyncio.get_running_loop()
+    installed: list[signal.Signals] = []
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError, RuntimeError):  # no signal handlers on this platform
+            loop.add_signal_handler(sig, stop.set)
+            installed.append(sig)
+    return installed

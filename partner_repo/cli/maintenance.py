@@ -1,0 +1,171 @@
+"""``partner-repo check``, ``repair`` and ``import-state DIR``: keeping memory sound and bringing it in.
+
+``check`` exits 1 when a unit breaks an invariant, ``repair`` when a unit could not be repaired; both print
+what they found (``--json`` for scripts). ``import-state`` shows a progress bar on stderr for large state
+directories and exits 0 even when it skipped items: they are reported, never fatal.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.table import Table
+
+from partner_repo.admin.check import CheckReport, RepairReport, UnitChecker
+from partner_repo.cli.app import EXIT_NOT_FOUND, connection, run_async
+from partner_repo.cli.output import console, echo_json, json_option
+from partner_repo.cli.slices import open_admin, usage_errors
+from partner_repo.cores import DEFAULT_CORE_ID
+from partner_repo.importer import ImportIssue, ImportReport, import_partner_state
+
+PROGRESS_THRESHOLD = 50
+"""Unit files from which ``import-state`` shows a progress bar."""
+
+
+@click.command()
+@click.option("--core", "core_id", default=None, help="Only this core's units.")
+@json_option
+@click.pass_context
+def check(ctx: click.Context, core_id: str | None, as_json: bool) -> None:
+    """Report every unit that breaks the invariants (exit 1 if any does)."""
+
+    async def work() -> CheckReport:
+        with usage_errors():
+            return await UnitChecker(await open_admin(ctx)).check(core_id)
+
+    report = run_async(work)
+    if as_json:
+        echo_json(report)
+    else:
+        out = console()
+        if report.units:
+            table = _violations_table("units breaking the invariants")
+            for unit in report.units:
+                for violation in unit.violations:
+                    table.add_row(unit.unit_id, unit.core_id or "-", violation.code, violation.detail)
+            out.print(table)
+        out.print(f"checked {report.units_checked} unit(s): {len(report.units)} with violations")
+        if any(u.repairable for u in report.units):
+            out.print("run `partner-repo repair` to normalize them")
+    if not report.ok:
+        ctx.exit(EXIT_NOT_FOUND)
+
+
+@click.command()
+@click.option("--core", "core_id", default=None, help="Only this core's units.")
+@json_option
+@click.pass_context
+def repair(ctx: click.Context, core_id: str | None, as_json: bool) -> None:
+    """Normalize every broken unit in place (exit 1 if some could not be repaired)."""
+
+    async def work() -> RepairReport:
+        with usage_errors():
+            return await UnitChecker(await connection(ctx).open()).repair(core_id)
+
+    report = run_async(work)
+    if as_json:
+        echo_json(report)
+    else:
+        out = console()
+        if report.repaired:
+            table = _violations_table("repaired")
+            for unit in report.repaired:
+                for change in unit.changes or []:
+                    table.add_row(unit.unit_id, unit.core_id or "-", change.code, change.detail)
+            out.print(table)
+        if report.failed:
+            failed = Table(title="not repaired", title_justify="left")
+            for name in ("unit", "core", "reason"):
+                failed.add_column(name, overflow="fold")
+            for failure in report.failed:
+                failed.add_row(failure.unit_id, failure.core_id or "-", failure.reason)
+            out.print(failed)
+        out.print(
+            f"checked {report.units_checked} unit(s): {len(report.repaired)} repaired, "
+            f"{len(report.failed)} not repaired"
+        )
+    if not report.ok:
+        ctx.exit(EXIT_NOT_FOUND)
+
+
+@click.command("import-state")
+@click.argument("directory", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--core", "core_id", default=DEFAULT_CORE_ID, show_default=True, help="Core to import into.")
+@json_option
+@click.pass_context
+def import_state(ctx: click.Context, directory: Path, core_id: str, as_json: bool) -> None:
+    """Import Partner's memory from its state DIRECTORY (core/memory.json, core/memory/memory-unit*.json)."""
+    bar = _ProgressBar()
+
+    async def work() -> ImportReport:
+        with usage_errors():
+            database = await connection(ctx).open()
+            try:
+                return await import_partner_state(directory, database, core_id=core_id, progress=bar.update)
+            finally:
+                bar.close()
+
+    report = run_async(work)
+    if as_json:
+        echo_json(report)
+        return
+    out = console()
+    out.print(
+        f"imported {report.units_imported} new unit(s), {report.messages_imported} message(s), "
+        f"{report.slices_imported} slice(s) into core {report.core_id!r}; "
+        f"{report.units_unchanged} unit(s) already present"
+    )
+    if report.session_id is not None:
+        state = "set to" if report.session_set else "left as is; memory.json names"
+        out.print(f"memory session {state} {report.session_id}")
+    for title, issues in (("skipped", report.skipped), ("notes", report.warnings)):
+        if issues:
+            out.print(_issues_table(title, issues))
+
+
+def _violations_table(title: str) -> Table:
+    table = Table(title=title, title_justify="left")
+    for name in ("unit", "core", "code", "detail"):
+        table.add_column(name, overflow="fold", no_wrap=name == "code")
+    return table
+
+
+def _issues_table(title: str, issues: list[ImportIssue]) -> Table:
+    table = Table(title=f"{title} ({len(issues)})", title_justify="left")
+    for name in ("file", "item", "reason"):
+        table.add_column(name, overflow="fold")
+    for issue in issues:
+        table.add_row(issue.file, issue.item, issue.reason)
+    return table
+
+
+class _ProgressBar:
+    """A rich progress bar on stderr, started only once the import knows it has many files."""
+
+    def __init__(self) -> None:
+        self._progress: Progress | None = None
+        self._task: Any = None
+
+    def update(self, done: int, total: int) -> None:
+        if self._progress is None:
+            if total < PROGRESS_THRESHOLD:
+                return
+            self._progress = Progress(
+                TextColumn("importing unit files"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeRemainingColumn(),
+                console=Console(stderr=True),
+                transient=True,
+            )
+            self._progress.start()
+            self._task = self._progress.add_task("import", total=total)
+        self._progress.update(self._task, completed=done)
+
+    def close(self) -> None:
+        if self._progress is not None:
+            self._progress.stop()

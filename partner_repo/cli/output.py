@@ -1,0 +1,114 @@
+"""Output shared by the read commands: rich tables for people, JSON for scripts, and the option types.
+
+People get tables on a rich console; scripts pass ``--json`` and get one JSON document on stdout (dates in ISO
+8601 UTC), whatever the terminal. Errors always go to stderr.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+import click
+from pydantic import BaseModel
+from rich.console import Console
+from rich.table import Table
+
+from partner_repo.admin.views import SliceView
+from partner_repo.clock import to_utc_ms
+
+SUMMARY_WIDTH = 60
+
+json_option = click.option(
+    "--json", "as_json", is_flag=True, help="Print JSON for scripts instead of a table."
+)
+
+
+def console() -> Console:
+    """A console on the current stdout (so click's test runner captures it); never wraps JSON."""
+    return Console(soft_wrap=False, highlight=False)
+
+
+def echo_json(value: BaseModel | dict[str, Any] | list[Any]) -> None:
+    click.echo(json.dumps(plain(value), indent=2, ensure_ascii=False))
+
+
+def plain(value: Any) -> Any:
+    """JSON-ready data: models dumped in JSON mode."""
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json")
+    if isinstance(value, dict):
+        return {key: plain(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [plain(item) for item in value]
+    return value
+
+
+def when(value: datetime | None) -> str:
+    return "-" if value is None else to_utc_ms(value).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3] + "Z"
+
+
+def short(text: str, width: int = SUMMARY_WIDTH) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[: width - 1] + "…"
+
+
+def share(fraction: float | None) -> str:
+    """A share of the 16 MiB limit for people: small non-zero shares are not shown as 0.00%."""
+    if fraction is None:
+        return "-"
+    return "<0.01%" if 0 < fraction < 0.0001 else f"{fraction:.2%}"
+
+
+def interval(start: int | None, end: int | None) -> str:
+    return f"[{start}, {end})"
+
+
+def slices_table(views: Iterable[SliceView], *, title: str | None = None) -> Table:
+    table = Table(title=title, title_justify="left")
+    for name, style in (
+        ("created (UTC)", "cyan"),
+        ("slice", "bold"),
+        ("unit", ""),
+        ("core", ""),
+        ("messages", ""),
+        ("summary", ""),
+    ):
+        table.add_column(name, style=style or None, no_wrap=name != "summary", overflow="fold")
+    for view in views:
+        table.add_row(
+            when(view.created_at),
+            view.id,
+            view.unit_id,
+            view.core_id,
+            f"{interval(view.start_index, view.end_index)} {view.message_count}",
+            short(view.summary),
+        )
+    return table
+
+
+if TYPE_CHECKING:
+    _DateTimeParam = click.ParamType[datetime]
+else:  # click < 8.2 has no generic ParamType
+    _DateTimeParam = click.ParamType
+
+
+class IsoDateTime(_DateTimeParam):
+    """An ISO 8601 date or date-time (``2024-03-01``, ``2024-03-01T09:30``, ``...Z``, ``...+02:00``);
+    without a zone it is taken as UTC."""
+
+    name = "DATETIME"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> datetime:
+        if isinstance(value, datetime):
+            return to_utc_ms(value)
+        try:
+            parsed = datetime.fromisoformat(str(value).strip())
+        except ValueError:
+            self.fail(f"{value!r} is not an ISO 8601 date or date-time (e.g. 2024-03-01T09:30Z)", param, ctx)
+        return to_utc_ms(parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC))
+
+
+ISO_DATETIME = IsoDateTime()

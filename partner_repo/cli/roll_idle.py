@@ -1,0 +1,126 @@
+"""``partner-repo roll-idle``: run the idle scheduler as a process of its own (or one pass with ``--once``).
+
+Runs until SIGINT/SIGTERM, finishing the roll in progress; any number of these (and of service processes
+rolling by count) may share a database, the rolling lease gives each core to one roller at a time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import importlib
+import signal
+from datetime import timedelta
+
+import click
+
+from partner_repo.cli.app import connection, run_async
+from partner_repo.rolling.config import RollingConfig
+from partner_repo.rolling.result import RollingResult
+from partner_repo.rolling.service import RollingService
+from partner_repo.rolling.summarizer import Summarizer, extractive_summarizer
+
+_DEFAULTS = RollingConfig()
+
+
+@click.command("roll-idle")
+@click.option("--once", is_flag=True, help="Do one pass over the idle cores and exit.")
+@click.option(
+    "--idle-after",
+    type=click.FloatRange(min=0),
+    default=_DEFAULTS.idle_after.total_seconds(),
+    show_default=True,
+    help="Seconds without interaction after which a window is rolled.",
+)
+@click.option(
+    "--check-interval",
+    type=click.FloatRange(min=0, min_open=True),
+    default=_DEFAULTS.check_interval.total_seconds(),
+    show_default=True,
+    help="Seconds between passes.",
+)
+@click.option(
+    "--retain-divisor",
+    type=click.IntRange(min=0),
+    default=_DEFAULTS.retain_divisor,
+    show_default=True,
+    help="The window keeps 1/N of what was rolled.",
+)
+@click.option(
+    "--summarizer",
+    "summarizer_path",
+    default=None,
+    metavar="MODULE:NAME",
+    help="An async callable (messages) -> str to summarize with [default: the offline extractive one].",
+)
+@click.pass_context
+def roll_idle(
+    ctx: click.Context,
+    once: bool,
+    idle_after: float,
+    check_interval: float,
+    retain_divisor: int,
+    summarizer_path: str | None,
+) -> None:
+    """Roll every idle chat window into memory (and start a new memory session for it)."""
+    target = connection(ctx)
+    summarizer = _load_summarizer(summarizer_path) if summarizer_path else extractive_summarizer
+    config = RollingConfig(
+        idle_after=timedelta(seconds=idle_after),
+        check_interval=timedelta(seconds=check_interval),
+        retain_divisor=retain_divisor,
+    )
+
+    async def work() -> None:
+        service = RollingService(await target.open(), summarizer, config)
+        if once:
+            results = await service.roll_idle()
+            for result in results:
+                _echo(result)
+            click.echo(f"{len(results)} idle core(s) rolled", err=True)
+            return
+        stop = asyncio.Event()
+        installed = _on_signals(stop)
+        click.echo(f"rolling idle cores every {check_interval:g}s; stop with Ctrl-C or SIGTERM", err=True)
+        try:
+            await service.run_idle_scheduler(stop, on_rolled=_echo)
+        finally:
+            loop = asyncio.get_running_loop()
+            for sig in installed:
+                loop.remove_signal_handler(sig)
+        click.echo("stopped", err=True)
+
+    run_async(work)
+
+
+def _echo(result: RollingResult) -> None:
+    piece, unit = result.memory_slice, result.memory_unit
+    summary = " ".join(result.summary.split())
+    click.echo(
+        f"rolled core {unit.core_id}: slice {piece.id} [{piece.start_index}, {piece.end_index}) "
+        f"of unit {unit.id}: {summary[:100]}"
+    )
+
+
+def _on_signals(stop: asyncio.Event) -> list[signal.Signals]:
+    loop = asyncio.get_running_loop()
+    installed: list[signal.Signals] = []
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError, RuntimeError):  # no signal handlers on this platform
+            loop.add_signal_handler(sig, stop.set)
+            installed.append(sig)
+    return installed
+
+
+def _load_summarizer(path: str) -> Summarizer:
+    module_name, _, attribute = path.partition(":")
+    if not module_name or not attribute:
+        raise click.BadParameter("expected MODULE:NAME", param_hint="--summarizer")
+    try:
+        found = getattr(importlib.import_module(module_name), attribute)
+    except (ImportError, AttributeError) as exc:
+        raise click.BadParameter(f"cannot load {path!r}: {exc}", param_hint="--summarizer") from None
+    if not callable(found):
+        raise click.BadParameter(f"{path!r} is not callable", param_hint="--summarizer")
+    summarizer: Summarizer = found
+    return summarizer

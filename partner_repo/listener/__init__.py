@@ -1,0 +1,33 @@
+"""AfterRolling dispatch: the consumer registry and the listener that delivers every roll to it."""
+
+from partner_repo.listener.checkpoints import GroupCheckpoint, ListenerCheckpoints, UnitProgress
+from partner_repo.listener.dead_letters import (
+    DeadLetter,
+    DeadLetterRepository,
+    ReplayReport,
+    replay_dead_letters,
+)
+from partner_repo.listener.examples import LoggingConsumer, PrintConsumer
+from partner_repo.listener.listener import RollingListener
+from partner_repo.listener.loading import load_consumer
+from partner_repo.listener.pipeline import ListenerLag
+from partner_repo.listener.registry import AfterRolling, AfterRollingRegistry
+from partner_repo.listener.retry import Backoff
+
+__all__ = [
+    "AfterRolling",
+    "AfterRollingRegistry",
+    "Backoff",
+    "DeadLetter",
+    "DeadLetterRepository",
+    "GroupCheckpoint",
+    "ListenerCheckpoints",
+    "ListenerLag",
+    "LoggingConsumer",
+    "PrintConsumer",
+    "ReplayReport",
+    "RollingListener",
+    "UnitProgress",
+    "load_consumer",
+    "replay_dead_letters",
+]

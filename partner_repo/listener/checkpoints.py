@@ -1,0 +1,228 @@
+"""ListenerCheckpoints: the only code that reads or writes ``listener_checkpoints``.
+
+Per listener group it keeps two kinds of documents:
+
+- one *group* document: how the group started (``start_from``, whether the ``"now"`` baseline is complete),
+  the change stream's resume token (and whether it must be used as ``startAfter``, after an invalidate), and
+  the time of the last delivered slice;
+- one *unit* document per memory unit the group has seen: the ids of the unit's slices every consumer has
+  finished (``delivered``), the slices only some consumers have finished (``partial``: consumer, slice), the
+  unit's core, and the unit fingerprint at which every slice was delivered.
+
+Per-unit sets of slice ids, not a time or an array index, say what was delivered: a slice with an older
+``created_at`` (a writer whose clock is behind) is inserted in the middle of its unit's array, so neither a
+time high-water mark nor a position would see it. A unit document is bounded by its unit (a slice id per
+slice), and every update is a single atomic ``$addToSet``/``$pull``/``$set``, so it is safe to repeat.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Literal
+
+from pymongo import ReturnDocument
+
+from partner_repo.clock import utc_now
+from partner_repo.database import MongoDatabase
+from partner_repo.indexes import CHECKPOINTS
+from partner_repo.storage import stored_datetime
+from partner_repo.units import UnitFingerprint
+from partner_repo.validation import require_id
+
+StartFrom = Literal["beginning", "now"]
+TokenKind = Literal["resume_after", "start_after"]
+
+
+@dataclass(frozen=True)
+class GroupCheckpoint:
+    """Where a listener group stands."""
+
+    group: str
+    start_from: StartFrom
+    baseline_pending: bool
+    resume_token: Mapping[str, Any] | None
+    token_kind: TokenKind | None
+    created_at: datetime | None
+    last_delivered_slice_at: datetime | None
+
+
+@dataclass
+class UnitProgress:
+    """What a group has delivered of one unit (mutable: the listener keeps it current in memory)."""
+
+    unit_id: str
+    core_id: str | None = None
+    delivered: set[str] = field(default_factory=set)
+    partial: dict[str, set[str]] = field(default_factory=dict)
+    fingerprint: UnitFingerprint | None = None
+
+    def done_by(self, slice_id: str) -> set[str]:
+        """The consumers that finished ``slice_id`` although not every consumer has."""
+        return self.partial.get(slice_id, set())
+
+
+class ListenerCheckpoints:
+    """Checkpoints of one listener group on the database it is given."""
+
+    def __init__(self, database: MongoDatabase, group: str) -> None:
+        self._collection = database[CHECKPOINTS]
+        self._group = require_id(group, "group")
+
+    @property
+    def group_name(self) -> str:
+        return self._group
+
+    # -- the group document ------------------------------------------------------------------------------
+
+    async def group(self) -> GroupCheckpoint | None:
+        """The group's checkpoint, or None for a group never started."""
+        document = await self._collection.find_one({"_id": self._group_key()})
+        return None if document is None else _group_from(document)
+
+    async def open_group(self, start_from: StartFrom) -> GroupCheckpoint:
+        """The group's checkpoint, created on first use (atomically: concurrent first starts agree).
+
+        A group created with ``start_from="now"`` is ``baseline_pending`` until :meth:`finish_baseline`.
+        """
+        document = await self._collection.find_one_and_update(
+            {"_id": self._group_key()},
+            {
+                "$setOnInsert": {
+                    "kind": "group",
+                    "group": self._group,
+                    "start_from": start_from,
+                    "baseline_pending": start_from == "now",
+                    "resume_token": None,
+                    "token_kind": None,
+                    "created_at": utc_now(),
+                    "last_delivered_slice_at": None,
+                }
+            },
+            upsert=True,
+            return_document=ReturnDocument.AFTER,
+        )
+        return _group_from(document)
+
+    async def finish_baseline(self) -> None:
+        await self._collection.update_one({"_id": self._group_key()}, {"$set": {"baseline_pending": False}})
+
+    async def save_token(
+        self, token: Mapping[str, Any] | None, kind: TokenKind | None = "resume_after"
+    ) -> None:
+        """Persist the change stream position (None forgets it: the next start catches up by scan)."""
+        await self._collection.update_one(
+            {"_id": self._group_key()},
+            {
+                "$set": {
+                    "resume_token": None if token is None else dict(token),
+                    "token_kind": None if token is None else kind,
+                    "token_saved_at": utc_now(),
+                }
+            },
+        )
+
+    async def save_last_delivered(self, slice_created_at: datetime) -> None:
+        """Record the creation time of the newest slice delivered so far (for lag reporting)."""
+        await self._collection.update_one(
+            {
+                "_id": self._group_key(),
+                "$or": [
+                    {"last_delivered_slice_at": None},
+                    {"last_delivered_slice_at": {"$lt": slice_created_at}},
+                ],
+            },
+            {"$set": {"last_delivered_slice_at": slice_created_at}},
+        )
+
+    async def delete(self) -> int:
+        """Forget the group entirely (its next start is a first start); returns the documents removed."""
+        result = await self._collection.delete_many({"group": self._group})
+        return int(result.deleted_count)
+
+    # -- unit documents ----------------------------------------------------------------------------------
+
+    async def unit(self, unit_id: str) -> UnitProgress:
+        """The group's progress on a unit (empty when the group has delivered nothing of it)."""
+        document = await self._collection.find_one({"_id": self._unit_key(unit_id)})
+        if document is None:
+            return UnitProgress(unit_id=unit_id)
+        partial: dict[str, set[str]] = {}
+        for entry in document.get("partial") or []:
+            partial.setdefault(entry["slice_id"], set()).add(entry["consumer"])
+        stored = document.get("fingerprint")
+        return UnitProgress(
+            unit_id=unit_id,
+            core_id=document.get("core_id"),
+            delivered=set(document.get("delivered") or []),
+            partial=partial,
+            fingerprint=None if stored is None else tuple(stored),
+        )
+
+    async def fingerprints(self) -> dict[str, UnitFingerprint]:
+        """Unit id -> the fingerprint at which the group had delivered every slice of the unit."""
+        cursor = self._collection.find(
+            {"group": self._group, "kind": "unit", "fingerprint": {"$ne": None}},
+            {"unit_id": 1, "fingerprint": 1},
+        )
+        return {document["unit_id"]: tuple(document["fingerprint"]) async for document in cursor}
+
+    async def mark_consumer_done(self, unit_id: str, core_id: str, slice_id: str, consumer: str) -> None:
+        """One consumer finished a slice that others have not finished yet."""
+        await self._upsert_unit(
+            unit_id, core_id, {"$addToSet": {"partial": {"consumer": consumer, "slice_id": slice_id}}}
+        )
+
+    async def mark_delivered(self, unit_id: str, core_id: str, slice_id: str) -> None:
+        """Every consumer finished the slice (delivered or dead-lettered): it is never offered again."""
+        await self._upsert_unit(
+            unit_id,
+            core_id,
+            {"$addToSet": {"delivered": slice_id}, "$pull": {"partial": {"slice_id": slice_id}}},
+        )
+
+    async def mark_baseline(
+        self, unit_id: str, core_id: str, slice_ids: Iterable[str], fingerprint: UnitFingerprint
+    ) -> None:
+        """Take slices as delivered without delivering them (a ``start_from="now"`` group's history)."""
+        await self._upsert_unit(
+            unit_id,
+            core_id,
+            {
+                "$addToSet": {"delivered": {"$each": list(slice_ids)}},
+                "$set": {"fingerprint": list(fingerprint)},
+            },
+        )
+
+    async def save_fingerprint(self, unit_id: str, core_id: str, fingerprint: UnitFingerprint) -> None:
+        """Every slice the unit held at ``fingerprint`` is delivered: polling need not read it again."""
+        await self._upsert_unit(unit_id, core_id, {"$set": {"fingerprint": list(fingerprint)}})
+
+    async def _upsert_unit(self, unit_id: str, core_id: str, update: dict[str, Any]) -> None:
+        update = {**update}
+        update["$setOnInsert"] = {"kind": "unit", "group": self._group, "unit_id": unit_id}
+        update.setdefault("$set", {})
+        update["$set"] = {**update["$set"], "core_id": core_id}
+        await self._collection.update_one({"_id": self._unit_key(unit_id)}, update, upsert=True)
+
+    # -- keys --------------------------------------------------------------------------------------------
+
+    def _group_key(self) -> dict[str, str]:
+        return {"group": self._group}
+
+    def _unit_key(self, unit_id: str) -> dict[str, str]:
+        return {"group": self._group, "unit_id": unit_id}
+
+
+def _group_from(document: Mapping[str, Any]) -> GroupCheckpoint:
+    token = document.get("resume_token")
+    return GroupCheckpoint(
+        group=document["group"],
+        start_from=document.get("start_from", "beginning"),
+        baseline_pending=bool(document.get("baseline_pending", False)),
+        resume_token=None if token is None else dict(token),
+        token_kind=document.get("token_kind") if token is not None else None,
+        created_at=stored_datetime(document.get("created_at")),
+        last_delivered_slice_at=stored_datetime(document.get("last_delivered_slice_at")),
+    )

@@ -1,0 +1,202 @@
+"""Dead letters: deliveries a consumer failed every attempt at, kept in ``rolling_dead_letters``.
+
+A dead letter names the group, the consumer and the slice (plus its unit and core), the last error, how many
+attempts were made and when. It holds no copy of the result: a replay rebuilds the result from the unit, the
+source of truth. One letter per (group, consumer, slice): failing the same slice again (a failed replay)
+updates it instead of adding another.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from partner_repo.clock import UtcDatetime, utc_now
+from partner_repo.database import MongoDatabase
+from partner_repo.indexes import DEAD_LETTERS
+from partner_repo.listener.registry import AfterRollingRegistry
+from partner_repo.listener.results import load_stored_result
+from partner_repo.units import MemoryUnitRepository
+from partner_repo.validation import require_id
+
+logger = logging.getLogger(__name__)
+
+ERROR_TEXT_LIMIT = 4000
+"""Characters of the error text kept in a letter (a traceback can be long)."""
+
+
+class DeadLetter(BaseModel):
+    """A delivery that failed ``attempts`` times; ``error`` is the last failure (type and message)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    group: str
+    consumer: str
+    slice_id: str
+    unit_id: str
+    core_id: str
+    error: str
+    attempts: int
+    first_failed_at: UtcDatetime
+    failed_at: UtcDatetime
+    replays: int = 0
+
+
+class DeadLetterRepository:
+    """Records, lists and removes dead letters on the database it is given."""
+
+    def __init__(self, database: MongoDatabase) -> None:
+        self._collection = database[DEAD_LETTERS]
+
+    async def record(
+        self,
+        *,
+        group: str,
+        consumer: str,
+        unit_id: str,
+        core_id: str,
+        slice_id: str,
+        error: BaseException | str,
+        attempts: int,
+        replay: bool = False,
+        at: datetime | None = None,
+    ) -> DeadLetter:
+        """Write (or update) the letter for this consumer and slice; returns what is stored."""
+        stamp = at or utc_now()
+        document = await self._collection.find_one_and_update(
+            {"_id": _key(group, consumer, slice_id)},
+            {
+                "$set": {
+                    "error": describe(error),
+                    "failed_at": stamp,
+                    "unit_id": unit_id,
+                    "core_id": core_id,
+                },
+                "$inc": {"attempts": attempts, "replays": 1 if replay else 0},
+                "$setOnInsert": {
+                    "group": group,
+                    "consumer": consumer,
+                    "slice_id": slice_id,
+                    "first_failed_at": stamp,
+                },
+            },
+            upsert=True,
+            return_document=True,
+        )
+        return _letter(document)
+
+    async def list(
+        self, *, group: str | None = None, consumer: str | None = None, limit: int | None = None
+    ) -> list[DeadLetter]:
+        """Letters, oldest failure first, optionally for one group and/or consumer."""
+        cursor = self._collection.find(_filter(group, consumer)).sort([("failed_at", 1), ("slice_id", 1)])
+        if limit is not None:
+            cursor = cursor.limit(limit)
+        return [_letter(document) async for document in cursor]
+
+    async def count(self, *, group: str | None = None, consumer: str | None = None) -> int:
+        return int(await self._collection.count_documents(_filter(group, consumer)))
+
+    async def remove(self, letter: DeadLetter) -> bool:
+        """Delete a letter (after a successful replay); True when it existed."""
+        result = await self._collection.delete_one(
+            {"_id": _key(letter.group, letter.consumer, letter.slice_id)}
+        )
+        return bool(result.deleted_count)
+
+
+@dataclass
+class ReplayReport:
+    """What a replay did: letters delivered (and removed), failed again (kept), or left alone because their
+    consumer is not registered or their slice no longer exists."""
+
+    delivered: list[DeadLetter] = field(default_factory=list)
+    failed: list[DeadLetter] = field(default_factory=list)
+    no_consumer: list[DeadLetter] = field(default_factory=list)
+    slice_gone: list[DeadLetter] = field(default_factory=list)
+
+
+async def replay_dead_letters(
+    database: MongoDatabase,
+    registry: AfterRollingRegistry,
+    *,
+    group: str = "default",
+    consumer: str | None = None,
+) -> ReplayReport:
+    """Deliver the group's dead letters again (those of ``consumer`` only, when given), oldest first.
+
+    Each letter gets one attempt with the result rebuilt from the unit: success removes the letter, failure
+    updates it (error, one more attempt, one more replay). Letters whose consumer is not in ``registry`` or
+    whose slice was deleted are kept and reported.
+    """
+    group = require_id(group, "group")
+    letters_repo = DeadLetterRepository(database)
+    units = MemoryUnitRepository(database)
+    report = ReplayReport()
+    for letter in await letters_repo.list(group=group, consumer=consumer):
+        target = registry.get(letter.consumer)
+        if target is None:
+            report.no_consumer.append(letter)
+            continue
+        result = await load_stored_result(units, letter.unit_id, letter.core_id, letter.slice_id)
+        if result is None:
+            logger.warning(
+                "dead letter for slice %s of unit %s: the slice no longer exists; kept",
+                letter.slice_id,
+                letter.unit_id,
+            )
+            report.slice_gone.append(letter)
+            continue
+        try:
+            await target.consume(result)
+        except Exception as exc:
+            logger.warning(
+                "replay of slice %s to consumer %r failed again: %s",
+                letter.slice_id,
+                letter.consumer,
+                describe(exc),
+            )
+            updated = await letters_repo.record(
+                group=letter.group,
+                consumer=letter.consumer,
+                unit_id=letter.unit_id,
+                core_id=letter.core_id,
+                slice_id=letter.slice_id,
+                error=exc,
+                attempts=1,
+                replay=True,
+            )
+            report.failed.append(updated)
+            continue
+        await letters_repo.remove(letter)
+        logger.info("replayed slice %s to consumer %r", letter.slice_id, letter.consumer)
+        report.delivered.append(letter)
+    return report
+
+
+def describe(error: BaseException | str) -> str:
+    """``Type: message`` of an error, cut to :data:`ERROR_TEXT_LIMIT` characters."""
+    text = error if isinstance(error, str) else f"{type(error).__name__}: {error}"
+    return text[:ERROR_TEXT_LIMIT]
+
+
+def _key(group: str, consumer: str, slice_id: str) -> dict[str, str]:
+    return {"group": group, "consumer": consumer, "slice_id": slice_id}
+
+
+def _filter(group: str | None, consumer: str | None) -> dict[str, Any]:
+    query: dict[str, Any] = {}
+    if group is not None:
+        query["group"] = group
+    if consumer is not None:
+        query["consumer"] = consumer
+    return query
+
+
+def _letter(document: Mapping[str, Any]) -> DeadLetter:
+    return DeadLetter.model_validate({k: v for k, v in document.items() if k != "_id"})

@@ -1,0 +1,293 @@
+"""RollingListener: delivers every slice appended to ``memory_units`` to AfterRolling consumers.
+
+It runs one source (the change stream on a replica set; polling where change streams are unavailable) into one
+:class:`~partner_repo.listener.pipeline.DeliveryPipeline`, with per-group checkpoints so a restart resumes
+where the group stopped. See ``docs/listener.md`` for the guarantees and how each is kept.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from types import TracebackType
+from typing import Literal
+
+from partner_repo.database import MongoDatabase
+from partner_repo.errors import ChangeStreamUnavailable, InvalidInput, PartnerRepoError
+from partner_repo.listener.change_stream import ChangeStreamSource
+from partner_repo.listener.checkpoints import ListenerCheckpoints, StartFrom
+from partner_repo.listener.dead_letters import (
+    DeadLetter,
+    DeadLetterRepository,
+    ReplayReport,
+    describe,
+    replay_dead_letters,
+)
+from partner_repo.listener.pipeline import DeliveryPipeline, ListenerLag
+from partner_repo.listener.polling import PollingSource, UnitScanner
+from partner_repo.listener.registry import AfterRollingRegistry
+from partner_repo.listener.retry import Backoff
+from partner_repo.units import MemoryUnitRepository
+from partner_repo.validation import require_id
+
+logger = logging.getLogger("partner_repo.listener")
+
+SourceChoice = Literal["auto", "polling"]
+
+DEFAULT_POLL_INTERVAL = 1.0
+"""Seconds between polling passes (and the longest a change-stream read waits before the idle token is
+saved)."""
+
+
+class RollingListener:
+    """Watches the database and hands every new slice, as a RollingResult, to the registry's consumers.
+
+    ``group`` names the checkpoint: listeners in different groups each get every slice. ``start_from`` only
+    matters the first time a group starts: ``"beginning"`` delivers every slice already stored (a backfill),
+    ``"now"`` only those appended after that first start. ``source="polling"`` skips change streams even
+    where they exist. A consumer is retried ``max_attempts`` times in all (waiting ``backoff`` between
+    tries) before a dead letter is written. At most ``max_pending`` slices are held in memory awaiting
+    delivery; beyond that the source waits (this is the one way a very slow consumer can slow the others).
+    ``stop()`` waits up to ``drain_timeout`` seconds for in-flight deliveries.
+    """
+
+    def __init__(
+        self,
+        database: MongoDatabase,
+        registry: AfterRollingRegistry,
+        *,
+        group: str = "default",
+        poll_interval: float = DEFAULT_POLL_INTERVAL,
+        start_from: StartFrom = "beginning",
+        source: SourceChoice = "auto",
+        max_attempts: int = 5,
+        backoff: Backoff | None = None,
+        max_pending: int = 10_000,
+        drain_timeout: float = 30.0,
+    ) -> None:
+        if not isinstance(registry, AfterRollingRegistry):
+            raise InvalidInput(f"registry must be an AfterRollingRegistry, got {type(registry).__name__}")
+        self._group = require_id(group, "group")
+        _require_positive(poll_interval, "poll_interval")
+        _require_positive(drain_timeout, "drain_timeout", allow_zero=True)
+        if start_from not in ("beginning", "now"):
+            raise InvalidInput(f"start_from must be 'beginning' or 'now', got {start_from!r}")
+        if source not in ("auto", "polling"):
+            raise InvalidInput(f"source must be 'auto' or 'polling', got {source!r}")
+        for value, name in ((max_attempts, "max_attempts"), (max_pending, "max_pending")):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise InvalidInput(f"{name} must be a positive integer, got {value!r}")
+        if backoff is not None and not isinstance(backoff, Backoff):
+            raise InvalidInput(f"backoff must be a Backoff, got {type(backoff).__name__}")
+        self._database = database
+        self._registry = registry
+        self._poll_interval = float(poll_interval)
+        self._start_from: StartFrom = start_from
+        self._source_choice: SourceChoice = source
+        self._max_attempts = max_attempts
+        self._backoff = backoff or Backoff()
+        self._max_pending = max_pending
+        self._drain_timeout = float(drain_timeout)
+        self._units = MemoryUnitRepository(database)
+        self._checkpoints = ListenerCheckpoints(database, self._group)
+        self._dead_letters = DeadLetterRepository(database)
+        self._pipeline: DeliveryPipeline | None = None
+        self._polling: PollingSource | None = None
+        self._stopping = asyncio.Event()
+        self._source_ready = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+
+    # -- lifecycle ---------------------------------------------------------------------------------------
+
+    @property
+    def group(self) -> str:
+        return self._group
+
+    @property
+    def running(self) -> bool:
+        return self._task is not None
+
+    @property
+    def source(self) -> str | None:
+        """``"change_stream"`` or ``"polling"`` while running, else None."""
+        return None if self._pipeline is None else self._pipeline.source
+
+    async def start(self) -> None:
+        """Open the group's checkpoint (creating it on first use) and start delivering in the background."""
+        if self._task is not None:
+            raise PartnerRepoError(f"listener group {self._group!r} is already running")
+        consumers = self._registry.consumers()
+        if not consumers:
+            raise InvalidInput("register at least one AfterRolling consumer before starting a listener")
+        checkpoint = await self._checkpoints.open_group(self._start_from)
+        if checkpoint.start_from != self._start_from:
+            logger.info(
+                "listener group %r exists (started from %r); start_from=%r applies only to new groups",
+                self._group,
+                checkpoint.start_from,
+                self._start_from,
+            )
+        if checkpoint.baseline_pending:
+            await self._take_history_as_delivered()
+        self._pipeline = DeliveryPipeline(
+            self._checkpoints,
+            self._units,
+            self._dead_letters,
+            consumers,
+            max_attempts=self._max_attempts,
+            backoff=self._backoff,
+            max_pending=self._max_pending,
+            last_delivered_slice_at=checkpoint.last_delivered_slice_at,
+        )
+        self._pipeline.start()
+        self._stopping = asyncio.Event()
+        self._source_ready = asyncio.Event()
+        self._task = asyncio.create_task(self._run(self._pipeline), name=f"listener:{self._group}")
+        logger.info("listener group %r started with consumers %s", self._group, [c.name for c in consumers])
+
+    async def stop(self, *, drain_timeout: float | None = None) -> bool:
+        """Stop reading, let in-flight deliveries finish and save the checkpoint.
+
+        Waits up to ``drain_timeout`` seconds (default: the constructor's). Returns False when deliveries
+        were cut short: their checkpoint was not saved, so they are delivered again after a restart.
+        """
+        if self._task is None or self._pipeline is None:
+            return True
+        pipeline = self._pipeline
+        deadline = time.monotonic() + (self._drain_timeout if drain_timeout is None else drain_timeout)
+        self._stopping.set()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(asyncio.shield(self._task), max(deadline - time.monotonic(), 0))
+        if not self._task.done():
+            self._task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self._task
+        drained = await pipeline.drain(max(deadline - time.monotonic(), 0))
+        await pipeline.close()
+        if pipeline.last_delivered_slice_at is not None:
+            with contextlib.suppress(Exception):
+                await self._checkpoints.save_last_delivered(pipeline.last_delivered_slice_at)
+        if drained:
+            logger.info("listener group %r stopped; checkpoint saved", self._group)
+        else:
+            logger.warning(
+                "listener group %r stopped with %d unfinished deliveries; they will be delivered "
+                "again when the group restarts",
+                self._group,
+                pipeline.lag().pending,
+            )
+        self._task = None
+        self._polling = None
+        pipeline.source = None
+        return drained
+
+    async def __aenter__(self) -> RollingListener:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.stop()
+
+    # -- monitoring and operations -------------------------------------------------------------------------
+
+    def lag(self) -> ListenerLag:
+        """How far behind the listener is (pending slices, the newest delivered slice's time)."""
+        if self._pipeline is None:
+            return ListenerLag(None, 0, {}, None, None, 0, 0)
+        return self._pipeline.lag()
+
+    async def flush(self) -> None:
+        """Wait until what the source has found is delivered; when polling, run a full pass first.
+
+        Under a change stream, writes whose events have not arrived yet are not waited for. Bound the wait
+        with ``asyncio.timeout`` when a consumer may hang.
+        """
+        if self._pipeline is None:
+            return
+        pipeline = self._pipeline
+        await self._source_ready.wait()
+        if self._polling is not None:
+            await self._polling.request_scan()
+        await pipeline.wait_idle()
+
+    async def dead_letters(self, consumer: str | None = None) -> list[DeadLetter]:
+        """This group's dead letters (of one consumer, when given), oldest first."""
+        return await self._dead_letters.list(group=self._group, consumer=consumer)
+
+    async def replay_dead_letters(self, consumer: str | None = None) -> ReplayReport:
+        """Deliver this group's dead letters again to the registered consumers; see
+        :func:`partner_repo.listener.dead_letters.replay_dead_letters`."""
+        return await replay_dead_letters(self._database, self._registry, group=self._group, consumer=consumer)
+
+    # -- internals ---------------------------------------------------------------------------------------
+
+    async def _run(self, pipeline: DeliveryPipeline) -> None:
+        """Run a source until stopping; a source that breaks is logged and started again, never lost."""
+        scanner = UnitScanner(self._units, self._checkpoints, pipeline)
+        use_stream = self._source_choice == "auto"
+        failures = 0
+        while not self._stopping.is_set():
+            try:
+                if use_stream:
+                    pipeline.source = ChangeStreamSource.name
+                    stream = ChangeStreamSource(
+                        self._units,
+                        self._checkpoints,
+                        pipeline,
+                        scanner,
+                        max_await_seconds=self._poll_interval,
+                        following=self._source_ready,
+                    )
+                    await stream.run(self._stopping)
+                else:
+                    pipeline.source = PollingSource.name
+                    self._polling = PollingSource(scanner, self._poll_interval)
+                    self._source_ready.set()
+                    await self._polling.run(self._stopping)
+            except ChangeStreamUnavailable as exc:
+                logger.info(
+                    "listener group %r: %s; polling every %.2fs instead",
+                    self._group,
+                    describe(exc),
+                    self._poll_interval,
+                )
+                use_stream = False
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                failures += 1
+                delay = self._backoff.delay(failures)
+                logger.exception(
+                    "listener group %r: source failed (%s); restarting it in %.1fs",
+                    self._group,
+                    describe(exc),
+                    delay,
+                )
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._stopping.wait(), delay)
+
+    async def _take_history_as_delivered(self) -> None:
+        """First start of a ``start_from="now"`` group: every slice stored now counts as delivered."""
+        count = 0
+        async for unit_id, _ in self._units.fingerprints():
+            outline = await self._units.outline(unit_id)
+            if outline is None:
+                continue
+            ids = [s.id for s in outline.slices if s.id is not None]
+            await self._checkpoints.mark_baseline(outline.id, outline.core_id, ids, outline.fingerprint)
+            count += len(ids)
+        await self._checkpoints.finish_baseline()
+        logger.info(
+            "listener group %r starts from now: %d stored slice(s) taken as delivered", self._group, count
+        )
+
+
+def _require_positive(value: object, name: str, *, allow_zero: bool = False) -> None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise InvalidInput(f"{name} must be a number of seconds, got {type(value).__name__}")
+    if value < 0 or (value == 0 and not allow_zero):
+        raise InvalidInput(f"{name} must be {'non-negative' if allow_zero else 'positive'}, got {value}")

@@ -1,0 +1,451 @@
+"""DeliveryPipeline: one way from "these slices of this unit exist" to every consumer, whatever the source.
+
+Sources (the change stream, polling, a catch-up scan) *offer* a unit's slices together with a *commit*: the
+checkpoint step (a resume token, a unit fingerprint) that may be saved once those slices are delivered. The
+pipeline:
+
+- drops the slices the group already delivered or is delivering (per-unit slice-id sets, see
+  :mod:`partner_repo.listener.checkpoints`), so an event seen twice, or by two sources, is delivered once;
+- hands the rest, in slice order (interval order: the order the appends happened, whatever the clocks said),
+  to one queue and one task per consumer, so a consumer's retries and backoff only ever delay that consumer;
+- retries a failing consumer with backoff, then writes a dead letter and lets the consumer move on;
+- records per consumer what it finished, and per unit what every consumer finished;
+- runs the commits strictly in the order they were offered, each only after every delivery offered before it
+  is finished: a saved resume token or fingerprint never runs ahead of an undelivered slice. A crash
+  therefore re-delivers at most the unfinished tail (at least once), and a restart after a commit delivers
+  none of it again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections import OrderedDict, deque
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TypeVar
+
+from partner_repo.clock import utc_now
+from partner_repo.listener.checkpoints import ListenerCheckpoints, UnitProgress
+from partner_repo.listener.dead_letters import DeadLetterRepository, describe
+from partner_repo.listener.registry import AfterRolling
+from partner_repo.listener.results import load_result
+from partner_repo.listener.retry import Backoff
+from partner_repo.models import MemorySlice
+from partner_repo.rolling.result import RollingResult
+from partner_repo.units import MemoryUnitRepository, UnitFingerprint
+
+logger = logging.getLogger("partner_repo.listener")
+
+CommitAction = Callable[[], Awaitable[None]]
+T = TypeVar("T")
+
+STORAGE_BACKOFF = Backoff(initial=0.1, multiplier=2.0, maximum=5.0)
+"""How checkpoint and dead-letter writes are retried while the database is unreachable (forever: they are
+idempotent, and giving up would lose the delivery's record)."""
+
+PROGRESS_CACHE_UNITS = 4096
+"""Per-unit progress kept in memory; older entries are re-read from the checkpoints when needed."""
+
+
+@dataclass(frozen=True)
+class ListenerLag:
+    """How far behind a listener is, for monitoring.
+
+    ``pending`` counts slices found but not yet finished by every consumer (``pending_by_consumer`` per
+    consumer); ``last_delivered_slice_at`` is the ``created_at`` of the newest slice every consumer finished
+    (a writer's clock: compare it with care); ``last_delivered_at`` is when that happened here.
+    """
+
+    source: str | None
+    pending: int
+    pending_by_consumer: dict[str, int]
+    last_delivered_slice_at: datetime | None
+    last_delivered_at: datetime | None
+    delivered: int
+    dead_lettered: int
+
+
+@dataclass(eq=False)
+class _Commit:
+    action: CommitAction | None
+    key: object = None
+    outstanding: int = 0
+    sealed: bool = False
+
+
+@dataclass(eq=False)
+class _Delivery:
+    unit_id: str
+    piece: MemorySlice
+    progress: UnitProgress
+    pending: set[str]
+    commit: _Commit
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    loaded: bool = False
+    result: RollingResult | None = None
+
+    @property
+    def slice_id(self) -> str:
+        assert self.piece.id is not None
+        return self.piece.id
+
+
+class DeliveryPipeline:
+    """Delivers offered slices to every consumer; see the module docstring."""
+
+    def __init__(
+        self,
+        checkpoints: ListenerCheckpoints,
+        units: MemoryUnitRepository,
+        dead_letters: DeadLetterRepository,
+        consumers: list[AfterRolling],
+        *,
+        max_attempts: int,
+        backoff: Backoff,
+        max_pending: int,
+        last_delivered_slice_at: datetime | None = None,
+    ) -> None:
+        self._checkpoints = checkpoints
+        self._units = units
+        self._dead_letters = dead_letters
+        self._consumers = list(consumers)
+        self._max_attempts = max_attempts
+        self._backoff = backoff
+        self._max_pending = max_pending
+        self._queues: dict[str, asyncio.Queue[_Delivery]] = {c.name: asyncio.Queue() for c in consumers}
+        self._in_flight: dict[str, _Delivery] = {}
+        self._progress: OrderedDict[str, UnitProgress] = OrderedDict()
+        self._commits: deque[_Commit] = deque()
+        self._commit_ready = asyncio.Event()
+        self._capacity = asyncio.Condition()
+        self._idle = asyncio.Event()
+        self._idle.set()
+        self._tasks: list[asyncio.Task[None]] = []
+        self._completions: set[asyncio.Task[None]] = set()
+        self._last_slice_at = last_delivered_slice_at
+        self._last_delivered_at: datetime | None = None
+        self._delivered = 0
+        self._dead_lettered = 0
+        self.source: str | None = None
+
+    # -- lifecycle ---------------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        for consumer in self._consumers:
+            queue = self._queues[consumer.name]
+            self._tasks.append(
+                asyncio.create_task(self._work(consumer, queue), name=f"consume:{consumer.name}")
+            )
+        self._tasks.append(asyncio.create_task(self._commit_loop(), name="commit"))
+
+    async def drain(self, seconds: float | None) -> bool:
+        """Wait until everything offered is delivered and committed; False when ``seconds`` ran out first."""
+        try:
+            await asyncio.wait_for(self._idle.wait(), seconds)
+        except TimeoutError:
+            return False
+        return True
+
+    async def close(self) -> None:
+        """Stop the consumer and commit tasks (an unfinished delivery is simply not checkpointed)."""
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        self._tasks.clear()
+
+    @property
+    def idle(self) -> bool:
+        return self._idle.is_set()
+
+    async def wait_idle(self) -> None:
+        await self._idle.wait()
+
+    @property
+    def last_delivered_slice_at(self) -> datetime | None:
+        return self._last_slice_at
+
+    def lag(self) -> ListenerLag:
+        by_consumer = {c.name: 0 for c in self._consumers}
+        for delivery in self._in_flight.values():
+            for name in delivery.pending:
+                by_consumer[name] = by_consumer.get(name, 0) + 1
+        return ListenerLag(
+            source=self.source,
+            pending=len(self._in_flight),
+            pending_by_consumer=by_consumer,
+            last_delivered_slice_at=self._last_slice_at,
+            last_delivered_at=self._last_delivered_at,
+            delivered=self._delivered,
+            dead_lettered=self._dead_lettered,
+        )
+
+    # -- offering ----------------------------------------------------------------------------------------
+
+    async def progress(self, unit_id: str) -> UnitProgress:
+        """The group's progress on a unit, from memory or the checkpoints."""
+        progress = self._progress.get(unit_id)
+        if progress is None:
+            progress = await self._checkpoints.unit(unit_id)
+            self._progress[unit_id] = progress
+            while len(self._progress) > PROGRESS_CACHE_UNITS and self._evict_one():
+                pass
+        else:
+            self._progress.move_to_end(unit_id)
+        return progress
+
+    async def offer(
+        self,
+        unit_id: str,
+        core_id: str | None,
+        slices: Iterable[MemorySlice],
+        *,
+        on_commit: CommitAction | None = None,
+        commit_key: object = None,
+    ) -> int:
+        """Deliver the slices of ``unit_id`` not delivered yet, in slice order; then ``on_commit``.
+
+        Returns how many deliveries were started. Waits while ``max_pending`` slices are in flight. A commit
+        with a ``commit_key`` is skipped when a later commit with the same key is ready with it (only the
+        newest resume token needs saving).
+        """
+        progress = await self.progress(unit_id)
+        if core_id is not None:
+            progress.core_id = core_id
+        fresh = [
+            piece
+            for piece in in_slice_order(slices)
+            if piece.id is not None and piece.id not in progress.delivered and piece.id not in self._in_flight
+        ]
+        commit = _Commit(action=on_commit, key=commit_key)
+        self._commits.append(commit)
+        self._idle.clear()
+        started = 0
+        try:
+            for piece in fresh:
+                await self._wait_for_capacity()
+                assert piece.id is not None
+                if piece.id in self._in_flight or piece.id in progress.delivered:
+                    continue
+                pending = {c.name for c in self._consumers} - progress.done_by(piece.id)
+                delivery = _Delivery(unit_id, piece, progress, pending, commit)
+                commit.outstanding += 1
+                started += 1
+                self._in_flight[piece.id] = delivery
+                if not pending:  # every consumer finished it before a crash: only the record is missing
+                    task = asyncio.create_task(self._complete(delivery))
+                    self._completions.add(task)
+                    task.add_done_callback(self._completions.discard)
+                    continue
+                for consumer in self._consumers:
+                    if consumer.name in pending:
+                        self._queues[consumer.name].put_nowait(delivery)
+        finally:
+            commit.sealed = True
+            self._commit_ready.set()
+        return started
+
+    async def barrier(self, on_commit: CommitAction, *, commit_key: object = None) -> None:
+        """Run ``on_commit`` once everything offered so far is delivered (an idle stream's token)."""
+        self._commits.append(_Commit(action=on_commit, key=commit_key, sealed=True))
+        self._idle.clear()
+        self._commit_ready.set()
+
+    async def _wait_for_capacity(self) -> None:
+        async with self._capacity:
+            await self._capacity.wait_for(lambda: len(self._in_flight) < self._max_pending)
+
+    # -- consumers ---------------------------------------------------------------------------------------
+
+    async def _work(self, consumer: AfterRolling, queue: asyncio.Queue[_Delivery]) -> None:
+        while True:
+            delivery = await queue.get()
+            try:
+                result = await self._result(delivery)
+                if result is not None:
+                    await self._deliver(consumer, delivery, result)
+                await self._consumer_done(consumer.name, delivery)
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # a bug here must not silently stop this consumer's deliveries
+                logger.exception(
+                    "listener: internal error delivering slice %s to consumer %r",
+                    delivery.slice_id,
+                    consumer.name,
+                )
+            finally:
+                queue.task_done()
+
+    async def _result(self, delivery: _Delivery) -> RollingResult | None:
+        async with delivery.lock:
+            if not delivery.loaded:
+                delivery.result = await self._retry_storage(
+                    f"loading slice {delivery.slice_id}",
+                    lambda: load_result(
+                        self._units, delivery.unit_id, delivery.progress.core_id, delivery.piece
+                    ),
+                )
+                delivery.loaded = True
+                if delivery.result is None:
+                    logger.warning(
+                        "listener: slice %s of unit %s is gone (unit deleted or rewritten); skipped",
+                        delivery.slice_id,
+                        delivery.unit_id,
+                    )
+                elif delivery.progress.core_id is None:
+                    delivery.progress.core_id = delivery.result.memory_unit.core_id
+            return delivery.result
+
+    async def _deliver(self, consumer: AfterRolling, delivery: _Delivery, result: RollingResult) -> None:
+        error: Exception | None = None
+        for attempt in range(1, self._max_attempts + 1):
+            try:
+                await consumer.consume(result)
+                return
+            except Exception as exc:
+                error = exc
+                if attempt < self._max_attempts:
+                    delay = self._backoff.delay(attempt)
+                    logger.warning(
+                        "AfterRolling consumer %r failed on slice %s (attempt %d of %d): %s; retry in %.2fs",
+                        consumer.name,
+                        delivery.slice_id,
+                        attempt,
+                        self._max_attempts,
+                        describe(exc),
+                        delay,
+                    )
+                    await asyncio.sleep(delay)
+        assert error is not None
+        logger.error(
+            "AfterRolling consumer %r failed on slice %s %d times; writing a dead letter and moving on",
+            consumer.name,
+            delivery.slice_id,
+            self._max_attempts,
+            exc_info=error,
+        )
+        await self._retry_storage(
+            f"dead letter for slice {delivery.slice_id}",
+            lambda: self._dead_letters.record(
+                group=self._checkpoints.group_name,
+                consumer=consumer.name,
+                unit_id=delivery.unit_id,
+                core_id=result.memory_unit.core_id,
+                slice_id=delivery.slice_id,
+                error=error,
+                attempts=self._max_attempts,
+            ),
+        )
+        self._dead_lettered += 1
+
+    async def _consumer_done(self, name: str, delivery: _Delivery) -> None:
+        core_id = delivery.progress.core_id or ""
+        if delivery.pending - {name}:
+            await self._retry_storage(
+                f"progress of consumer {name!r}",
+                lambda: self._checkpoints.mark_consumer_done(
+                    delivery.unit_id, core_id, delivery.slice_id, name
+                ),
+            )
+            delivery.progress.partial.setdefault(delivery.slice_id, set()).add(name)
+        delivery.pending.discard(name)
+        if not delivery.pending:
+            await self._complete(delivery)
+
+    async def _complete(self, delivery: _Delivery) -> None:
+        core_id = delivery.progress.core_id or ""
+        await self._retry_storage(
+            f"delivery of slice {delivery.slice_id}",
+            lambda: self._checkpoints.mark_delivered(delivery.unit_id, core_id, delivery.slice_id),
+        )
+        delivery.progress.delivered.add(delivery.slice_id)
+        delivery.progress.partial.pop(delivery.slice_id, None)
+        self._in_flight.pop(delivery.slice_id, None)
+        delivery.result = None
+        created = delivery.piece.created_at
+        if created is not None and (self._last_slice_at is None or created > self._last_slice_at):
+            self._last_slice_at = created
+        self._last_delivered_at = utc_now()
+        self._delivered += 1
+        delivery.commit.outstanding -= 1
+        self._commit_ready.set()
+        async with self._capacity:
+            self._capacity.notify_all()
+
+    # -- commits -----------------------------------------------------------------------------------------
+
+    async def _commit_loop(self) -> None:
+        while True:
+            await self._commit_ready.wait()
+            self._commit_ready.clear()
+            while self._commits and _ready(self._commits[0]):
+                commit = self._commits[0]
+                superseded = (
+                    len(self._commits) > 1
+                    and commit.key is not None
+                    and _ready(self._commits[1])
+                    and self._commits[1].key == commit.key
+                )
+                if commit.action is not None and not superseded:
+                    await self._retry_storage("checkpoint", commit.action)
+                self._commits.popleft()
+            if not self._commits and not self._in_flight:
+                self._idle.set()
+
+    async def _retry_storage(self, what: str, call: Callable[[], Awaitable[T]]) -> T:
+        attempt = 0
+        started = time.monotonic()
+        while True:
+            try:
+                return await call()
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                attempt += 1
+                delay = STORAGE_BACKOFF.delay(attempt)
+                logger.warning(
+                    "listener: %s failed (%s); retrying in %.2fs (failing for %.0fs)",
+                    what,
+                    describe(exc),
+                    delay,
+                    time.monotonic() - started,
+                )
+                await asyncio.sleep(delay)
+
+    def _evict_one(self) -> bool:
+        busy = {d.unit_id for d in self._in_flight.values()}
+        for unit_id in self._progress:
+            if unit_id not in busy:
+                del self._progress[unit_id]
+                return True
+        return False
+
+
+def _ready(commit: _Commit) -> bool:
+    return commit.sealed and commit.outstanding == 0
+
+
+def in_slice_order(slices: Iterable[MemorySlice]) -> list[MemorySlice]:
+    """Slices in the order their appends happened: by interval (``start_index``, then ``end_index``), ties in
+    array order. Never by ``created_at``: that is a writer's clock."""
+    indexed = list(enumerate(slices))
+    indexed.sort(key=lambda pair: (pair[1].start_index or 0, pair[1].end_index or 0, pair[0]))
+    return [piece for _, piece in indexed]
+
+
+def fingerprint_commit(
+    checkpoints: ListenerCheckpoints, progress: UnitProgress, fingerprint: UnitFingerprint
+) -> CommitAction:
+    """The commit that records "every slice the unit held at ``fingerprint`` is delivered"."""
+
+    async def save() -> None:
+        if progress.fingerprint != fingerprint:
+            await checkpoints.save_fingerprint(progress.unit_id, progress.core_id or "", fingerprint)
+            progress.fingerprint = fingerprint
+
+    return save

@@ -1,0 +1,163 @@
+"""Polling: find new slices by comparing every unit with what the group has delivered of it.
+
+Why this is correct without clocks: every write to a unit changes its fingerprint (``version`` at least;
+see :data:`partner_repo.units.UnitFingerprint`), and a single-document read is atomic. A pass reads every
+unit's fingerprint (from an index alone), reads the slices (not the messages) of each unit whose fingerprint
+differs from the one last seen, and offers the slices whose ids the group has not delivered. A write that
+commits late, or carries an old ``created_at``, changes the fingerprint whenever it lands, so the next pass
+sees it; nothing depends on the order in which writers' clocks or commits happened, across units or within
+one.
+
+Between passes a constant-size probe (the count and sums of the fingerprints, computed by the server)
+answers "did anything change?", so an idle pass costs one small aggregate. Every
+:data:`FULL_SCAN_INTERVAL` a pass skips the probe, so the one way to fool it (a unit deleted and another
+created with exactly compensating sums between two probes) is healed within minutes, not never.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from typing import Any
+
+from partner_repo.listener.checkpoints import ListenerCheckpoints
+from partner_repo.listener.dead_letters import describe
+from partner_repo.listener.pipeline import DeliveryPipeline, fingerprint_commit
+from partner_repo.listener.retry import Backoff
+from partner_repo.units import MemoryUnitRepository, UnitFingerprint, UnitOutline
+
+logger = logging.getLogger("partner_repo.listener")
+
+FULL_SCAN_INTERVAL = 300.0
+"""Seconds between polling passes that compare every fingerprint even when the probe says nothing changed."""
+
+SCAN_PAGE = 256
+"""Changed units read (outlined) per page of a pass; within a page, units whose slices are older go first."""
+
+_ERROR_BACKOFF = Backoff(initial=0.5, multiplier=2.0, maximum=30.0)
+
+
+class UnitScanner:
+    """One pass over every unit: polling's each pass and the change stream's catch-up scan."""
+
+    def __init__(
+        self, units: MemoryUnitRepository, checkpoints: ListenerCheckpoints, pipeline: DeliveryPipeline
+    ) -> None:
+        self._units = units
+        self._checkpoints = checkpoints
+        self._pipeline = pipeline
+        self._known: dict[str, UnitFingerprint] | None = None
+
+    async def scan(self, *, probe: bool = True) -> int:
+        """Offer every slice the group has not delivered; returns how many deliveries were started.
+
+        With ``probe``, a pass whose fingerprint totals match what was last seen stops after the probe.
+        """
+        if self._known is None:
+            self._known = await self._checkpoints.fingerprints()
+        known = self._known
+        if probe and await self._units.fingerprint_totals() == _totals(known):
+            return 0
+        present: set[str] = set()
+        changed: list[str] = []
+        async for unit_id, fingerprint in self._units.fingerprints():
+            present.add(unit_id)
+            if known.get(unit_id) != fingerprint:
+                changed.append(unit_id)
+        for unit_id in [u for u in known if u not in present]:
+            del known[unit_id]  # deleted: a unit created again under its id is read afresh
+        started = 0
+        for first in range(0, len(changed), SCAN_PAGE):
+            outlines = [o for u in changed[first : first + SCAN_PAGE] if (o := await self._units.outline(u))]
+            outlines.sort(key=_oldest_first)
+            for outline in outlines:
+                started += await self._offer(outline)
+                known[outline.id] = outline.fingerprint
+        return started
+
+    async def _offer(self, outline: UnitOutline) -> int:
+        progress = await self._pipeline.progress(outline.id)
+        commit = fingerprint_commit(self._checkpoints, progress, outline.fingerprint)
+        return await self._pipeline.offer(outline.id, outline.core_id, outline.slices, on_commit=commit)
+
+
+class PollingSource:
+    """Runs a :class:`UnitScanner` pass every ``interval`` seconds until stopped."""
+
+    name = "polling"
+
+    def __init__(
+        self, scanner: UnitScanner, interval: float, *, full_scan_interval: float = FULL_SCAN_INTERVAL
+    ):
+        self._scanner = scanner
+        self._interval = interval
+        self._full_scan_interval = full_scan_interval
+        self._wake = asyncio.Event()
+        self._waiting: list[asyncio.Future[None]] = []
+
+    def request_scan(self) -> asyncio.Future[None]:
+        """A future resolved when a full pass that started after this call has offered what it found."""
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._waiting.append(future)
+        self._wake.set()
+        return future
+
+    async def run(self, stopping: asyncio.Event) -> None:
+        last_full = time.monotonic()
+        failures = 0
+        while not stopping.is_set():
+            waiting, self._waiting = self._waiting, []
+            full = bool(waiting) or time.monotonic() - last_full >= self._full_scan_interval
+            try:
+                await self._scanner.scan(probe=not full)
+            except asyncio.CancelledError:
+                self._waiting.extend(waiting)
+                raise
+            except Exception as exc:
+                failures += 1
+                delay = _ERROR_BACKOFF.delay(failures)
+                logger.warning("listener: polling pass failed (%s); next pass in %.1fs", describe(exc), delay)
+                self._waiting.extend(waiting)
+                await _sleep_until(stopping, self._wake, delay)
+                continue
+            failures = 0
+            if full:
+                last_full = time.monotonic()
+            for future in waiting:
+                if not future.done():
+                    future.set_result(None)
+            await _sleep_until(stopping, self._wake, self._interval)
+        for future in self._waiting:
+            future.cancel()
+
+
+async def _sleep_until(stopping: asyncio.Event, wake: asyncio.Event, seconds: float) -> None:
+    """Sleep ``seconds``, or less when stopping or woken."""
+    waiters = [asyncio.create_task(stopping.wait()), asyncio.create_task(wake.wait())]
+    try:
+        await asyncio.wait(waiters, timeout=seconds, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for waiter in waiters:
+            waiter.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await waiter
+    wake.clear()
+
+
+def _totals(known: dict[str, UnitFingerprint]) -> tuple[int, ...]:
+    sums = [0, 0, 0, 0]
+    for fingerprint in known.values():
+        for index, value in enumerate(fingerprint[:4]):
+            sums[index] += _as_int(value)
+    return (len(known), *sums)
+
+
+def _as_int(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def _oldest_first(outline: UnitOutline) -> tuple[Any, ...]:
+    times = [s.created_at for s in outline.slices if s.created_at is not None]
+    return (max(times) if times else None) is None, max(times) if times else 0, outline.id

@@ -1,0 +1,253 @@
+"""Running the schema migrations in ``migrations/`` (Beanie's migration format) on a database we are handed.
+
+Beanie's own runner (``beanie migrate``) reads a global connection and always opens a driver session, which
+the in-memory backend does not have. This runner reuses Beanie's pieces, so the two stay interchangeable on
+one database: the migration files (``Forward``/``Backward`` classes holding ``free_fall_migration`` or
+``iterative_migration`` functions), the linked list of ``MigrationNode`` and its traversal, and the
+``migrations_log`` collection that records the current migration. It differs in three ways:
+
+- it works on the database it is given (any ``MongoDatabase``, the in-memory one included);
+- without a transaction it passes no session at all, so it runs on every backend;
+- failures are :class:`MigrationError`, and a deployment that cannot run transactions (a standalone server,
+  the in-memory backend) gets :class:`TransactionsUnsupported`, which says to run with ``--no-transaction``.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import types
+from collections.abc import Sequence
+from dataclasses import dataclass
+from importlib.machinery import SourceFileLoader
+from pathlib import Path
+from typing import Any
+
+from beanie import init_beanie
+from beanie.migrations.controllers.base import BaseMigrationController
+from beanie.migrations.models import MigrationLog, RunningDirections, RunningMode
+from beanie.migrations.runner import MigrationNode
+from pymongo.errors import ConfigurationError, OperationFailure, PyMongoError
+
+from partner_repo.database import MongoDatabase
+from partner_repo.errors import InvalidInput, MigrationError, TransactionsUnsupported
+
+log = logging.getLogger(__name__)
+
+MIGRATION_FILE = re.compile(r"^\d{14}_[A-Za-z0-9_]+\.py$")
+"""``YYYYMMDDHHMMSS_<name>.py``; Beanie applies the files in name order, so the timestamp orders them."""
+
+ROOT = "root"
+"""The name Beanie gives the node before the first migration."""
+
+ILLEGAL_OPERATION = 20
+"""The server's answer to a transaction on a standalone server ("Transaction numbers are only allowed...")."""
+
+STANDALONE_HINT = (
+    "transactions need a replica set or a sharded cluster, and this deployment has neither; run with "
+    "--no-transaction (use_transaction=False): each partner-repo migration is idempotent and safe to re-run"
+)
+NO_SESSIONS_HINT = (
+    "this backend has no transactions (the in-memory backend has no sessions); run with --no-transaction "
+    "(use_transaction=False)"
+)
+
+
+def default_migrations_path() -> Path:
+    """``migrations/`` of the source tree this package runs from, else ``./migrations`` (as in the image)."""
+    beside_package = Path(__file__).resolve().parent.parent / "migrations"
+    return beside_package if beside_package.is_dir() else Path.cwd() / "migrations"
+
+
+@dataclass(frozen=True)
+class MigrationStatus:
+    """Which migrations exist (in order) and which one the database is at (None: none applied)."""
+
+    names: tuple[str, ...]
+    current: str | None
+
+    @property
+    def applied(self) -> tuple[str, ...]:
+        return self.names[: self._position()]
+
+    @property
+    def pending(self) -> tuple[str, ...]:
+        return self.names[self._position() :]
+
+    def _position(self) -> int:
+        return 0 if self.current is None else self.names.index(self.current) + 1
+
+
+@dataclass(frozen=True)
+class MigrationRun:
+    """What one run did: the migrations it applied (forward) or reverted (backward), in the order run."""
+
+    direction: str
+    ran: tuple[str, ...]
+    before: str | None
+    after: str | None
+
+
+class _Node(MigrationNode):
+    """A Beanie migration node bound to one database, recording what it runs and translating failures."""
+
+    def __init__(self, name: str, database: MongoDatabase, ran: list[str], **links: Any) -> None:
+        super().__init__(name, **links)
+        self.database = database
+        self.ran = ran
+
+    async def run_forward(self, allow_index_dropping: bool, use_transaction: bool) -> None:
+        await super().run_forward(allow_index_dropping=allow_index_dropping, use_transaction=use_transaction)
+        self.ran.append(self.name)
+
+    async def run_backward(self, allow_index_dropping: bool, use_transaction: bool) -> None:
+        await super().run_backward(allow_index_dropping=allow_index_dropping, use_transaction=use_transaction)
+        if self.forward_class is not None or self.backward_class is not None:
+            self.ran.append(self.name)
+
+    async def run_migration_class(self, cls: type, allow_index_dropping: bool, use_transaction: bool) -> None:
+        controllers = [
+            getattr(cls, attribute)
+            for attribute in dir(cls)
+            if isinstance(getattr(cls, attribute), BaseMigrationController)
+        ]
+        try:
+            if use_transaction:
+                await self._run_in_transaction(controllers, allow_index_dropping)
+            else:
+                await self.run_migrations(controllers, self.database, allow_index_dropping, None)  # type: ignore[arg-type]
+        except MigrationError:
+            raise
+        except NotImplementedError as exc:
+            raise TransactionsUnsupported(f"migration {self.name}: {NO_SESSIONS_HINT}") from exc
+        except ConfigurationError as exc:
+            if "session" in str(exc).lower() or "transaction" in str(exc).lower():
+                raise TransactionsUnsupported(f"migration {self.name}: {STANDALONE_HINT}") from exc
+            raise MigrationError(f"migration {self.name} failed: {_first_line(exc)}") from exc
+        except OperationFailure as exc:
+            if _is_standalone_refusal(exc):
+                raise TransactionsUnsupported(f"migration {self.name}: {STANDALONE_HINT}") from exc
+            raise MigrationError(f"migration {self.name} failed: {_first_line(exc)}") from exc
+        except (PyMongoError, RuntimeError, ValueError) as exc:
+            raise MigrationError(f"migration {self.name} failed: {_first_line(exc)}") from exc
+
+    async def _run_in_transaction(
+        self, controllers: list[BaseMigrationController], allow_index_dropping: bool
+    ) -> None:
+        async with await self.database.client.start_session() as session, session.start_transaction():
+            await self.run_migrations(controllers, self.database, allow_index_dropping, session)
+
+
+def _is_standalone_refusal(exc: OperationFailure) -> bool:
+    text = str(exc)
+    return exc.code == ILLEGAL_OPERATION and (
+        "Transaction numbers" in text or "replica set" in text or "retryable writes" in text
+    )
+
+
+def _first_line(exc: BaseException) -> str:
+    lines = str(exc).strip().splitlines()
+    return lines[0] if lines else type(exc).__name__
+
+
+def _migration_files(path: Path) -> list[Path]:
+    if not path.is_dir():
+        raise MigrationError(f"no migrations directory at {path}")
+    files = sorted(p for p in path.glob("[!_]*.py"))
+    for file in files:
+        if not MIGRATION_FILE.match(file.name):
+            raise MigrationError(f"{file.name} in {path} is not named YYYYMMDDHHMMSS_<name>.py")
+    return files
+
+
+async def _current(database: MongoDatabase) -> str | None:
+    await init_beanie(database=database, document_models=[MigrationLog])
+    entry = await MigrationLog.find_one({"is_current": True})
+    # Reverting the first migration makes Beanie record its root node as current: nothing is applied.
+    return None if entry is None or entry.name == ROOT else entry.name
+
+
+async def migration_status(database: MongoDatabase, path: Path | str | None = None) -> MigrationStatus:
+    """The migrations in ``path`` (default :func:`default_migrations_path`) and the one the database is at."""
+    files = _migration_files(Path(path) if path is not None else default_migrations_path())
+    names = tuple(file.name for file in files)
+    current = await _current(database)
+    if current is not None and current not in names:
+        raise MigrationError(
+            f"the database is at migration {current}, which is not in {len(names)} known migrations; "
+            "is this the right migrations directory?"
+        )
+    return MigrationStatus(names=names, current=current)
+
+
+def _load(file: Path) -> tuple[type | None, type | None]:
+    loader = SourceFileLoader(file.stem, str(file.absolute()))
+    module = types.ModuleType(loader.name)
+    try:
+        loader.exec_module(module)
+    except Exception as exc:  # a broken migration file must say which file, whatever it raised
+        raise MigrationError(f"cannot load migration {file.name}: {_first_line(exc)}") from exc
+    forward = getattr(module, "Forward", None)
+    backward = getattr(module, "Backward", None)
+    if forward is None or backward is None:
+        raise MigrationError(f"migration {file.name} must define both Forward and Backward classes")
+    return forward, backward
+
+
+def _build(database: MongoDatabase, files: Sequence[Path], current: str | None, ran: list[str]) -> _Node:
+    root = _Node(ROOT, database, ran)
+    start = root
+    previous = root
+    for file in files:
+        forward, backward = _load(file)
+        node = _Node(
+            file.name, database, ran, forward_class=forward, backward_class=backward, prev_migration=previous
+        )
+        previous.next_migration = node
+        previous = node
+        if node.name == current:
+            start = node
+    return start
+
+
+async def run_migrations(
+    database: MongoDatabase,
+    path: Path | str | None = None,
+    *,
+    backward: bool = False,
+    distance: int | None = None,
+    use_transaction: bool = True,
+) -> MigrationRun:
+    """Apply the pending migrations (or revert applied ones) and return what ran.
+
+    ``distance`` is how many to run; ``0`` means all of them. Forward defaults to all; backward defaults to
+    one, the most recent (reverting everything must be asked for). Each migration runs in its own transaction
+    unless ``use_transaction=False``; the migrations shipped here are idempotent and guard every write, so
+    they are safe without one (and must run without one on a standalone server or the in-memory backend).
+    """
+    if distance is not None and (isinstance(distance, bool) or not isinstance(distance, int) or distance < 0):
+        raise InvalidInput(f"distance must be a non-negative integer, got {distance!r}")
+    status = await migration_status(database, path)
+    files = _migration_files(Path(path) if path is not None else default_migrations_path())
+    ran: list[str] = []
+    start = _build(database, files, status.current, ran)
+    direction = RunningDirections.BACKWARD if backward else RunningDirections.FORWARD
+    steps = distance if distance is not None else (1 if backward else 0)
+    start_name = status.current or "the start"
+    log.info("migrations %s from %s (distance %s)", direction.value.lower(), start_name, steps)
+    await start.run(
+        mode=RunningMode(direction=direction, distance=steps),
+        allow_index_dropping=False,
+        use_transaction=use_transaction,
+    )
+    after = await _current(database)
+    return MigrationRun(direction=direction.value.lower(), ran=tuple(ran), before=status.current, after=after)
+
+
+__all__ = [
+    "MigrationRun",
+    "MigrationStatus",
+    "default_migrations_path",
+    "migration_status",
+    "run_migrations",
+]

@@ -1,0 +1,64 @@
+"""RollingConfig: when the window rolls, what it keeps, how often idle cores are checked, how units grow."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import timedelta
+
+from partner_repo.errors import InvalidInput
+from partner_repo.storage import MAX_DOCUMENT_BYTES
+
+DEFAULT_UNIT_SOFT_LIMIT_BYTES = 8 * 1024 * 1024
+"""Half of MongoDB's 16 MiB document limit: a unit opens a continuation long before it could fail."""
+
+
+@dataclass(frozen=True)
+class RollingConfig:
+    """Partner's DialogRolling parameters (its defaults), plus what sharing a core across processes needs.
+
+    - ``trigger_limit``: roll when the window holds at least this many messages (the session is kept).
+    - ``idle_after``: roll, then start a new memory session, once the window has been idle longer than this.
+    - ``retain_divisor``: after a roll the window keeps the last ``1/retain_divisor`` of the rolled snapshot
+      (``0`` behaves as ``1``: keep everything, as Partner's ``max(divisor, 1)``).
+    - ``check_interval``: how often :meth:`RollingService.run_idle_scheduler` looks for idle cores.
+    - ``unit_soft_limit_bytes``: an append that would take a unit past this opens a continuation unit first.
+    - ``lease_duration``: how long a roller holds a core; it is renewed while the summarizer runs, so it only
+      bounds how long a crashed roller blocks the core.
+    """
+
+    trigger_limit: int = 36
+    idle_after: timedelta = timedelta(hours=1)
+    retain_divisor: int = 6
+    check_interval: timedelta = timedelta(seconds=10)
+    unit_soft_limit_bytes: int = DEFAULT_UNIT_SOFT_LIMIT_BYTES
+    lease_duration: timedelta = timedelta(seconds=60)
+
+    def __post_init__(self) -> None:
+        _integer(self.trigger_limit, "trigger_limit", minimum=2)
+        _integer(self.retain_divisor, "retain_divisor", minimum=0)
+        _integer(self.unit_soft_limit_bytes, "unit_soft_limit_bytes", minimum=1)
+        if self.unit_soft_limit_bytes > MAX_DOCUMENT_BYTES:
+            raise InvalidInput(
+                f"unit_soft_limit_bytes must not exceed MongoDB's {MAX_DOCUMENT_BYTES}-byte document limit, "
+                f"got {self.unit_soft_limit_bytes}"
+            )
+        _duration(self.idle_after, "idle_after", allow_zero=True)
+        _duration(self.check_interval, "check_interval", allow_zero=False)
+        _duration(self.lease_duration, "lease_duration", allow_zero=False)
+
+
+def _integer(value: object, name: str, *, minimum: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidInput(f"{name} must be an integer, got {type(value).__name__}")
+    if value < minimum:
+        raise InvalidInput(f"{name} must be at least {minimum}, got {value}")
+
+
+def _duration(value: object, name: str, *, allow_zero: bool) -> None:
+    if not isinstance(value, timedelta):
+        raise InvalidInput(f"{name} must be a timedelta, got {type(value).__name__}")
+    if value < timedelta(0) or (value == timedelta(0) and not allow_zero):
+        raise InvalidInput(f"{name} must be {'non-negative' if allow_zero else 'positive'}, got {value}")
+
+
+__all__ = ["DEFAULT_UNIT_SOFT_LIMIT_BYTES", "RollingConfig"]

@@ -1,0 +1,246 @@
+"""Settings from the environment (pydantic-settings) with production defaults, and the connection they make.
+
+Every variable is documented in one table in ``docs/operations.md`` (and the README). Defaults are what a
+replica-set deployment wants: retryable writes and reads, ``w="majority"`` with a timeout for every write (so
+appends and listener checkpoints survive a failover), the hot path reading from the primary (read-your-writes
+for append and rolling), and admin queries allowed on secondaries. Options written into ``MONGODB_URI`` win
+over these defaults, so an operator's connection string is never second-guessed.
+
+The URI is a :class:`pydantic.SecretStr`: printing or logging the settings never shows it, and
+:attr:`PartnerRepoSettings.masked_uri` is the form to log (password replaced by ``***``).
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any, Literal
+from urllib.parse import parse_qsl
+
+from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+from pymongo import ReadPreference
+
+from partner_repo.database import MongoDatabase, connect, mask_uri
+from partner_repo.errors import InvalidInput
+from partner_repo.rolling.config import DEFAULT_UNIT_SOFT_LIMIT_BYTES, RollingConfig
+
+ReadPreferenceName = Literal["primary", "primaryPreferred", "secondary", "secondaryPreferred", "nearest"]
+
+_READ_PREFERENCES: dict[str, Any] = {
+    "primary": ReadPreference.PRIMARY,
+    "primaryPreferred": ReadPreference.PRIMARY_PREFERRED,
+    "secondary": ReadPreference.SECONDARY,
+    "secondaryPreferred": ReadPreference.SECONDARY_PREFERRED,
+    "nearest": ReadPreference.NEAREST,
+}
+
+
+class PartnerRepoSettings(BaseSettings):
+    """Everything a deployment configures, read from ``PARTNER_REPO_*`` variables (plus ``MONGODB_URI``)."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="PARTNER_REPO_", env_ignore_empty=True, extra="ignore", frozen=True
+    )
+
+    mongodb_uri: SecretStr | None = Field(
+        default=None,
+        validation_alias=AliasChoices("MONGODB_URI", "mongodb_uri"),
+        description="MongoDB connection string; unset: the embedded in-memory backend.",
+    )
+    db: str = Field(default="partner", min_length=1, description="Database name.")
+
+    write_concern: str = Field(
+        default="majority",
+        min_length=1,
+        description='`w` of every write (appends, checkpoints): "majority", a number or a tag.',
+    )
+    write_timeout_ms: int = Field(
+        default=10_000,
+        ge=0,
+        description="`wtimeout`: how long a write waits for its write concern (0: none).",
+    )
+    retry_writes: bool = Field(
+        default=True, description="Retry a write once after a failover or network error."
+    )
+    retry_reads: bool = Field(
+        default=True, description="Retry a read once after a failover or network error."
+    )
+    admin_read_preference: ReadPreferenceName = Field(
+        default="secondaryPreferred",
+        description="Where admin queries (slices, stats, check) read; the hot path reads the primary.",
+    )
+    server_selection_timeout_ms: int = Field(
+        default=5_000, gt=0, description="How long to wait for a usable server before failing."
+    )
+    connect_timeout_ms: int = Field(default=10_000, gt=0, description="TCP connect timeout.")
+    socket_timeout_ms: int | None = Field(
+        default=None, gt=0, description="Network read timeout per operation (unset: none)."
+    )
+    operation_timeout_ms: int | None = Field(
+        default=None,
+        gt=0,
+        description="Client-side limit for a whole operation, retries included (`timeoutMS`).",
+    )
+    max_pool_size: int = Field(default=100, gt=0, description="Connections per server in the driver's pool.")
+    app_name: str = Field(default="partner-repo", description="Shown in the server's logs and `currentOp`.")
+    create_indexes: bool = Field(
+        default=True, description="Create the indexes at startup; false when migrations own them."
+    )
+
+    rolling_trigger_limit: int = Field(
+        default=36, description="Roll when the window holds this many messages."
+    )
+    rolling_idle_after: timedelta = Field(
+        default=timedelta(hours=1),
+        description="Roll, then start a new session, after this idle time (seconds).",
+    )
+    rolling_retain_divisor: int = Field(
+        default=6, description="After a roll the window keeps 1/divisor of it."
+    )
+    rolling_check_interval: timedelta = Field(
+        default=timedelta(seconds=10), description="How often `roll-idle` looks for idle cores (seconds)."
+    )
+    rolling_unit_soft_limit_bytes: int = Field(
+        default=DEFAULT_UNIT_SOFT_LIMIT_BYTES, description="A unit past this size continues in a new unit."
+    )
+    rolling_lease_duration: timedelta = Field(
+        default=timedelta(seconds=60), description="How long a crashed roller can block a core (seconds)."
+    )
+
+    @field_validator("mongodb_uri", mode="before")
+    @classmethod
+    def _blank_uri_is_unset(cls, value: object) -> object:
+        return None if isinstance(value, str) and not value.strip() else value
+
+    @field_validator("rolling_idle_after", "rolling_check_interval", "rolling_lease_duration", mode="before")
+    @classmethod
+    def _seconds(cls, value: object) -> object:
+        """Durations are seconds (``90``, ``2.5``) or ISO 8601 (``PT30M``)."""
+        if isinstance(value, str) and value.strip().replace(".", "", 1).isdigit():
+            return float(value)
+        return value
+
+    @property
+    def uri(self) -> str | None:
+        """The connection string (a secret: log :attr:`masked_uri` instead)."""
+        return None if self.mongodb_uri is None else self.mongodb_uri.get_secret_value()
+
+    @property
+    def masked_uri(self) -> str:
+        """The connection string with its password masked, or ``in-memory``."""
+        return "in-memory" if self.uri is None else mask_uri(self.uri)
+
+    def rolling_config(self) -> RollingConfig:
+        """The :class:`RollingConfig` these settings describe."""
+        return RollingConfig(
+            trigger_limit=self.rolling_trigger_limit,
+            idle_after=self.rolling_idle_after,
+            retain_divisor=self.rolling_retain_divisor,
+            check_interval=self.rolling_check_interval,
+            unit_soft_limit_bytes=self.rolling_unit_soft_limit_bytes,
+            lease_duration=self.rolling_lease_duration,
+        )
+
+    def client_options(self) -> dict[str, Any]:
+        """Keyword options for the Motor client, minus any option the URI already sets (the URI wins)."""
+        options: dict[str, Any] = {
+            "w": int(self.write_concern) if self.write_concern.isdigit() else self.write_concern,
+            "wTimeoutMS": self.write_timeout_ms,
+            "retryWrites": self.retry_writes,
+            "retryReads": self.retry_reads,
+            "serverSelectionTimeoutMS": self.server_selection_timeout_ms,
+            "connectTimeoutMS": self.connect_timeout_ms,
+            "socketTimeoutMS": self.socket_timeout_ms,
+            "timeoutMS": self.operation_timeout_ms,
+            "maxPoolSize": self.max_pool_size,
+            "appname": self.app_name,
+        }
+        in_uri = uri_option_names(self.uri or "")
+        return {
+            name: value for name, value in options.items() if value is not None and name.lower() not in in_uri
+        }
+
+
+def uri_option_names(uri: str) -> set[str]:
+    """The (lower-cased) option names a connection string sets in its query part."""
+    _, _, query = uri.partition("?")
+    return {name.lower() for name, _ in parse_qsl(query, keep_blank_values=True)}
+
+
+def load_settings(**overrides: Any) -> PartnerRepoSettings:
+    """Settings from the environment, with the given non-None values on top.
+
+    A bad value (in the environment or given) is an :class:`InvalidInput` naming the variable; the value
+    itself is not echoed, as it may be a secret.
+    """
+    given = {key: value for key, value in overrides.items() if value is not None}
+    try:
+        return PartnerRepoSettings(**given)
+    except ValidationError as exc:
+        problems = "; ".join(f"{_variable(error['loc'])}: {error['msg']}" for error in exc.errors())
+        raise InvalidInput(f"invalid settings: {problems}") from None
+
+
+def settings_for(uri: str | None, db: str) -> PartnerRepoSettings:
+    """Environment settings for everything but where to connect: exactly ``uri`` (None: in-memory) and ``db``.
+
+    The CLI uses it after resolving ``--uri``/``--db``, so ``MONGODB_URI`` is never picked up behind the back
+    of a command that chose the in-memory backend.
+    """
+    settings = load_settings(db=db)
+    return settings.model_copy(update={"mongodb_uri": None if uri is None else SecretStr(uri)})
+
+
+def _variable(location: tuple[int | str, ...]) -> str:
+    name = str(location[0]) if location else "settings"
+    return "MONGODB_URI" if name.lower() == "mongodb_uri" else f"PARTNER_REPO_{name.upper()}"
+
+
+async def connect_from_settings(
+    settings: PartnerRepoSettings | None = None, *, create_indexes: bool | None = None
+) -> MongoDatabase:
+    """A ready database as the settings describe it (in-memory without a URI), production options applied.
+
+    ``create_indexes`` overrides ``settings.create_indexes`` (``partner-repo migrate`` connects without them).
+    """
+    settings = settings if settings is not None else load_settings()
+    indexes = settings.create_indexes if create_indexes is None else create_indexes
+    if settings.uri is None:
+        return await connect(None, settings.db, create_indexes=indexes)
+    options = settings.client_options()
+    timeout = options.pop("serverSelectionTimeoutMS", None)
+    return await connect(
+        settings.uri,
+        settings.db,
+        create_indexes=indexes,
+        server_selection_timeout_ms=timeout if timeout is not None else _uri_timeout(settings.uri),
+        **options,
+    )
+
+
+def admin_database(database: MongoDatabase, settings: PartnerRepoSettings | None = None) -> MongoDatabase:
+    """The same database with the admin read preference (secondaries allowed by default), for admin queries.
+
+    Admin reads (slice listings, stats, invariant checks) may lag the primary by a replication delay; hot-path
+    repositories keep the database they were given, which reads from the primary.
+    """
+    settings = settings if settings is not None else load_settings()
+    preference = _READ_PREFERENCES[settings.admin_read_preference]
+    return database.client.get_database(database.name, read_preference=preference)
+
+
+def _uri_timeout(uri: str) -> int:
+    _, _, query = uri.partition("?")
+    for name, value in parse_qsl(query):
+        if name.lower() == "serverselectiontimeoutms" and value.isdigit():
+            return int(value)
+    return 5_000
+
+
+__all__ = [
+    "PartnerRepoSettings",
+    "admin_database",
+    "connect_from_settings",
+    "load_settings",
+    "settings_for",
+]

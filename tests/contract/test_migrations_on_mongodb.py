@@ -1,0 +1,129 @@
+"""The migrations on a real replica set (``MONGODB_URI``): in transactions and without, forward and backward,
+with data the in-memory backend cannot index (several units under the unique multikey slice-id index)."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import real_database
+from pymongo.errors import DuplicateKeyError
+
+from partner_repo import (
+    MemoryUnitRepository,
+    Message,
+    default_migrations_path,
+    init_repository,
+    migration_status,
+    run_migrations,
+)
+from partner_repo.indexes import ALL_INDEXES, UNITS
+
+pytestmark = pytest.mark.integration
+
+T0 = datetime(2024, 5, 1, 9, 0, tzinfo=UTC)
+NAMES = tuple(p.name for p in sorted(Path(default_migrations_path()).glob("[!_]*.py")))
+
+
+def legacy_unit(unit_id: str) -> dict[str, Any]:
+    return {
+        "_id": unit_id,
+        "core_id": "core",
+        "conversation_messages": [{"role": "user", "content": f"m{i}"} for i in range(4)],
+        "slices": [None, {"summary": "no id", "start_index": -1, "end_index": 9, "created_at": T0}],
+        "updated_at": T0 + timedelta(minutes=1),
+    }
+
+
+@pytest.fixture
+async def raw_database() -> AsyncIterator[Any]:
+    """A fresh database on the real server, documents registered, no indexes (the migrations create them)."""
+    database = await real_database()
+    await init_repository(database, create_indexes=False)
+    try:
+        yield database
+    finally:
+        await database.client.drop_database(database.name)
+        database.client.close()
+
+
+def index_specs(information: dict[str, Any]) -> dict[str, tuple[Any, ...]]:
+    return {
+        name: (list(spec["key"]), spec.get("unique", False), spec.get("partialFilterExpression"))
+        for name, spec in information.items()
+    }
+
+
+@pytest.mark.parametrize("use_transaction", [True, False], ids=["transaction", "no-transaction"])
+async def test_forward_normalizes_every_legacy_unit_and_builds_every_index(
+    raw_database: Any, use_transaction: bool
+) -> None:
+    await raw_database[UNITS].insert_many([legacy_unit(f"u{i}") for i in range(5)])
+
+    run = await run_migrations(raw_database, use_transaction=use_transaction)
+
+    assert run.ran == NAMES
+    units = MemoryUnitRepository(raw_database)
+    for i in range(5):
+        unit = await units.get(f"u{i}")
+        assert unit is not None
+        assert [(s.start_index, s.end_index) for s in unit.complete_slices()] == [(0, 4)]
+        assert unit.complete_slices()[0].id
+    for collection, models in ALL_INDEXES.items():
+        info = await raw_database[collection].index_information()
+        assert {m.document["name"] for m in models} <= set(info), collection
+
+
+async def test_migrated_indexes_match_what_init_repository_builds_option_for_option(
+    raw_database: Any,
+) -> None:
+    initialized = raw_database.client[f"partner_repo_test_{uuid.uuid4().hex[:12]}"]
+    await init_repository(initialized)
+    try:
+        await run_migrations(raw_database)
+
+        for collection in ALL_INDEXES:
+            migrated = index_specs(await raw_database[collection].index_information())
+            expected = index_specs(await initialized[collection].index_information())
+            assert migrated == expected, collection
+    finally:
+        await raw_database.client.drop_database(initialized.name)
+
+
+async def test_backward_restores_the_units_and_drops_the_indexes(raw_database: Any) -> None:
+    await raw_database[UNITS].insert_many([legacy_unit("a"), legacy_unit("b")])
+    originals = [await raw_database[UNITS].find_one({"_id": i}) for i in ("a", "b")]
+    await run_migrations(raw_database)
+
+    run = await run_migrations(raw_database, backward=True, distance=0)
+
+    assert run.ran == tuple(reversed(NAMES)) and run.after is None
+    assert [await raw_database[UNITS].find_one({"_id": i}) for i in ("a", "b")] == originals
+    assert set(await raw_database[UNITS].index_information()) == {"_id_"}
+    assert (await migration_status(raw_database)).applied == ()
+
+
+async def test_a_unit_appended_to_after_the_migration_survives_backward(raw_database: Any) -> None:
+    await raw_database[UNITS].insert_one(legacy_unit("a"))
+    await run_migrations(raw_database, distance=1)
+    await MemoryUnitRepository(raw_database).append(
+        "a", [Message(role="user", content="new")], "s", core_id="core"
+    )
+    written = await raw_database[UNITS].find_one({"_id": "a"})
+
+    await run_migrations(raw_database, backward=True)
+
+    assert await raw_database[UNITS].find_one({"_id": "a"}) == written
+
+
+async def test_the_unique_slice_id_index_holds_after_migrating(raw_database: Any) -> None:
+    await raw_database[UNITS].insert_many([legacy_unit("a"), legacy_unit("b")])
+    await run_migrations(raw_database)
+    taken = (await raw_database[UNITS].find_one({"_id": "a"}))["slices"][0]["id"]
+
+    with pytest.raises(DuplicateKeyError):
+        await raw_database[UNITS].update_one({"_id": "b"}, {"$push": {"slices": {"id": taken}}})

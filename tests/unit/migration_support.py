@@ -1,0 +1,44 @@
+"""Helpers for the migration tests: the shipped migration files, loaded as Beanie loads them."""
+
+from __future__ import annotations
+
+import types
+import uuid
+from importlib.machinery import SourceFileLoader
+from pathlib import Path
+from typing import Any
+
+from beanie import init_beanie
+
+from partner_repo import default_migrations_path, in_memory_database, init_repository
+
+MIGRATIONS = default_migrations_path()
+
+
+def migration_file(suffix: str) -> Path:
+    (found,) = sorted(MIGRATIONS.glob(f"*_{suffix}.py"))
+    return found
+
+
+NORMALIZE = migration_file("normalize_units")
+INDEXES = migration_file("create_indexes")
+
+
+def load(path: Path) -> types.ModuleType:
+    """A fresh copy of a migration module (outside ``sys.modules``, exactly as Beanie's runner loads it)."""
+    loader = SourceFileLoader(path.stem, str(path))
+    module = types.ModuleType(loader.name)
+    loader.exec_module(module)
+    return module
+
+
+async def bound(path: Path, database: Any) -> types.ModuleType:
+    """A migration module whose collection binding points at ``database``, to call its functions directly."""
+    module = load(path)
+    await init_beanie(database=database, document_models=[module.UnitCollection])
+    return module
+
+
+async def fresh_database(*, indexes: bool = False) -> Any:
+    """A new in-memory database with the documents registered; no indexes unless asked (migrations do)."""
+    return await init_repository(in_memory_database(f"m_{uuid.uuid4().hex[:8]}"), create_indexes=indexes)

@@ -1,0 +1,69 @@
+"""``partner-repo migrate``: status, forward, backward, and the way out when transactions are unavailable."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from click.testing import CliRunner
+from migration_support import INDEXES, NORMALIZE
+
+from partner_repo.cli import main
+
+IN_MEMORY = {"MONGODB_URI": "", "PARTNER_REPO_DB": ""}
+
+
+def migrate(*args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(main, ["migrate", *args], env=IN_MEMORY)
+    return result.exit_code, result.output
+
+
+def test_status_lists_each_migration_as_pending_on_a_new_database() -> None:
+    code, output = migrate("--status")
+
+    assert code == 0
+    assert f"pending  {NORMALIZE.name}" in output and f"pending  {INDEXES.name}" in output
+    assert "current: (none applied)" in output
+
+
+def test_without_a_transaction_every_migration_is_applied_and_named() -> None:
+    code, output = migrate("--no-transaction")
+
+    assert code == 0
+    assert f"applied  {NORMALIZE.name}" in output and f"applied  {INDEXES.name}" in output
+    assert f"current: {INDEXES.name}" in output
+
+
+def test_a_distance_limits_how_many_run() -> None:
+    code, output = migrate("--no-transaction", "--distance", "1")
+
+    assert code == 0
+    assert NORMALIZE.name in output and INDEXES.name not in output.split("current:")[0]
+
+
+def test_backward_on_a_new_database_has_nothing_to_revert() -> None:
+    code, output = migrate("--backward", "--no-transaction")
+
+    assert code == 0
+    assert "nothing to run" in output
+
+
+def test_asking_for_transactions_where_there_are_none_explains_and_suggests_no_transaction() -> None:
+    code, output = migrate()
+
+    assert code == 1
+    assert "has no transactions" in output and "--no-transaction" in output
+    assert "Traceback" not in output
+
+
+def test_a_negative_distance_is_a_usage_error() -> None:
+    code, output = migrate("--distance", "-1")
+
+    assert code == 2
+    assert "--distance" in output
+
+
+def test_a_missing_migrations_directory_is_one_clear_line(tmp_path: Path) -> None:
+    code, output = migrate("--no-transaction", "--path", str(tmp_path / "nowhere"))
+
+    assert code == 1
+    assert "no migrations directory" in output

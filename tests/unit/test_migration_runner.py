@@ -1,0 +1,200 @@
+"""The migration runner: Beanie's format and log, distances in both directions, and clear failures."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+from beanie.migrations.controllers.base import BaseMigrationController
+from beanie.migrations.database import DBHandler
+from beanie.migrations.runner import MigrationNode
+from migration_support import INDEXES, MIGRATIONS, NORMALIZE, fresh_database, load
+
+from partner_repo import (
+    InvalidInput,
+    MigrationError,
+    TransactionsUnsupported,
+    migration_status,
+    run_migrations,
+)
+
+ALL = (NORMALIZE.name, INDEXES.name)
+FAILING = """
+from beanie import Document, free_fall_migration
+
+
+class Anything(Document):
+    class Settings:
+        name = "anything"
+
+
+class Forward:
+    @free_fall_migration(document_models=[Anything])
+    async def explode(self, session):
+        raise RuntimeError("the third migration broke")
+
+
+class Backward:
+    pass
+"""
+
+
+@pytest.fixture
+def own_migrations(tmp_path: Path) -> Path:
+    """A copy of the shipped migrations that a test may add files to."""
+    directory = tmp_path / "migrations"
+    shutil.copytree(MIGRATIONS, directory, ignore=shutil.ignore_patterns("*.md", "__pycache__"))
+    return directory
+
+
+def test_every_shipped_migration_is_named_by_timestamp_and_has_forward_and_backward() -> None:
+    files = sorted(MIGRATIONS.glob("[!_]*.py"))
+    assert [f.name for f in files] == list(ALL)
+    for file in files:
+        assert re.fullmatch(r"\d{14}_[a-z0-9_]+\.py", file.name)
+        module = load(file)
+        for direction in (module.Forward, module.Backward):
+            steps = [getattr(direction, name) for name in dir(direction)]
+            assert any(isinstance(step, BaseMigrationController) for step in steps), (file.name, direction)
+
+
+async def test_a_new_database_has_every_migration_pending() -> None:
+    status = await migration_status(await fresh_database())
+
+    assert status.names == ALL
+    assert status.current is None and status.applied == () and status.pending == ALL
+
+
+async def test_forward_applies_every_pending_migration_in_order() -> None:
+    database = await fresh_database()
+
+    run = await run_migrations(database, use_transaction=False)
+
+    assert run.ran == ALL and run.before is None and run.after == INDEXES.name
+    assert (await migration_status(database)).pending == ()
+
+
+async def test_forward_with_a_distance_applies_that_many() -> None:
+    database = await fresh_database()
+
+    run = await run_migrations(database, distance=1, use_transaction=False)
+
+    assert run.ran == (NORMALIZE.name,)
+    assert (await migration_status(database)).pending == (INDEXES.name,)
+
+
+async def test_forward_when_nothing_is_pending_runs_nothing() -> None:
+    database = await fresh_database()
+    await run_migrations(database, use_transaction=False)
+
+    run = await run_migrations(database, use_transaction=False)
+
+    assert run.ran == () and run.before == run.after == INDEXES.name
+
+
+async def test_backward_reverts_only_the_most_recent_unless_told_otherwise() -> None:
+    database = await fresh_database()
+    await run_migrations(database, use_transaction=False)
+
+    run = await run_migrations(database, backward=True, use_transaction=False)
+
+    assert run.ran == (INDEXES.name,) and run.after == NORMALIZE.name
+
+
+async def test_backward_with_distance_zero_reverts_everything_newest_first() -> None:
+    database = await fresh_database()
+    await run_migrations(database, use_transaction=False)
+
+    run = await run_migrations(database, backward=True, distance=0, use_transaction=False)
+
+    assert run.ran == (INDEXES.name, NORMALIZE.name) and run.after is None
+    assert (await migration_status(database)).pending == ALL
+
+
+async def test_backward_with_nothing_applied_runs_nothing() -> None:
+    run = await run_migrations(await fresh_database(), backward=True, use_transaction=False)
+
+    assert run.ran == () and run.after is None
+
+
+async def test_the_log_is_beanies_so_beanie_migrate_continues_where_this_runner_stopped() -> None:
+    database = await fresh_database()
+    await run_migrations(database, distance=1, use_transaction=False)
+    saved = {name: getattr(DBHandler, name) for name in ("client", "database") if hasattr(DBHandler, name)}
+    DBHandler.client, DBHandler.database = database.client, database
+    try:
+        node = await MigrationNode.build(MIGRATIONS)
+    finally:
+        for name in ("client", "database"):
+            if name in saved:
+                setattr(DBHandler, name, saved[name])
+            else:
+                delattr(DBHandler, name)
+
+    assert node.name == NORMALIZE.name
+
+
+async def test_transactions_on_the_in_memory_backend_are_refused_with_the_way_out() -> None:
+    database = await fresh_database()
+
+    with pytest.raises(TransactionsUnsupported, match="--no-transaction"):
+        await run_migrations(database)
+
+    assert (await migration_status(database)).current is None
+
+
+async def test_a_failing_migration_names_itself_and_stays_pending(own_migrations: Path) -> None:
+    (own_migrations / "20991231000000_explode.py").write_text(FAILING)
+    database = await fresh_database()
+
+    with pytest.raises(MigrationError, match=r"20991231000000_explode\.py.*the third migration broke"):
+        await run_migrations(database, own_migrations, use_transaction=False)
+
+    assert (await migration_status(database, own_migrations)).current == INDEXES.name
+
+
+@pytest.mark.parametrize(
+    ("file_name", "text", "complaint"),
+    [
+        ("add_things.py", "class Forward: ...\nclass Backward: ...\n", "YYYYMMDDHHMMSS"),
+        ("20991231000000_half.py", "class Forward: ...\n", "both Forward and Backward"),
+        (
+            "20991231000000_broken.py",
+            "this is not python\n",
+            "cannot load migration 20991231000000_broken.py",
+        ),
+    ],
+)
+async def test_an_unusable_migration_file_is_refused_before_anything_runs(
+    own_migrations: Path, file_name: str, text: str, complaint: str
+) -> None:
+    (own_migrations / file_name).write_text(text)
+    database = await fresh_database()
+
+    with pytest.raises(MigrationError, match=complaint):
+        await run_migrations(database, own_migrations, use_transaction=False)
+
+    assert await database["migrations_log"].count_documents({}) == 0
+
+
+async def test_a_database_ahead_of_the_migrations_directory_is_refused(own_migrations: Path) -> None:
+    database = await fresh_database()
+    await run_migrations(database, use_transaction=False)
+    (own_migrations / INDEXES.name).unlink()
+
+    with pytest.raises(MigrationError, match="not in 1 known migrations"):
+        await run_migrations(database, own_migrations, use_transaction=False)
+
+
+async def test_a_missing_migrations_directory_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(MigrationError, match="no migrations directory"):
+        await run_migrations(await fresh_database(), tmp_path / "absent", use_transaction=False)
+
+
+@pytest.mark.parametrize("distance", [-1, True, 1.5, "2"])
+async def test_a_distance_that_is_not_a_count_is_refused(distance: Any) -> None:
+    with pytest.raises(InvalidInput, match="distance"):
+        await run_migrations(await fresh_database(), distance=distance, use_transaction=False)

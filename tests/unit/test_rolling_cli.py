@@ -1,0 +1,111 @@
+"""``partner-repo roll-idle``: the idle scheduler as a command (one pass with --once, else until a signal)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+from rolling_support import T0, numbered
+
+from partner_repo import MemoryCoreRepository, Message, in_memory_database, init_repository
+from partner_repo.cli import main
+from partner_repo.cli.app import Connection
+
+
+async def custom_summarizer(messages: list[Message]) -> str:
+    """Importable as ``test_rolling_cli:custom_summarizer`` for the --summarizer option."""
+    return f"custom: {len(messages)} messages"
+
+
+NOT_CALLABLE = 42
+
+
+@pytest.fixture
+def database(monkeypatch: pytest.MonkeyPatch) -> Any:
+    """The command's database: an in-memory one with an idle core and a busy one."""
+
+    async def prepare() -> Any:
+        db = await init_repository(in_memory_database("cli_rolling"))
+        cores = MemoryCoreRepository(db)
+        await cores.record("idle-core", numbered(0, 4), at=T0)
+        await cores.record("busy-core", numbered(0, 4))
+        return db
+
+    db = asyncio.run(prepare())
+
+    async def open_prepared(self: Connection) -> Any:
+        return db
+
+    monkeypatch.setattr(Connection, "open", open_prepared)
+    return db
+
+
+def test_once_rolls_the_idle_cores_prints_them_and_exits(database: Any) -> None:
+    result = CliRunner().invoke(main, ["roll-idle", "--once"])
+
+    assert result.exit_code == 0, result.output
+    assert "rolled core idle-core: slice " in result.stdout
+    assert "[0, 4) of unit " in result.stdout
+    assert "busy-core" not in result.stdout
+    assert "1 idle core(s) rolled" in result.stderr
+    assert asyncio.run(MemoryCoreRepository(database).snapshot("idle-core")) == []
+
+
+def test_once_with_nothing_idle_rolls_nothing(database: Any) -> None:
+    result = CliRunner().invoke(main, ["roll-idle", "--once", "--idle-after", str(10 * 365 * 86400)])
+    assert result.exit_code == 0
+    assert result.stdout == ""
+    assert "0 idle core(s) rolled" in result.stderr
+
+
+def test_the_summarizer_can_be_loaded_from_an_import_path(database: Any) -> None:
+    result = CliRunner().invoke(
+        main, ["roll-idle", "--once", "--summarizer", "test_rolling_cli:custom_summarizer"]
+    )
+    assert result.exit_code == 0, result.output
+    assert "custom: 4 messages" in result.stdout
+
+
+@pytest.mark.parametrize(
+    "path",
+    ["no_colon", "no_such_module_here:thing", "test_rolling_cli:missing", "test_rolling_cli:NOT_CALLABLE"],
+)
+def test_a_summarizer_that_cannot_be_loaded_is_a_usage_error(database: Any, path: str) -> None:
+    result = CliRunner().invoke(main, ["roll-idle", "--once", "--summarizer", path])
+    assert result.exit_code == 2
+    assert "--summarizer" in result.output
+
+
+@pytest.mark.parametrize(
+    "option", [["--check-interval", "0"], ["--idle-after", "-1"], ["--retain-divisor", "-2"]]
+)
+def test_impossible_settings_are_usage_errors(database: Any, option: list[str]) -> None:
+    assert CliRunner().invoke(main, ["roll-idle", "--once", *option]).exit_code == 2
+
+
+@pytest.mark.parametrize("stop_signal", [signal.SIGTERM, signal.SIGINT])
+def test_the_scheduler_runs_until_a_signal_and_then_exits_cleanly(stop_signal: signal.Signals) -> None:
+    environment = {k: v for k, v in os.environ.items() if k not in {"MONGODB_URI", "PARTNER_REPO_DB"}}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "partner_repo", "roll-idle", "--check-interval", "0.05"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=environment,
+    )
+    try:
+        assert process.stderr is not None
+        assert "rolling idle cores every 0.05s" in process.stderr.readline()  # running, handlers installed
+        process.send_signal(stop_signal)
+        _, errors = process.communicate(timeout=30)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == 0, errors
+    assert "stopped" in errors

@@ -1,0 +1,200 @@
+"""Production settings and migration transactions on the wire: the real Motor driver against mockupdb
+playing a replica-set primary (or a standalone server), recording every command it is sent."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from mockupdb import MockupDB, Request
+
+from partner_repo import (
+    MemoryUnitRepository,
+    Message,
+    PartnerRepoSettings,
+    TransactionsUnsupported,
+    admin_database,
+    connect_from_settings,
+    run_migrations,
+)
+
+pytestmark = pytest.mark.wire
+
+STANDALONE_REFUSAL = {
+    "ok": 0,
+    "code": 20,
+    "codeName": "IllegalOperation",
+    "errmsg": "Transaction numbers are only allowed on a replica set member or mongos",
+}
+
+
+class Recorder:
+    """Answers every command plausibly and keeps what was sent, in order."""
+
+    def __init__(self, *, standalone: bool) -> None:
+        self.standalone = standalone
+        self.commands: list[dict[str, Any]] = []
+
+    def handle(self, request: Request) -> bool:
+        name = str(next(iter(request.doc)))
+        if name.lower() in ("hello", "ismaster"):
+            return False
+        self.commands.append(dict(request.doc))
+        if self.standalone and request.doc.get("startTransaction"):
+            return bool(request.replies(STANDALONE_REFUSAL))
+        if name == "buildInfo":
+            return bool(request.replies({"version": "7.0.12", "versionArray": [7, 0, 12, 0]}))
+        if name in ("find", "listIndexes", "aggregate"):
+            namespace = f"{request.doc['$db']}.{request.doc[name]}"
+            return bool(request.replies({"cursor": {"id": 0, "ns": namespace, "firstBatch": []}}))
+        if name in ("insert", "update", "delete"):
+            return bool(request.replies({"n": 1, "nModified": 1}))
+        return bool(request.replies({"ok": 1}))
+
+    def named(self, name: str, collection: str | None = None) -> list[dict[str, Any]]:
+        return [c for c in self.commands if name in c and (collection is None or c[name] == collection)]
+
+
+def serve(recorder: Recorder) -> tuple[MockupDB, str]:
+    server = MockupDB(auto_ismaster=False)
+    server.run()
+    hello: dict[str, Any] = {
+        "ismaster": True,
+        "isWritablePrimary": True,
+        "minWireVersion": 0,
+        "maxWireVersion": 21,
+        "logicalSessionTimeoutMinutes": 30,
+    }
+    uri = f"{server.uri}/?directConnection=true"
+    if not recorder.standalone:
+        hello.update(setName="rs0", hosts=[server.address_string], me=server.address_string)
+        uri = f"{server.uri}/?replicaSet=rs0"
+    server.autoresponds("ismaster", **hello)
+    server.autoresponds("hello", **hello)
+    server.autoresponds(recorder.handle)
+    return server, uri
+
+
+@pytest.fixture(scope="module")
+def replica_set_server() -> Iterator[tuple[Recorder, str]]:
+    """One server per module: stopping one takes a second (its accept loop polls once a second)."""
+    recorder = Recorder(standalone=False)
+    server, uri = serve(recorder)
+    yield recorder, uri
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+def standalone_server() -> Iterator[tuple[Recorder, str]]:
+    recorder = Recorder(standalone=True)
+    server, uri = serve(recorder)
+    yield recorder, uri
+    server.stop()
+
+
+@pytest.fixture
+def replica_set(replica_set_server: tuple[Recorder, str]) -> tuple[Recorder, str]:
+    replica_set_server[0].commands.clear()
+    return replica_set_server
+
+
+@pytest.fixture
+def standalone(standalone_server: tuple[Recorder, str]) -> tuple[Recorder, str]:
+    standalone_server[0].commands.clear()
+    return standalone_server
+
+
+async def test_every_write_waits_for_a_majority_and_is_retryable(replica_set: tuple[Recorder, str]) -> None:
+    recorder, uri = replica_set
+    database = await connect_from_settings(PartnerRepoSettings(mongodb_uri=uri))
+
+    await MemoryUnitRepository(database).append("u", [Message(role="user", content="hi")], "s", core_id="c")
+
+    (insert,) = recorder.named("insert", "memory_units")
+    assert dict(insert["writeConcern"]) == {"w": "majority", "wtimeout": 10_000}
+    assert "txnNumber" in insert  # a retryable write: the driver may resend it once after a failover
+    assert all(dict(c["writeConcern"])["w"] == "majority" for c in recorder.named("createIndexes"))
+    database.client.close()
+
+
+async def test_hot_path_reads_go_to_the_primary_and_admin_reads_may_go_to_secondaries(
+    replica_set: tuple[Recorder, str],
+) -> None:
+    recorder, uri = replica_set
+    settings = PartnerRepoSettings(mongodb_uri=uri)
+    database = await connect_from_settings(settings, create_indexes=False)
+
+    await MemoryUnitRepository(database).get("u")
+    await admin_database(database, settings)["memory_units"].find_one({"core_id": "c"})
+
+    hot, admin = recorder.named("find", "memory_units")
+    assert "$readPreference" not in hot  # primary, the default
+    assert dict(admin["$readPreference"]) == {"mode": "secondaryPreferred"}
+    database.client.close()
+
+
+async def test_options_in_the_uri_win_over_the_defaults(replica_set: tuple[Recorder, str]) -> None:
+    recorder, uri = replica_set
+    database = await connect_from_settings(
+        PartnerRepoSettings(mongodb_uri=f"{uri}&w=1"), create_indexes=False
+    )
+
+    await MemoryUnitRepository(database).append("u", [Message(role="user", content="hi")], "s", core_id="c")
+
+    (insert,) = recorder.named("insert", "memory_units")
+    assert dict(insert["writeConcern"])["w"] == 1
+    database.client.close()
+
+
+async def test_a_migration_runs_its_reads_and_writes_in_one_transaction(
+    replica_set: tuple[Recorder, str],
+) -> None:
+    recorder, uri = replica_set
+    database = await connect_from_settings(PartnerRepoSettings(mongodb_uri=uri), create_indexes=False)
+
+    await run_migrations(database, distance=1)
+
+    (scan,) = recorder.named("find", "memory_units")
+    assert scan["startTransaction"] is True and scan["autocommit"] is False and "txnNumber" in scan
+    (commit,) = recorder.named("commitTransaction")
+    assert commit["txnNumber"] == scan["txnNumber"] and commit["lsid"] == scan["lsid"]
+    database.client.close()
+
+
+async def test_index_builds_run_outside_the_transaction(replica_set: tuple[Recorder, str]) -> None:
+    """MongoDB refuses createIndexes on an existing collection inside a transaction."""
+    recorder, uri = replica_set
+    database = await connect_from_settings(PartnerRepoSettings(mongodb_uri=uri), create_indexes=False)
+
+    await run_migrations(database)
+
+    builds = recorder.named("createIndexes")
+    assert builds and not any("startTransaction" in c or "txnNumber" in c for c in builds)
+    database.client.close()
+
+
+async def test_a_standalone_server_refuses_transactions_and_the_error_suggests_no_transaction(
+    standalone: tuple[Recorder, str],
+) -> None:
+    recorder, uri = standalone
+    database = await connect_from_settings(PartnerRepoSettings(mongodb_uri=uri), create_indexes=False)
+
+    with pytest.raises(TransactionsUnsupported, match=r"replica set.*--no-transaction"):
+        await run_migrations(database)
+
+    assert recorder.named("find", "memory_units")[0]["startTransaction"] is True
+    database.client.close()
+
+
+async def test_on_a_standalone_server_no_transaction_runs_the_migrations(
+    standalone: tuple[Recorder, str],
+) -> None:
+    recorder, uri = standalone
+    database = await connect_from_settings(PartnerRepoSettings(mongodb_uri=uri), create_indexes=False)
+
+    run = await run_migrations(database, use_transaction=False)
+
+    assert len(run.ran) == 2
+    assert not any("startTransaction" in c for c in recorder.commands)
+    database.client.close()

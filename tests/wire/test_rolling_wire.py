@@ -1,0 +1,123 @@
+"""The chat window and the rolling lease on the wire: the Motor driver against a scripted mockupdb server.
+
+These pin what mongomock cannot vouch for: ``record`` is one upsert with no read, the trim only drops the
+front of the array under a version guard (and retries when the guard misses), and the lease is one
+conditional ``findAndModify``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Iterator
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from mockupdb import MockupDB, Request
+from motor.motor_asyncio import AsyncIOMotorClient
+
+from partner_repo import MemoryCoreRepository, Message
+
+pytestmark = pytest.mark.wire
+
+T0 = datetime(2024, 3, 1, 10, 0, tzinfo=UTC)
+NS = "partner.memory_cores"
+HELLO = Message(role="user", content="hello")
+
+
+def window(size: int) -> list[dict[str, str]]:
+    return [{"role": "user", "content": f"m{n}"} for n in range(size)]
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[MockupDB]:
+    mock = MockupDB(auto_ismaster={"ismaster": True, "minWireVersion": 0, "maxWireVersion": 21})
+    mock.run()
+    yield mock
+    mock.stop()
+
+
+@pytest.fixture
+async def cores(server: MockupDB) -> AsyncIterator[MemoryCoreRepository]:
+    client: Any = AsyncIOMotorClient(server.uri, tz_aware=True, serverSelectionTimeoutMS=5000)
+    try:
+        yield MemoryCoreRepository(client["partner"])
+        assert not await asyncio.to_thread(server.got, timeout=0.1), "an unexpected request was sent"
+    finally:
+        client.close()
+
+
+async def receive(server: MockupDB) -> Request:
+    return await asyncio.to_thread(server.receives, timeout=10)
+
+
+def core_document(**fields: Any) -> dict[str, Any]:
+    return {"_id": "agent", "memory_session_id": "s1", "session_started_at": T0, **fields}
+
+
+async def test_record_is_a_single_upsert_that_pushes_and_stamps(
+    server: MockupDB, cores: MemoryCoreRepository
+) -> None:
+    pending = asyncio.ensure_future(cores.record("agent", [HELLO], at=T0))
+
+    request = await receive(server)
+    assert request.command_name == "findAndModify"
+    assert request.doc["query"] == {"_id": "agent"}
+    assert request.doc["upsert"] is True
+    update = request.doc["update"]
+    assert update["$push"] == {"chat_messages": {"$each": [{"role": "user", "content": "hello"}]}}
+    assert update["$set"]["last_interaction_at"] == T0.replace(tzinfo=None)
+    assert update["$set"]["idle_rolled"] is False
+    assert update["$inc"] == {"version": 1}
+    assert "chat_messages" not in update["$setOnInsert"]
+    request.ok(value=core_document(chat_messages=[{"role": "user", "content": "hello"}], version=1))
+
+    core = await pending
+    assert core.chat_messages == [HELLO]
+
+
+async def test_a_trim_drops_the_front_under_a_version_guard_and_retries_when_it_misses(
+    server: MockupDB, cores: MemoryCoreRepository
+) -> None:
+    pending = asyncio.ensure_future(cores.trim_window("agent", 12, 6))
+
+    read = await receive(server)
+    assert read.command_name == "find"
+    read.ok(cursor={"id": 0, "firstBatch": [core_document(chat_messages=window(12), version=7)], "ns": NS})
+    write = await receive(server)
+    assert write.command_name == "update"
+    [statement] = write.doc["updates"]
+    assert statement["q"] == {"_id": "agent", "version": 7}
+    assert statement["u"] == {"$push": {"chat_messages": {"$each": [], "$slice": -2}}, "$inc": {"version": 1}}
+    write.ok(n=0, nModified=0)  # a record landed in between
+
+    read_again = await receive(server)
+    read_again.ok(
+        cursor={"id": 0, "firstBatch": [core_document(chat_messages=window(13), version=8)], "ns": NS}
+    )
+    retry = await receive(server)
+    [statement] = retry.doc["updates"]
+    assert statement["q"] == {"_id": "agent", "version": 8}
+    assert statement["u"]["$push"]["chat_messages"]["$slice"] == -3  # the late message is kept
+    retry.ok(n=1, nModified=1)
+
+    assert await pending == 10
+
+
+async def test_acquiring_the_lease_is_one_conditional_find_and_modify(
+    server: MockupDB, cores: MemoryCoreRepository
+) -> None:
+    pending = asyncio.ensure_future(cores.acquire_lease("agent", "me", duration=timedelta(minutes=1), now=T0))
+
+    request = await receive(server)
+    assert request.command_name == "findAndModify"
+    naive = T0.replace(tzinfo=None)
+    assert request.doc["query"] == {
+        "_id": "agent",
+        "$or": [{"lease_until": None}, {"lease_until": {"$lte": naive}}],
+    }
+    assert request.doc["update"]["$set"] == {"lease_owner": "me", "lease_until": naive + timedelta(minutes=1)}
+    assert not request.doc.get("upsert")
+    request.ok(value=None)
+
+    assert await pending is None

@@ -1,0 +1,341 @@
+"""What the repositories put on the wire: the real Motor driver against a scripted mockupdb server.
+
+The test plays the server. It receives each command the driver sends (in a thread: mockupdb blocks), checks
+it, and scripts the reply. Handshakes and heartbeats are answered automatically and never reach the test, so
+every request a test receives is one round trip of the operation under test.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Iterator, Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+from mockupdb import MockupDB, Request
+from motor.motor_asyncio import AsyncIOMotorClient
+
+from partner_repo import (
+    MAX_DOCUMENT_BYTES,
+    ConflictError,
+    DuplicateSliceId,
+    MemoryUnit,
+    MemoryUnitRepository,
+    Message,
+    UnitTooLarge,
+    init_repository,
+)
+
+pytestmark = pytest.mark.wire
+
+T0 = datetime(2024, 3, 1, 10, 0, tzinfo=UTC)
+NS = "partner.memory_units"
+NEW = [Message(role="user", content="new question"), Message(role="assistant", content="new answer")]
+
+
+class Wire:
+    """The scripted server side of one test, and a count of the round trips it served."""
+
+    def __init__(self, server: MockupDB, client: Any) -> None:
+        self.server = server
+        self.database = client["partner"]
+        self.round_trips = 0
+
+    async def receives(self) -> Request:
+        request = await asyncio.to_thread(self.server.receives, timeout=10)
+        self.round_trips += 1
+        return request
+
+    async def has_request(self, wait: float) -> bool:
+        return bool(await asyncio.to_thread(self.server.got, timeout=wait))
+
+    async def nothing_more_was_sent(self) -> bool:
+        return not await self.has_request(0.1)
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[MockupDB]:
+    """One scripted server per module: stopping one takes a second (its accept loop polls once a second)."""
+    mock = MockupDB(auto_ismaster={"ismaster": True, "minWireVersion": 0, "maxWireVersion": 21})
+    mock.run()
+    yield mock
+    mock.stop()
+
+
+@pytest.fixture
+async def wire(server: MockupDB) -> AsyncIterator[Wire]:
+    client: Any = AsyncIOMotorClient(server.uri, tz_aware=True, serverSelectionTimeoutMS=5000)
+    try:
+        yield Wire(server, client)
+        assert not await asyncio.to_thread(server.got, timeout=0), "a request was left unanswered"
+    finally:
+        client.close()
+
+
+def command(request: Request) -> str:
+    return str(next(iter(request.doc)))
+
+
+def cursor(*documents: Mapping[str, Any]) -> dict[str, Any]:
+    return {"cursor": {"id": 0, "ns": NS, "firstBatch": list(documents)}}
+
+
+def head(*, version: int = 7, message_count: int = 40, slice_count: int = 12, size_bytes: int = 9_000_000,
+         last_slice_time: datetime = T0) -> dict[str, Any]:
+    """What the server returns for the head projection of a large existing unit."""
+    return {
+        "_id": "u",
+        "core_id": "c",
+        "message_count": message_count,
+        "slice_count": slice_count,
+        "size_bytes": size_bytes,
+        "version": version,
+        "updated_at": last_slice_time,
+        "previous_unit_id": None,
+        "slices": [{"id": "last", "start_index": 30, "end_index": 40, "summary": "stored summary",
+                    "created_at": last_slice_time}],
+    }
+
+
+def plain(value: Any) -> Any:
+    """mockupdb decodes into OrderedDicts; compare as plain dicts and lists."""
+    if isinstance(value, Mapping):
+        return {k: plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [plain(v) for v in value]
+    return value
+
+
+def the_update(request: Request) -> dict[str, Any]:
+    assert command(request) == "update" and request.doc["update"] == "memory_units"
+    (statement,) = request.doc["updates"]
+    return plain(statement)  # type: ignore[no-any-return]
+
+
+# -- append -------------------------------------------------------------------------------------------------
+
+
+async def test_append_reads_the_head_then_sends_one_guarded_push_of_only_the_increment(wire: Wire) -> None:
+    units = MemoryUnitRepository(wire.database)
+    call = asyncio.create_task(units.append("u", NEW, "the summary", core_id="c", created_at=T0))
+
+    find = await wire.receives()
+    assert command(find) == "find" and find.doc["filter"] == {"_id": "u"}
+    projection = plain(find.doc["projection"])
+    assert "conversation_messages" not in projection
+    assert projection["slices"] == {"$slice": -1}
+    find.replies(cursor(head(version=7, message_count=40)))
+
+    update = await wire.receives()
+    statement = the_update(update)
+    slice_id = statement["q"]["slices.id"]["$ne"]
+    assert statement["q"] == {"_id": "u", "version": 7, "slices.id": {"$ne": slice_id}}
+    assert statement.get("multi") in (None, False) and statement.get("upsert") in (None, False)
+    operators = statement["u"]
+    assert set(operators) == {"$push", "$inc", "$max"}  # operators only: never a replacement document
+    assert operators["$max"] == {"updated_at": T0.replace(tzinfo=None)}
+    assert operators["$push"]["conversation_messages"] == {"$each": [m.model_dump() for m in NEW]}
+    (pushed,) = operators["$push"]["slices"]["$each"]
+    assert "$position" not in operators["$push"]["slices"]
+    assert (pushed["id"], pushed["start_index"], pushed["end_index"], pushed["summary"]) == (
+        slice_id, 40, 42, "the summary")
+    assert operators["$inc"]["version"] == 1 and operators["$inc"]["message_count"] == 2
+    assert operators["$inc"]["slice_count"] == 1
+    assert "stored summary" not in repr(update.doc)
+    update.replies({"n": 1, "nModified": 1})
+
+    piece = await call
+    assert (piece.id, piece.start_index, piece.end_index, piece.created_at) == (slice_id, 40, 42, T0)
+    assert wire.round_trips == 2
+    assert await wire.nothing_more_was_sent()
+
+
+async def test_append_creating_a_unit_sends_one_find_and_one_insert(wire: Wire) -> None:
+    units = MemoryUnitRepository(wire.database)
+    call = asyncio.create_task(units.append("fresh", NEW, "first", core_id="c", created_at=T0))
+
+    find = await wire.receives()
+    assert command(find) == "find"
+    find.replies(cursor())
+
+    insert = await wire.receives()
+    assert command(insert) == "insert"
+    (document,) = insert.doc["documents"]
+    document = plain(document)
+    assert document["_id"] == "fresh" and document["version"] == 1
+    assert document["conversation_messages"] == [m.model_dump() for m in NEW]
+    assert [(s["start_index"], s["end_index"]) for s in document["slices"]] == [(0, 2)]
+    assert (document["message_count"], document["slice_count"]) == (2, 1)
+    insert.replies({"n": 1})
+
+    piece = await call
+    assert (piece.start_index, piece.end_index) == (0, 2)
+    assert wire.round_trips == 2
+    assert await wire.nothing_more_was_sent()
+
+
+async def test_a_push_that_lost_the_race_rereads_the_head_and_pushes_after_the_winner(wire: Wire) -> None:
+    units = MemoryUnitRepository(wire.database)
+    call = asyncio.create_task(units.append("u", NEW, "s", core_id="c", created_at=T0))
+
+    (await wire.receives()).replies(cursor(head(version=7, message_count=40)))
+    lost = await wire.receives()
+    assert the_update(lost)["q"]["version"] == 7
+    lost.replies({"n": 0, "nModified": 0})  # another writer bumped the version first
+
+    reread = await wire.receives()
+    assert command(reread) == "find"
+    reread.replies(cursor(head(version=8, message_count=43, slice_count=13)))
+    retry = await wire.receives()
+    statement = the_update(retry)
+    assert statement["q"]["version"] == 8
+    (pushed,) = statement["u"]["$push"]["slices"]["$each"]
+    assert (pushed["start_index"], pushed["end_index"]) == (43, 45)
+    retry.replies({"n": 1, "nModified": 1})
+
+    piece = await call
+    assert (piece.start_index, piece.end_index) == (43, 45)
+    assert wire.round_trips == 4
+
+
+async def test_a_retried_append_with_a_stored_slice_id_returns_it_without_pushing(wire: Wire) -> None:
+    units = MemoryUnitRepository(wire.database)
+    call = asyncio.create_task(units.append("u", NEW, "s", core_id="c", slice_id="turn-9", created_at=T0))
+
+    find = await wire.receives()
+    assert plain(find.doc["filter"]) == {"$or": [{"_id": "u"}, {"slices.id": "turn-9"}]}
+    find.replies(cursor(head(version=9, message_count=42)))
+    update = await wire.receives()
+    assert the_update(update)["q"] == {"_id": "u", "version": 9, "slices.id": {"$ne": "turn-9"}}
+    update.replies({"n": 0, "nModified": 0})  # the unit already holds turn-9: the first attempt landed
+
+    lookup = await wire.receives()
+    assert command(lookup) == "find"
+    assert plain(lookup.doc["projection"]) == {"slices": {"$elemMatch": {"id": "turn-9"}}}
+    stored = {"id": "turn-9", "start_index": 40, "end_index": 42, "summary": "s", "created_at": T0}
+    lookup.replies(cursor({"_id": "u", "slices": [stored]}))
+
+    piece = await call
+    assert (piece.id, piece.start_index, piece.end_index) == ("turn-9", 40, 42)
+    assert wire.round_trips == 3
+    assert await wire.nothing_more_was_sent()
+
+
+async def test_a_slice_id_held_by_another_unit_is_refused_without_a_write(wire: Wire) -> None:
+    units = MemoryUnitRepository(wire.database)
+    call = asyncio.create_task(units.append("u", NEW, "s", core_id="c", slice_id="taken"))
+
+    find = await wire.receives()
+    find.replies(cursor(head(), {**head(), "_id": "other"}))
+
+    with pytest.raises(DuplicateSliceId, match="'other'"):
+        await call
+    assert wire.round_trips == 1
+    assert await wire.nothing_more_was_sent()
+
+
+async def test_an_append_past_16_mib_fails_before_anything_is_sent(wire: Wire) -> None:
+    units = MemoryUnitRepository(wire.database)
+    big = [Message(role="user", content="x" * 200)]
+    call = asyncio.create_task(units.append("u", big, "s", core_id="c"))
+
+    (await wire.receives()).replies(cursor(head(size_bytes=MAX_DOCUMENT_BYTES - 100)))
+
+    with pytest.raises(UnitTooLarge) as refused:
+        await call
+    assert refused.value.unit_id == "u" and refused.value.size_bytes > MAX_DOCUMENT_BYTES
+    assert wire.round_trips == 1
+    assert await wire.nothing_more_was_sent()
+
+
+# -- reads --------------------------------------------------------------------------------------------------
+
+
+async def test_slice_messages_fetches_only_the_slices_interval(wire: Wire) -> None:
+    units = MemoryUnitRepository(wire.database)
+    call = asyncio.create_task(units.slice_messages("u", "s2"))
+
+    lookup = await wire.receives()
+    assert plain(lookup.doc["projection"]) == {"slices": {"$elemMatch": {"id": "s2"}}}
+    lookup.replies(cursor({"_id": "u", "slices": [
+        {"id": "s2", "start_index": 4, "end_index": 7, "summary": "", "created_at": T0}]}))
+
+    fetch = await wire.receives()
+    assert command(fetch) == "find" and fetch.doc["filter"] == {"_id": "u"}
+    projection = plain(fetch.doc["projection"])
+    assert projection["conversation_messages"] == {"$slice": [4, 3]}
+    assert "slices" not in projection
+    interval = [{"role": "user", "content": f"m{i}"} for i in range(4, 7)]
+    fetch.replies(cursor({"_id": "u", "message_count": 10, "conversation_messages": interval}))
+
+    assert [m.content for m in await call] == ["m4", "m5", "m6"]
+    assert wire.round_trips == 2
+
+
+async def test_tail_messages_fetches_only_the_last_n(wire: Wire) -> None:
+    units = MemoryUnitRepository(wire.database)
+    call = asyncio.create_task(units.tail_messages("u", 3))
+
+    fetch = await wire.receives()
+    assert command(fetch) == "find" and fetch.doc["filter"] == {"_id": "u"}
+    projection = plain(fetch.doc["projection"])
+    assert projection["conversation_messages"] == {"$slice": -3}
+    assert "slices" not in projection
+    fetch.replies(cursor({"_id": "u", "conversation_messages": [
+        {"role": "assistant", "content": c} for c in ("x", "y", "z")]}))
+
+    assert [m.content for m in await call] == ["x", "y", "z"]
+    assert wire.round_trips == 1
+
+
+# -- save ---------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("matched", "outcome"), [(1, "saved"), (0, "conflict")])
+async def test_save_replaces_only_the_version_it_read(wire: Wire, matched: int, outcome: str) -> None:
+    unit = MemoryUnit(id="u", core_id="c", conversation_messages=NEW, updated_at=T0, version=5)
+    call = asyncio.create_task(MemoryUnitRepository(wire.database).save(unit))
+
+    update = await wire.receives()
+    statement = the_update(update)
+    assert statement["q"] == {"_id": "u", "version": 5}
+    assert statement["u"]["version"] == 6 and statement["u"]["message_count"] == 2
+    update.replies({"n": matched, "nModified": matched})
+
+    if outcome == "saved":
+        assert (await call).version == 6
+    else:
+        with pytest.raises(ConflictError, match="changed since version 5"):
+            await call
+
+
+# -- indexes ------------------------------------------------------------------------------------------------
+
+
+async def test_init_repository_asks_for_a_unique_partial_slice_id_index(wire: Wire) -> None:
+    call = asyncio.create_task(init_repository(wire.database))
+    created: dict[str, list[dict[str, Any]]] = {}
+    while not call.done():
+        if not await wire.has_request(0.05):
+            continue
+        request = await wire.receives()
+        name = command(request)
+        if name == "createIndexes":
+            created[request.doc["createIndexes"]] = plain(request.doc["indexes"])
+            request.replies({})
+        elif name == "buildInfo":
+            request.replies({"version": "7.0.12", "versionArray": [7, 0, 12, 0]})
+        elif name in {"find", "listCollections", "listIndexes", "aggregate"}:
+            request.replies(cursor())
+        else:
+            request.replies({})
+    await call
+
+    by_name = {index["name"]: index for index in created["memory_units"]}
+    slice_index = by_name["slice_id_unique"]
+    assert slice_index["key"] == {"slices.id": 1}
+    assert slice_index["unique"] is True
+    assert slice_index["partialFilterExpression"] == {"slices.id": {"$exists": True}}
+    assert by_name["core_updated"]["key"] == {"core_id": 1, "updated_at": -1}
+    assert "memory_cores" in created
