@@ -1,8 +1,8 @@
 """The backends a benchmark runs on, each opened the way a service would open it.
 
 - ``memory``: the embedded mongomock-motor database (``partner_repo.in_memory_database``).
-- ``wire``: the real Motor driver over a socket to :mod:`benchmarks.wire_server`, a scripted standalone MongoDB
-  running in a child process (so this process's CPU time is the library's and the driver's only).
+- ``wire``: the real Motor driver over a socket to :mod:`benchmarks.wire_server`, a scripted standalone
+  MongoDB running in a child process (so this process's CPU time is the library's and the driver's only).
 - ``mongodb``: the server named by ``MONGODB_URI`` (a fresh database, dropped afterwards).
 """
 
@@ -87,7 +87,7 @@ def describe(backend: str, uri: str | None = None) -> str:
 async def server_version(database: Any) -> str | None:
     try:
         info = await database.command("buildInfo")
-    except Exception:  # noqa: BLE001 - version is informative only
+    except Exception:
         return None
     return str(info.get("version"))
 

@@ -21,7 +21,8 @@ class Scale:
     overhead_unit_messages: int
     overhead_page_units: int
     overhead_slices_per_unit: int
-    listener_slices: int
+    listener_backfill_slices: int
+    listener_live_slices: int
     listener_rate_per_s: float
     listener_poll_s: float
     concurrency_appends_per_writer: int
@@ -39,18 +40,19 @@ FULL = Scale(
     overhead_rounds=21,
     overhead_inner=10,
     overhead_unit_messages=5_000,
-    overhead_page_units=200,
-    overhead_slices_per_unit=50,
-    listener_slices=400,
+    overhead_page_units=40,
+    overhead_slices_per_unit=25,
+    listener_backfill_slices=2_000,
+    listener_live_slices=500,
     listener_rate_per_s=100.0,
-    listener_poll_s=0.01,
+    listener_poll_s=0.1,
     concurrency_appends_per_writer=25,
     concurrency_writers=(1, 8, 32),
     admin_units=2_000,
     admin_slices_per_unit=50,
     admin_depth=10_000,
     admin_page=50,
-    admin_repeats=5,
+    admin_repeats=3,
 )
 
 QUICK = Scale(
@@ -61,7 +63,8 @@ QUICK = Scale(
     overhead_unit_messages=200,
     overhead_page_units=10,
     overhead_slices_per_unit=5,
-    listener_slices=10,
+    listener_backfill_slices=10,
+    listener_live_slices=10,
     listener_rate_per_s=200.0,
     listener_poll_s=0.01,
     concurrency_appends_per_writer=3,
@@ -92,6 +95,18 @@ class SectionResult:
     rows: list[Row] = field(default_factory=list)
     raw: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+
+    @classmethod
+    def from_dict(cls, key: str, data: dict[str, Any]) -> SectionResult:
+        """A result read back from the JSON file (to render it again without measuring again)."""
+        return cls(
+            key=key,
+            title=data["title"],
+            backend=data["backend"],
+            rows=[Row(**row) for row in data["rows"]],
+            raw=data["raw"],
+            notes=list(data["notes"]),
+        )
 
     def as_dict(self) -> dict[str, Any]:
         return {

@@ -1,8 +1,9 @@
 """Counting what crosses the wire, with pymongo's command monitoring.
 
 A :class:`WireMeter` is registered on the client (``event_listeners=[meter]``); between ``start()`` and
-``stop()`` it records every command the driver sends: its name, the BSON size of the command document and of the
-server's reply (a failed command's error document counts as its reply). Handshakes and heartbeats are not commands and are not counted.
+``stop()`` it records every command the driver sends: its name, the BSON size of the command document and
+of the server's reply (a failed command's error document counts as its reply). Handshakes and heartbeats
+are not commands and are not counted.
 """
 
 from __future__ import annotations

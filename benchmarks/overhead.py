@@ -16,12 +16,13 @@ library's and the driver's, as with a real server); ``MONGODB_URI`` when set.
 
 from __future__ import annotations
 
+import gc
 import uuid
 from contextlib import AbstractAsyncContextManager
 from datetime import UTC, datetime
 from typing import Any
 
-from benchmarks.backends import describe, memory_database, motor_database, mongodb_uri, scripted_server
+from benchmarks.backends import describe, memory_database, mongodb_uri, motor_database, scripted_server
 from benchmarks.common import Row, Scale, SectionResult, interleaved, ratio_text
 from benchmarks.workload import conversation, seed_unit, unit_with_slices
 from partner_repo import MemoryUnitRepository
@@ -43,16 +44,18 @@ async def run(scale: Scale) -> list[SectionResult]:
     return results
 
 
-async def _measure(
-    scale: Scale, opened: AbstractAsyncContextManager[Any], backend: str
-) -> SectionResult:
+async def _measure(scale: Scale, opened: AbstractAsyncContextManager[Any], backend: str) -> SectionResult:
     result = SectionResult(key="overhead", title="2. Library CPU overhead vs the raw driver", backend=backend)
     async with opened as database:
-        comparisons = {
-            "append": await _append(database, scale),
-            "unit load": await _unit_load(database, scale),
-            "page query": await _page_query(database, scale),
-        }
+        comparisons = {}
+        for name, measure in (
+            ("append", _append),
+            ("append vs same round trips", _append_same_round_trips),
+            ("unit load", _unit_load),
+            ("page query", _page_query),
+        ):
+            gc.collect()  # garbage left by the previous comparison is not this one's cost
+            comparisons[name] = await measure(database, scale)
     for name, figures in comparisons.items():
         median = figures["cpu_ratio"]["median"]
         lib_us = figures["library_cpu_us"]["median"]
@@ -61,19 +64,30 @@ async def _measure(
             Row(
                 f"{name}: library/raw CPU",
                 f"{ratio_text(figures['cpu_ratio'])}; {lib_us:,.0f} vs {raw_us:,.0f} us/op",
-                f"<= {TARGETS[name]}x",
-                median <= TARGETS[name],
+                f"<= {TARGETS[name]}x" if name in TARGETS else "",
+                median <= TARGETS[name] if name in TARGETS else None,
             )
         )
     result.raw = comparisons
     result.notes.append(
-        f"median (and interquartile range) of per-round ratios over {scale.overhead_rounds} interleaved rounds; "
-        "CPU = process time of this process (library + driver; a separate server's work is not in it)"
+        "median (and interquartile range) of the per-round ratios of interleaved library/raw batches "
+        f"({scale.overhead_rounds} rounds; the page query half as many); CPU = process time of this "
+        "process (library + driver; a separate server's work is not in it)"
     )
     return result
 
 
 async def _append(database: Any, scale: Scale) -> dict[str, Any]:
+    return await _append_against(database, scale, read_head=False)
+
+
+async def _append_same_round_trips(database: Any, scale: Scale) -> dict[str, Any]:
+    """The raw side also reads the head and guards its push by version, as the library does: what remains is
+    the library's own CPU (validation, slice building, size accounting), not its second round trip."""
+    return await _append_against(database, scale, read_head=True)
+
+
+async def _append_against(database: Any, scale: Scale, *, read_head: bool) -> dict[str, Any]:
     repository = MemoryUnitRepository(database)
     collection = database[UNITS]
     turn = [m.model_dump() for m in conversation(2, seed=5)]
@@ -103,8 +117,16 @@ async def _append(database: Any, scale: Scale) -> dict[str, Any]:
             "retain_divisor": None,
         }
         messages = [{"role": m["role"], "content": m["content"]} for m in turn]
+        guard: dict[str, Any] = {"_id": ids["raw"]}
+        if read_head:
+            head = await collection.find_one(
+                {"_id": ids["raw"]}, {"message_count": 1, "version": 1, "slices": {"$slice": -1}}
+            )
+            start = head["message_count"]
+            piece["start_index"], piece["end_index"] = start, start + len(turn)
+            guard["version"] = head["version"]
         await collection.update_one(
-            {"_id": ids["raw"]},
+            guard,
             {
                 "$push": {"conversation_messages": {"$each": messages}, "slices": {"$each": [piece]}},
                 "$inc": {"message_count": len(messages), "slice_count": 1, "size_bytes": 400, "version": 1},
@@ -124,7 +146,11 @@ async def _unit_load(database: Any, scale: Scale) -> dict[str, Any]:
     collection = database[UNITS]
     unit_id = f"load-{uuid.uuid4().hex[:8]}"
     await seed_unit(
-        database, unit_id, "bench-core", conversation(scale.overhead_unit_messages, seed=7), messages_per_slice=30
+        database,
+        unit_id,
+        "bench-core",
+        conversation(scale.overhead_unit_messages, seed=7),
+        messages_per_slice=30,
     )
 
     async def library() -> None:
@@ -133,7 +159,9 @@ async def _unit_load(database: Any, scale: Scale) -> dict[str, Any]:
     async def raw() -> None:
         await collection.find_one({"_id": unit_id})
 
-    figures = await interleaved(library, raw, rounds=scale.overhead_rounds, inner=max(scale.overhead_inner // 2, 1))
+    figures = await interleaved(
+        library, raw, rounds=scale.overhead_rounds, inner=max(scale.overhead_inner // 2, 1)
+    )
     figures["unit_messages"] = scale.overhead_unit_messages
     return figures
 
@@ -166,6 +194,7 @@ async def _page_query(database: Any, scale: Scale) -> dict[str, Any]:
     async def raw() -> None:
         await collection.aggregate(pipeline).to_list(PAGE)
 
-    figures = await interleaved(library, raw, rounds=scale.overhead_rounds, inner=max(scale.overhead_inner // 5, 1))
+    rounds = max(scale.overhead_rounds // 2, 3)
+    figures = await interleaved(library, raw, rounds=rounds, inner=1)
     figures["slices"] = scale.overhead_page_units * scale.overhead_slices_per_unit
     return figures

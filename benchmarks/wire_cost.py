@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from typing import Any
 
-from benchmarks.backends import describe, motor_database, mongodb_uri, scripted_server, server_version
+from benchmarks.backends import describe, mongodb_uri, motor_database, scripted_server, server_version
 from benchmarks.common import Row, Scale, SectionResult
 from benchmarks.monitor import WireCost, WireMeter
 from benchmarks.workload import conversation, seed_unit
@@ -32,7 +32,7 @@ CONTROL = "get (control)"
 see an operation that is O(unit). It has no target."""
 MESSAGES_PER_SLICE = 10
 WINDOW_CONTEXT = 4
-"""Messages of a window that are already stored: the context kept from the previous roll, overlapping the tail."""
+"""Messages of a window that are already stored: the context kept by the previous roll (the unit's tail)."""
 WINDOW_NEW = 6
 """New messages in a window. A window of 10 reads at most 10 stored messages, which even the smallest unit
 holds, so every size does the same reads: the cost grows with the window, never with the unit."""
@@ -75,7 +75,7 @@ Operation = tuple[Callable[[], Awaitable[Any]], Callable[[], Awaitable[Any]]]
 
 
 async def _operations(database: Any, size: int) -> dict[str, Operation]:
-    """(prepare, measured action) per operation, on a fresh core whose session unit holds ``size`` messages."""
+    """(prepare, measured action) per operation, on a new core whose session unit holds ``size`` messages."""
     units = MemoryUnitRepository(database)
     cores = MemoryCoreRepository(database)
     service = RollingService(database, ExtractiveSummarizer(), RollingConfig())
@@ -129,7 +129,11 @@ def _report(
 ) -> SectionResult:
     smallest, largest = min(scale.wire_unit_sizes), max(scale.wire_unit_sizes)
     result = SectionResult(key="wire", title="1. Wire cost per operation vs unit size", backend=backend)
-    raw: dict[str, Any] = {"server_version": version, "unit_sizes": list(scale.wire_unit_sizes), "operations": {}}
+    raw: dict[str, Any] = {
+        "server_version": version,
+        "unit_sizes": list(scale.wire_unit_sizes),
+        "operations": {},
+    }
     for name, by_size in costs.items():
         counts = {size: sorted({c.command_count for c in runs}) for size, runs in by_size.items()}
         total = {size: statistics.median(c.total_bytes for c in runs) for size, runs in by_size.items()}

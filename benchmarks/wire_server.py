@@ -1,12 +1,13 @@
 """A scripted MongoDB for the wire benchmarks: mockupdb on the socket, a mongomock store behind it.
 
-The real Motor driver talks OP_MSG to it exactly as to a standalone ``mongod`` 7.0 (sessions supported, no
-replica set, so no change streams and no retryable writes). Every reply is what MongoDB answers for the command:
-the handler runs the command's filter, projection (``$slice``, ``$elemMatch``), sort, update or pipeline on the
-in-memory store and wraps the outcome in the server's reply shape (cursors with ``firstBatch``/``nextBatch`` and
-MongoDB's batch sizes, ``n``/``nModified``/``upserted``, ``lastErrorObject``, ``writeErrors`` with code 11000).
-A command or option the store cannot execute faithfully (an update pipeline, which mongomock would store
-literally) is refused with an error instead of being answered wrongly, so a benchmark never measures a fiction.
+The real Motor driver talks OP_MSG to it exactly as to a standalone ``mongod`` 7.0 (sessions supported,
+no replica set, so no change streams and no retryable writes). Every reply is what MongoDB answers for the
+command: the handler runs the command's filter, projection (``$slice``, ``$elemMatch``), sort, update or
+pipeline on the in-memory store and wraps the outcome in the server's reply shape (cursors with
+``firstBatch``/``nextBatch`` and MongoDB's batch sizes, ``n``/``nModified``/``upserted``,
+``lastErrorObject``, ``writeErrors`` with code 11000). A command or option the store cannot execute
+faithfully (an update pipeline, which mongomock would store literally) is refused with an error instead of
+being answered wrongly, so a benchmark never measures a fiction.
 
 Run as ``python -m benchmarks.wire_server``: it prints the port, serves until its stdin closes, then exits. It
 runs in its own process so the client process's CPU time measures only the library and the driver.
@@ -67,7 +68,7 @@ class ScriptedMongo:
     """Answers MongoDB commands from a mongomock store, in MongoDB's reply shapes."""
 
     def __init__(self) -> None:
-        self._store = mongomock.MongoClient(tz_aware=True)
+        self._store: Any = mongomock.MongoClient(tz_aware=True)
         self._lock = threading.Lock()
         self._cursors: dict[int, _OpenCursor] = {}
         self._cursor_ids = itertools.count(1_000_001)
@@ -92,7 +93,12 @@ class ScriptedMongo:
             return self._hello()
         handler = getattr(self, f"_cmd_{lowered}", None)
         if handler is None:
-            return {"ok": 0, "errmsg": f"no such command: '{name}'", "code": 59, "codeName": "CommandNotFound"}
+            return {
+                "ok": 0,
+                "errmsg": f"no such command: '{name}'",
+                "code": 59,
+                "codeName": "CommandNotFound",
+            }
         database = command.get("$db", "test")
         result: dict[str, Any] = handler(database, command)
         result.setdefault("ok", 1.0)
@@ -155,17 +161,22 @@ class ScriptedMongo:
         collection = self._collection(database, command["find"])
         limit = int(command.get("limit") or 0)
         single = bool(command.get("singleBatch")) or limit < 0
+        projection = dict(command.get("projection") or {})
+        slices_only = _slices_only(projection)
         cursor = collection.find(
             command.get("filter") or {},
-            command.get("projection") or None,
+            None if slices_only else projection or None,
             skip=int(command.get("skip") or 0),
             limit=abs(limit),
         )
         if command.get("sort"):
             cursor = cursor.sort(list(dict(command["sort"]).items()))
+        documents = list(cursor)
+        if slices_only:
+            documents = [_apply_slices(document, projection) for document in documents]
         batch_size = command.get("batchSize")
         first = DEFAULT_FIRST_BATCH if batch_size is None else int(batch_size)
-        return self._cursor_reply(database, command["find"], list(cursor), first, batch_size, single)
+        return self._cursor_reply(database, command["find"], documents, first, batch_size, single)
 
     def _cmd_aggregate(self, database: str, command: dict[str, Any]) -> dict[str, Any]:
         self._refuse_unknown(command, {"aggregate", "pipeline", "cursor", "let", "explain"})
@@ -188,7 +199,12 @@ class ScriptedMongo:
     def _cmd_getmore(self, database: str, command: dict[str, Any]) -> dict[str, Any]:
         cursor_id = int(command["getMore"])
         if cursor_id not in self._cursors:
-            return {"ok": 0, "errmsg": f"cursor id {cursor_id} not found", "code": 43, "codeName": "CursorNotFound"}
+            return {
+                "ok": 0,
+                "errmsg": f"cursor id {cursor_id} not found",
+                "code": 43,
+                "codeName": "CursorNotFound",
+            }
         cursor = self._cursors.pop(cursor_id)
         size = command.get("batchSize", cursor.batch_size)
         batch, cursor.position = _take(cursor.documents, cursor.position, None if size is None else int(size))
@@ -220,8 +236,12 @@ class ScriptedMongo:
 
     def _cmd_listcollections(self, database: str, command: dict[str, Any]) -> dict[str, Any]:
         names = self._store[database].list_collection_names()
-        documents = [{"name": n, "type": "collection", "options": {}, "info": {"readOnly": False}} for n in names]
-        return self._cursor_reply(database, "$cmd.listCollections", documents, DEFAULT_FIRST_BATCH, None, False)
+        documents = [
+            {"name": n, "type": "collection", "options": {}, "info": {"readOnly": False}} for n in names
+        ]
+        return self._cursor_reply(
+            database, "$cmd.listCollections", documents, DEFAULT_FIRST_BATCH, None, False
+        )
 
     # -- writes --------------------------------------------------------------------------------------------
 
@@ -252,7 +272,9 @@ class ScriptedMongo:
             self._refuse_unknown(statement, {"q", "u", "upsert", "multi"}, ignored=set())
             update = statement["u"]
             if isinstance(update, list):
-                raise CommandRefused("update with an aggregation pipeline (mongomock would store it literally)")
+                raise CommandRefused(
+                    "update with an aggregation pipeline (mongomock would store it literally)"
+                )
             upsert = bool(statement.get("upsert"))
             try:
                 if not any(str(key).startswith("$") for key in update):
@@ -290,7 +312,18 @@ class ScriptedMongo:
 
     def _cmd_findandmodify(self, database: str, command: dict[str, Any]) -> dict[str, Any]:
         self._refuse_unknown(
-            command, {"findAndModify", "findandmodify", "query", "sort", "remove", "update", "new", "fields", "upsert"}
+            command,
+            {
+                "findAndModify",
+                "findandmodify",
+                "query",
+                "sort",
+                "remove",
+                "update",
+                "new",
+                "fields",
+                "upsert",
+            },
         )
         name = command.get("findAndModify") or command["findandmodify"]
         collection = self._collection(database, name)
@@ -303,7 +336,9 @@ class ScriptedMongo:
             return {"lastErrorObject": {"n": int(value is not None)}, "value": value}
         update = command["update"]
         if isinstance(update, list):
-            raise CommandRefused("findAndModify with an aggregation pipeline (mongomock would store it literally)")
+            raise CommandRefused(
+                "findAndModify with an aggregation pipeline (mongomock would store it literally)"
+            )
         returned = ReturnDocument.AFTER if command.get("new") else ReturnDocument.BEFORE
         upsert = bool(command.get("upsert"))
         try:
@@ -316,7 +351,12 @@ class ScriptedMongo:
                     query, dict(update), projection=fields, sort=sort, upsert=upsert, return_document=returned
                 )
         except DuplicateKeyError:
-            return {"ok": 0, "errmsg": "E11000 duplicate key error", "code": 11000, "codeName": "DuplicateKey"}
+            return {
+                "ok": 0,
+                "errmsg": "E11000 duplicate key error",
+                "code": 11000,
+                "codeName": "DuplicateKey",
+            }
         last_error: dict[str, Any] = {"n": 1 if existed or upsert else 0, "updatedExisting": existed}
         if upsert and not existed:
             created = value if value is not None and "_id" in value else collection.find_one(query, sort=sort)
@@ -353,9 +393,38 @@ class ScriptedMongo:
             raise CommandRefused(f"options {sorted(unknown)}")
 
 
+def _slices_only(projection: Mapping[str, Any]) -> bool:
+    """A projection of nothing but ``$slice`` operators: MongoDB returns every field (slicing those arrays),
+    where mongomock would return only the sliced fields."""
+    return bool(projection) and all(
+        isinstance(value, Mapping) and set(value) == {"$slice"} for value in projection.values()
+    )
+
+
+def _apply_slices(document: dict[str, Any], projection: Mapping[str, Any]) -> dict[str, Any]:
+    result = dict(document)
+    for name, operator in projection.items():
+        if "." in name:
+            raise CommandRefused(f"$slice on the nested field {name!r}")
+        value = result.get(name)
+        if isinstance(value, list):
+            result[name] = _slice(value, operator["$slice"])
+    return result
+
+
+def _slice(values: list[Any], spec: Any) -> list[Any]:
+    """MongoDB's ``$slice``: ``n`` (first n, or last -n) or ``[skip, limit]`` (a negative skip counts from
+    the end)."""
+    if isinstance(spec, int):
+        return values[:spec] if spec >= 0 else values[spec:]
+    skip, limit = int(spec[0]), int(spec[1])
+    start = skip if skip >= 0 else max(len(values) + skip, 0)
+    return values[start : start + limit]
+
+
 def _take(documents: list[Any], position: int, count: int | None) -> tuple[list[Any], int]:
-    """The next batch from ``position``: ``count`` documents (None or 0: as many as fit 16 MiB, MongoDB's batch
-    limit), and the position after it."""
+    """The next batch from ``position`` and the position after it: ``count`` documents (None or 0: as many as
+    fit MongoDB's 16 MiB batch limit)."""
     batch: list[Any] = []
     size = 0
     while position < len(documents):

@@ -56,7 +56,8 @@ def unit_with_slices(
     slice_every: timedelta = timedelta(minutes=5),
     slice_id_prefix: str | None = None,
 ) -> MemoryUnit:
-    """A normalized unit whose slices tile its messages, ``messages_per_slice`` each (the last may be shorter)."""
+    """A normalized unit whose slices tile its messages, ``messages_per_slice`` each (the last may hold
+    fewer)."""
     start_time = first_slice_at or utc_now() - timedelta(days=30)
     prefix = slice_id_prefix or unit_id
     slices = []
@@ -85,7 +86,7 @@ def unit_with_slices(
 async def seed_unit(
     database: Any, unit_id: str, core_id: str, messages: list[Message], *, messages_per_slice: int
 ) -> list[str]:
-    """Store a unit with slices in one insert (its stored form, as the repository writes it); its slice ids."""
+    """Store a unit with slices in one insert (in the repository's stored form); returns its slice ids."""
     unit = unit_with_slices(unit_id, core_id, messages, messages_per_slice=messages_per_slice)
     await database[UNITS].insert_one(unit_document(unit))
     return [s.id for s in unit.complete_slices() if s.id is not None]

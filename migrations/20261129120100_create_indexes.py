@@ -38,10 +38,28 @@ INDEXES: dict[str, list[IndexModel]] = {
             [("core_id", ASCENDING), ("slices.created_at", ASCENDING), ("slices.id", ASCENDING)],
             name="core_slice_created",
         ),
+        IndexModel(
+            [
+                ("_id", ASCENDING),
+                ("version", ASCENDING),
+                ("message_count", ASCENDING),
+                ("slice_count", ASCENDING),
+                ("size_bytes", ASCENDING),
+            ],
+            name="unit_fingerprint",
+        ),
     ],
     "memory_cores": [
         IndexModel([("last_interaction_at", ASCENDING)], name="last_interaction"),
         IndexModel([("idle_rolled", ASCENDING), ("last_interaction_at", ASCENDING)], name="idle_pending"),
+    ],
+    "listener_checkpoints": [
+        IndexModel([("group", ASCENDING), ("kind", ASCENDING)], name="group_kind"),
+    ],
+    "rolling_dead_letters": [
+        IndexModel(
+            [("group", ASCENDING), ("consumer", ASCENDING), ("failed_at", ASCENDING)], name="group_consumer"
+        ),
     ],
 }
 

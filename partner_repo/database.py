@@ -109,5 +109,9 @@ def mask_uri(uri: str) -> str:
 
 
 def _first_line(exc: BaseException) -> str:
+    """The driver's reason in one short line: its first line, without the topology dump pymongo appends."""
     text = str(exc).strip().splitlines()
-    return text[0] if text else type(exc).__name__
+    line = text[0] if text else type(exc).__name__
+    for tail in (", Timeout:", " (configured timeouts:", ", Topology Description:"):
+        line = line.split(tail, 1)[0]
+    return line

@@ -27,7 +27,7 @@ from beanie import init_beanie
 from beanie.migrations.controllers.base import BaseMigrationController
 from beanie.migrations.models import MigrationLog, RunningDirections, RunningMode
 from beanie.migrations.runner import MigrationNode
-from pymongo.errors import ConfigurationError, OperationFailure, PyMongoError
+from pymongo.errors import ConfigurationError, OperationFailure
 
 from partner_repo.database import MongoDatabase
 from partner_repo.errors import InvalidInput, MigrationError, TransactionsUnsupported
@@ -128,7 +128,7 @@ class _Node(MigrationNode):
             if _is_standalone_refusal(exc):
                 raise TransactionsUnsupported(f"migration {self.name}: {STANDALONE_HINT}") from exc
             raise MigrationError(f"migration {self.name} failed: {_first_line(exc)}") from exc
-        except (PyMongoError, RuntimeError, ValueError) as exc:
+        except Exception as exc:  # whatever a migration raises is reported naming it, the cause chained
             raise MigrationError(f"migration {self.name} failed: {_first_line(exc)}") from exc
 
     async def _run_in_transaction(
@@ -224,6 +224,9 @@ async def run_migrations(
     one, the most recent (reverting everything must be asked for). Each migration runs in its own transaction
     unless ``use_transaction=False``; the migrations shipped here are idempotent and guard every write, so
     they are safe without one (and must run without one on a standalone server or the in-memory backend).
+
+    Beanie binds its migration documents (``migrations_log``, the migrations' frozen models) per process, so
+    run one migration run at a time per process.
     """
     if distance is not None and (isinstance(distance, bool) or not isinstance(distance, int) or distance < 0):
         raise InvalidInput(f"distance must be a non-negative integer, got {distance!r}")

@@ -98,7 +98,8 @@ class PartnerRepoSettings(BaseSettings):
         default=6, description="After a roll the window keeps 1/divisor of it."
     )
     rolling_check_interval: timedelta = Field(
-        default=timedelta(seconds=10), description="How often `roll-idle` looks for idle cores (seconds)."
+        default=timedelta(seconds=10),
+        description="How often the idle scheduler looks for idle cores (seconds).",
     )
     rolling_unit_soft_limit_bytes: int = Field(
         default=DEFAULT_UNIT_SOFT_LIMIT_BYTES, description="A unit past this size continues in a new unit."

@@ -322,6 +322,12 @@ class MemoryUnitRepository:
         message_documents = [message_document(m) for m in increment]
 
         for attempt in range(APPEND_ATTEMPTS):
+            if attempt and created_at is None:
+                # A slice without a caller-given time is created when it is stored. Re-stamping a retry also
+                # keeps the loser of a race on the short path: with its first, now stale, stamp it would have
+                # to be inserted before the winners' slices (one more read) and would keep losing to writers
+                # with fresh stamps under sustained contention.
+                piece = piece.model_copy(update={"created_at": max(stamp, utc_now())})
             head = await self._append_head(unit_id, given_id)
             if head is None:
                 stored = await self._create_with(unit_id, core_id, increment, piece, previous_unit_id)

@@ -154,13 +154,20 @@ class UnitChecker:
     # -- internals -----------------------------------------------------------------------------------------
 
     async def _walk(self, core_id: str | None, *, ascending: bool) -> AsyncIterator[dict[str, Any]]:
+        """Every unit (of a core) by ``_id``: string ids in keyset batches, then any other ids.
+
+        A range on ``_id`` only matches values of its own BSON type, so ids of another type (units written
+        by other tools, unreadable as units) are read separately instead of being silently skipped.
+        """
         base: dict[str, Any] = {} if core_id is None else {"core_id": require_id(core_id, "core_id")}
         beyond, direction = ("$gt", 1) if ascending else ("$lt", -1)
-        last: Any = None
+        last: str | None = None
         while True:
-            query = dict(base) if last is None else {**base, "_id": {beyond: last}}
+            ids: dict[str, Any] = {"$type": "string"}
+            if last is not None:
+                ids[beyond] = last
             cursor = (
-                self._units.find(query)
+                self._units.find({**base, "_id": ids})
                 .sort("_id", direction)
                 .limit(self._batch)
                 .max_time_ms(self._max_time_ms)
@@ -171,7 +178,10 @@ class UnitChecker:
                 last = document["_id"]
                 yield document
             if seen < self._batch:
-                return
+                break
+        others = self._units.find({**base, "_id": {"$not": {"$type": "string"}}}).sort("_id", direction)
+        async for document in others.batch_size(self._batch).max_time_ms(self._max_time_ms):
+            yield document
 
     async def _violations(self, document: dict[str, Any]) -> UnitViolations | None:
         inspection = inspect_document(document)

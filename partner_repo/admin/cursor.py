@@ -20,7 +20,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from partner_repo.clock import to_utc_ms
-from partner_repo.errors import InvalidCursor
+from partner_repo.errors import InvalidCursor, InvalidInput
 
 CURSOR_VERSION = 1
 DEFAULT_CURSOR_SECRET = b"partner-repo:slice-cursor:v1"
@@ -54,7 +54,7 @@ class CursorCodec:
     def __init__(self, scope: str, secret: bytes | str | None = None) -> None:
         raw = secret.encode() if isinstance(secret, str) else secret
         if raw is not None and not raw:
-            raise InvalidCursor("the cursor secret must not be empty")
+            raise InvalidInput("the cursor secret must not be empty")
         self._key = hmac.new(raw or DEFAULT_CURSOR_SECRET, scope.encode(), hashlib.sha256).digest()
 
     def encode(self, key: SliceKey, fingerprint: str) -> str:

@@ -5,7 +5,8 @@ Slices live inside their units, so every query is an aggregation that first sele
 slices and filters them exactly. Pages are keyset-based on (``created_at``, slice id, unit id): a walk over
 every page returns each matching slice exactly once, in order, even while slices are being appended, and
 costs no ``skip``. Every query carries ``maxTimeMS``; user text is matched literally, never as a regex or an
-operator. The class only reads; :mod:`partner_repo.admin.check` repairs.
+operator. ``check``/``repair`` delegate to :class:`partner_repo.UnitChecker` (repairs go through the
+unit repository).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
+from partner_repo.admin.check import CheckReport, RepairReport, UnitChecker
 from partner_repo.admin.cursor import CursorCodec, SliceKey, query_fingerprint
 from partner_repo.admin.views import (
     DayCount,
@@ -149,7 +151,7 @@ def _after(key: SliceKey, beyond: str) -> list[dict[str, Any]]:
 
 
 class SliceQueries:
-    """Read-only admin queries over slices and units: find, count, get, stats, unit.
+    """Admin queries over slices and units (find, count, get, messages, unit, stats), and check/repair.
 
     ``cursor_secret`` signs page cursors (the library's default key is used when omitted: it detects edited
     and foreign cursors; a secret of your own also stops forged ones). ``max_time_ms`` bounds each query.
@@ -229,21 +231,25 @@ class SliceQueries:
         if not found:
             raise NotFound(f"no slice {slice_id!r}")
         view = SliceView.from_document(document["_id"], document.get("core_id"), found[0])
-        return SliceDetail(**view.model_dump(), messages=await self._messages(view))
+        messages = await self.messages(view.unit_id, view.start_index or 0, view.end_index or 0)
+        return SliceDetail(**view.model_dump(), messages=messages)
 
-    async def _messages(self, view: SliceView) -> list[Message]:
-        """The slice's interval through a ``$slice`` projection: only those messages cross the wire."""
-        start = max(view.start_index or 0, 0)
-        count = max(view.end_index or 0, 0) - start
-        if count <= 0:
+    async def messages(self, unit_id: str, start: int, end: int) -> list[Message]:
+        """Messages ``[start, end)`` of a unit through a ``$slice`` projection: only those cross the wire.
+
+        Empty for an empty range; :class:`NotFound` when the unit does not exist.
+        """
+        unit_id = require_id(unit_id, "unit_id")
+        first, stop = max(require_int(start, "start"), 0), max(require_int(end, "end"), 0)
+        if stop <= first:
             return []
         document = await self._units.find_one(
-            {"_id": view.unit_id},
-            {"_id": 1, "conversation_messages": {"$slice": [start, count]}},
+            {"_id": unit_id},
+            {"_id": 1, "conversation_messages": {"$slice": [first, stop - first]}},
             max_time_ms=self._max_time_ms,
         )
         if document is None:
-            raise NotFound(f"unit {view.unit_id!r} was deleted while its slice was read")
+            raise NotFound(f"no unit {unit_id!r}")
         return [Message.model_validate(m) for m in document.get("conversation_messages") or []]
 
     async def unit(self, unit_id: str) -> UnitView:
@@ -330,6 +336,14 @@ class SliceQueries:
             generated_at=stamp,
         )
 
+    async def check(self, core_id: str | None = None) -> CheckReport:
+        """Every unit breaking the invariants; see :meth:`partner_repo.UnitChecker.check`."""
+        return await UnitChecker(self._database, max_time_ms=self._max_time_ms).check(core_id)
+
+    async def repair(self, core_id: str | None = None) -> RepairReport:
+        """Normalize the broken units in place; see :meth:`partner_repo.UnitChecker.repair`."""
+        return await UnitChecker(self._database, max_time_ms=self._max_time_ms).repair(core_id)
+
     async def _slices_per_day(self, units: dict[str, Any], now: datetime, days: int) -> list[DayCount]:
         first = datetime(now.year, now.month, now.day, tzinfo=UTC) - timedelta(days=days - 1)
         until = first + timedelta(days=days)
@@ -381,6 +395,12 @@ class SliceQueries:
 def _message_count() -> dict[str, Any]:
     """The stored count, or (for units written by other tools) the length of the messages array."""
     return {"$ifNull": ["$message_count", {"$size": {"$ifNull": ["$conversation_messages", []]}}]}
+
+
+def require_int(value: object, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidInput(f"{what} must be an integer, got {type(value).__name__}")
+    return value
 
 
 def _page_size(limit: object) -> int:

@@ -74,7 +74,7 @@ def replay(ctx: click.Context, consumer_paths: tuple[str, ...], group: str, only
 def _table(letters: list[DeadLetter]) -> Table:
     table = Table(title_justify="left")
     for name in ("failed (UTC)", "group", "consumer", "slice", "unit", "attempts", "error"):
-        table.add_column(name, no_wrap=name != "error", overflow="fold")
+        table.add_column(name, overflow="fold")
     for letter in letters:
         table.add_row(
             when(letter.failed_at),

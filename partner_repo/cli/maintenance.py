@@ -93,12 +93,14 @@ def repair(ctx: click.Context, core_id: str | None, as_json: bool) -> None:
 
 
 @click.command("import-state")
-@click.argument("directory", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.argument("directory", type=click.Path(file_okay=False, path_type=Path))
 @click.option("--core", "core_id", default=DEFAULT_CORE_ID, show_default=True, help="Core to import into.")
 @json_option
 @click.pass_context
 def import_state(ctx: click.Context, directory: Path, core_id: str, as_json: bool) -> None:
     """Import Partner's memory from its state DIRECTORY (core/memory.json, core/memory/memory-unit*.json)."""
+    if not directory.is_dir():
+        raise click.BadParameter(f"{directory} is not a directory", param_hint="DIRECTORY")
     bar = _ProgressBar()
 
     async def work() -> ImportReport:

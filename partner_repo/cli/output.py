@@ -46,8 +46,11 @@ def plain(value: Any) -> Any:
     return value
 
 
-def when(value: datetime | None) -> str:
-    return "-" if value is None else to_utc_ms(value).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3] + "Z"
+def when(value: datetime | None, *, milliseconds: bool = True) -> str:
+    if value is None:
+        return "-"
+    text = to_utc_ms(value).strftime("%Y-%m-%d %H:%M:%S.%f")
+    return text[:-3] + "Z" if milliseconds else text[:-7]
 
 
 def short(text: str, width: int = SUMMARY_WIDTH) -> str:
@@ -67,23 +70,21 @@ def interval(start: int | None, end: int | None) -> str:
 
 
 def slices_table(views: Iterable[SliceView], *, title: str | None = None) -> Table:
+    """One row per slice; long ids fold rather than squeeze the summary out of a narrow terminal."""
     table = Table(title=title, title_justify="left")
-    for name, style in (
-        ("created (UTC)", "cyan"),
-        ("slice", "bold"),
-        ("unit", ""),
-        ("core", ""),
-        ("messages", ""),
-        ("summary", ""),
-    ):
-        table.add_column(name, style=style or None, no_wrap=name != "summary", overflow="fold")
+    table.add_column("created (UTC)", style="cyan", overflow="fold")
+    table.add_column("slice", style="bold", overflow="fold")
+    table.add_column("unit", overflow="fold")
+    table.add_column("core", overflow="fold")
+    table.add_column("messages", overflow="fold")
+    table.add_column("summary", overflow="fold")
     for view in views:
         table.add_row(
-            when(view.created_at),
+            when(view.created_at, milliseconds=False),
             view.id,
             view.unit_id,
             view.core_id,
-            f"{interval(view.start_index, view.end_index)} {view.message_count}",
+            interval(view.start_index, view.end_index),
             short(view.summary),
         )
     return table

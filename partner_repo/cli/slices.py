@@ -31,7 +31,6 @@ from partner_repo.cli.output import (
 from partner_repo.database import MongoDatabase
 from partner_repo.errors import InvalidCursor, InvalidInput
 from partner_repo.models import Message
-from partner_repo.units import MemoryUnitRepository
 
 MESSAGE_WIDTH = 100
 
@@ -189,13 +188,17 @@ def slice_stats(ctx: click.Context, core_id: str | None, days: int, largest: int
         echo_json(stats)
         return
     out = console()
-    out.print(
-        _fields(
-            ("core", stats.core_id or "(all cores)"),
-            ("units", str(stats.units)),
-            ("slices", str(stats.slices)),
-            ("messages", str(stats.messages)),
-        )
+    for renderable in stats_tables(stats):
+        out.print(renderable)
+
+
+def stats_tables(stats: MemoryStats, *, quiet_days: bool = False) -> list[Table]:
+    """Totals, slices per day (``quiet_days=True`` leaves out the days without slices), largest units."""
+    totals = _fields(
+        ("core", stats.core_id or "(all cores)"),
+        ("units", str(stats.units)),
+        ("slices", str(stats.slices)),
+        ("messages", str(stats.messages)),
     )
     peak = max((d.slices for d in stats.slices_per_day), default=0) or 1
     per_day = Table(title="slices per day (UTC)", title_justify="left")
@@ -203,8 +206,8 @@ def slice_stats(ctx: click.Context, core_id: str | None, days: int, largest: int
     per_day.add_column("slices", justify="right")
     per_day.add_column("")
     for day in stats.slices_per_day:
-        per_day.add_row(day.day.isoformat(), str(day.slices), "█" * round(20 * day.slices / peak))
-    out.print(per_day)
+        if day.slices or not quiet_days:
+            per_day.add_row(day.day.isoformat(), str(day.slices), "█" * round(20 * day.slices / peak))
     sizes = Table(title="largest units", title_justify="left")
     for name in ("unit", "core", "messages", "bytes", "of 16 MiB"):
         sizes.add_column(name, justify="left" if name in ("unit", "core") else "right", no_wrap=True)
@@ -216,7 +219,7 @@ def slice_stats(ctx: click.Context, core_id: str | None, days: int, largest: int
             f"{unit.size_bytes:,}",
             share(unit.share_of_limit),
         )
-    out.print(sizes)
+    return [totals, per_day, sizes]
 
 
 @click.group()
@@ -234,12 +237,11 @@ def show_unit(ctx: click.Context, unit_id: str, with_messages: bool, as_json: bo
 
     async def work() -> tuple[UnitView, list[Message] | None]:
         with usage_errors():
-            database = await open_admin(ctx)
-            view = await SliceQueries(database).unit(unit_id)
+            queries = SliceQueries(await open_admin(ctx))
+            view = await queries.unit(unit_id)
             if not with_messages:
                 return view, None
-            messages = await MemoryUnitRepository(database).messages_between(unit_id, 0, view.message_count)
-            return view, messages
+            return view, await queries.messages(unit_id, 0, view.message_count)
 
     view, messages = run_async(work)
     if as_json:

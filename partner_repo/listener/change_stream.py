@@ -52,7 +52,11 @@ UNAVAILABLE_CODES = frozenset({40573, 40324})
 DEAD_TOKEN_CODES = frozenset({286, 280, 260})
 """ChangeStreamHistoryLost, ChangeStreamFatalError, InvalidResumeToken: the token can never work again."""
 
-_ERROR_BACKOFF = Backoff(initial=0.5, multiplier=2.0, maximum=30.0)
+OPEN_FAILURES_BEFORE_GIVING_UP = 3
+"""Server errors in a row on opening from one token, of a kind not known to mean "dead token", after which
+the token is dropped anyway (and the listener catches up by scan)."""
+
+DEFAULT_BACKOFF = Backoff(initial=0.5, multiplier=2.0, maximum=30.0)
 _SLICE_KEY = re.compile(r"^slices\.(\d+)$")
 
 EventKind = Literal["slices", "resync", "none", "invalidate"]
@@ -138,6 +142,7 @@ class ChangeStreamSource:
         *,
         max_await_seconds: float,
         following: asyncio.Event | None = None,
+        backoff: Backoff = DEFAULT_BACKOFF,
     ) -> None:
         self._units = units
         self._checkpoints = checkpoints
@@ -148,6 +153,8 @@ class ChangeStreamSource:
         self._queued_token: Mapping[str, Any] | None = None
         self._position = _Position(None, None, catch_up=True)
         self._following = following or asyncio.Event()
+        self._open_failures: dict[str, int] = {}
+        self._backoff = backoff
 
     async def run(self, stopping: asyncio.Event) -> None:
         checkpoint = await self._checkpoints.group()
@@ -163,8 +170,12 @@ class ChangeStreamSource:
                 failures = 0
             except ChangeStreamUnavailable:
                 raise
+            except _TokenRejected as rejected:
+                recoveries += 1
+                await self._forget_token(rejected.error, recoveries, stopping)
+                continue
             except OperationFailure as exc:
-                if exc.code in UNAVAILABLE_CODES or "only supported on replica sets" in str(exc):
+                if _is_unavailable(exc):
                     raise ChangeStreamUnavailable(
                         f"change streams are not available: {describe(exc)}"
                     ) from exc
@@ -195,8 +206,24 @@ class ChangeStreamSource:
         if recoveries > 1:  # the fresh stream failed the same way: do not spin on the server
             await self._pause_after(exc, recoveries - 1, stopping)
 
+    def _rejects(self, token: Mapping[str, Any], exc: OperationFailure) -> bool:
+        """Whether the server refused to open a stream at ``token`` for good.
+
+        Known codes and messages say so at once. Any other server error on opening from the same token
+        counts too once it has happened :data:`OPEN_FAILURES_BEFORE_GIVING_UP` times in a row, so an
+        unforeseen rejection (a malformed token, a server-specific code) can never keep the listener
+        retrying a dead token; network errors are not server errors and never count.
+        """
+        if _is_unavailable(exc):
+            return False
+        if _token_is_dead(exc):
+            return True
+        key = repr(sorted(token.items()))
+        self._open_failures[key] = self._open_failures.get(key, 0) + 1
+        return self._open_failures[key] >= OPEN_FAILURES_BEFORE_GIVING_UP
+
     async def _pause_after(self, exc: Exception, failures: int, stopping: asyncio.Event) -> None:
-        delay = _ERROR_BACKOFF.delay(failures)
+        delay = self._backoff.delay(failures)
         logger.warning(
             "listener group %r: change stream failed (%s); reopening in %.1fs",
             self._checkpoints.group_name,
@@ -218,7 +245,14 @@ class ChangeStreamSource:
             key = "start_after" if position.kind == "start_after" else "resume_after"
             options[key] = position.token
         stream = self._units.watch(max_await_time_ms=self._max_await_ms, **options)
-        async with stream:
+        async with contextlib.AsyncExitStack() as stack:
+            try:
+                await stack.enter_async_context(stream)  # the aggregate that opens the stream
+            except OperationFailure as exc:
+                if position.token is not None and self._rejects(position.token, exc):
+                    raise _TokenRejected(exc) from exc
+                raise
+            self._open_failures.clear()
             if position.catch_up:
                 started = await self._scanner.scan(probe=False)
                 logger.info(
@@ -227,8 +261,13 @@ class ChangeStreamSource:
                     started,
                 )
                 self._position = _Position(position.token, position.kind, catch_up=False)
-                if position.token is not None:
-                    await self._commit_token(position.token, position.kind or "resume_after")
+            opened = stream.resume_token  # the post-batch token of an empty first batch, else the start token
+            if opened is not None and opened != self._queued_token:
+                kind: TokenKind = "resume_after"
+                if position.kind == "start_after" and opened == position.token:
+                    kind = "start_after"
+                self._position = _Position(opened, kind, catch_up=False)
+                await self._commit_token(opened, kind)
             self._following.set()
             while not stopping.is_set():
                 event = await stream.try_next()
@@ -284,8 +323,23 @@ class ChangeStreamSource:
         return save
 
 
+class _TokenRejected(Exception):
+    """Opening the stream from a token failed in a way that will not change: the token is dead."""
+
+    def __init__(self, error: OperationFailure) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
+def _is_unavailable(exc: OperationFailure) -> bool:
+    return exc.code in UNAVAILABLE_CODES or "only supported on replica sets" in str(exc)
+
+
 def _token_is_dead(exc: OperationFailure) -> bool:
     if exc.code in DEAD_TOKEN_CODES:
         return True
     text = str(exc).lower()
     return "resume token" in text or "resume of change stream was not possible" in text
+
+
+__all__: list[str] = []  # internal to the listener: nothing here is public API

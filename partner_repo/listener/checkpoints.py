@@ -3,8 +3,8 @@
 Per listener group it keeps two kinds of documents:
 
 - one *group* document: how the group started (``start_from``, whether the ``"now"`` baseline is complete),
-  the change stream's resume token (and whether it must be used as ``startAfter``, after an invalidate), and
-  the time of the last delivered slice;
+  the change stream's resume token (and whether it must be used as ``startAfter``, after an invalidate),
+  the time of the last delivered slice, and the group lease (its owner and heartbeat counter);
 - one *unit* document per memory unit the group has seen: the ids of the unit's slices every consumer has
   finished (``delivered``), the slices only some consumers have finished (``partial``: consumer, slice), the
   unit's core, and the unit fingerprint at which every slice was delivered.
@@ -98,6 +98,8 @@ class ListenerCheckpoints:
                     "token_kind": None,
                     "created_at": utc_now(),
                     "last_delivered_slice_at": None,
+                    "owner": None,
+                    "beat": 0,
                 }
             },
             upsert=True,
@@ -134,6 +136,42 @@ class ListenerCheckpoints:
                 ],
             },
             {"$set": {"last_delivered_slice_at": slice_created_at}},
+        )
+
+    # -- the group lease (see partner_repo.listener.lease) ---------------------------------------------------
+
+    async def claim(self, owner: str) -> bool:
+        """Take the group's lease if it is free (or already ours), beating once; True when we hold it."""
+        document = await self._collection.find_one_and_update(
+            {"_id": self._group_key(), "$or": [{"owner": None}, {"owner": owner}]},
+            {"$set": {"owner": owner}, "$inc": {"beat": 1}},
+        )
+        return document is not None
+
+    async def beat(self, owner: str) -> bool:
+        """Prove we are alive; False when the lease is no longer ours (another listener took it over)."""
+        result = await self._collection.update_one(
+            {"_id": self._group_key(), "owner": owner}, {"$inc": {"beat": 1}}
+        )
+        return bool(result.matched_count)
+
+    async def lease_state(self) -> tuple[str | None, int]:
+        """The lease's holder (None when free) and its heartbeat counter."""
+        document = await self._collection.find_one({"_id": self._group_key()}, {"owner": 1, "beat": 1})
+        document = document or {}
+        return document.get("owner"), int(document.get("beat") or 0)
+
+    async def take_over(self, owner: str, silent_owner: str | None, silent_beat: int) -> bool:
+        """Take the lease from a holder whose heartbeat stopped at ``silent_beat`` (only if it still has)."""
+        result = await self._collection.update_one(
+            {"_id": self._group_key(), "owner": silent_owner, "beat": silent_beat},
+            {"$set": {"owner": owner}, "$inc": {"beat": 1}},
+        )
+        return bool(result.matched_count)
+
+    async def release(self, owner: str) -> None:
+        await self._collection.update_one(
+            {"_id": self._group_key(), "owner": owner}, {"$set": {"owner": None}}
         )
 
     async def delete(self) -> int:
@@ -202,8 +240,8 @@ class ListenerCheckpoints:
     async def _upsert_unit(self, unit_id: str, core_id: str, update: dict[str, Any]) -> None:
         update = {**update}
         update["$setOnInsert"] = {"kind": "unit", "group": self._group, "unit_id": unit_id}
-        update.setdefault("$set", {})
-        update["$set"] = {**update["$set"], "core_id": core_id}
+        if core_id:
+            update["$set"] = {**update.get("$set", {}), "core_id": core_id}
         await self._collection.update_one({"_id": self._unit_key(unit_id)}, update, upsert=True)
 
     # -- keys --------------------------------------------------------------------------------------------
@@ -226,3 +264,6 @@ def _group_from(document: Mapping[str, Any]) -> GroupCheckpoint:
         created_at=stored_datetime(document.get("created_at")),
         last_delivered_slice_at=stored_datetime(document.get("last_delivered_slice_at")),
     )
+
+
+__all__ = ["GroupCheckpoint", "ListenerCheckpoints", "UnitProgress"]

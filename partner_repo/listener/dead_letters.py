@@ -15,6 +15,7 @@ from datetime import datetime
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
+from pymongo import ReturnDocument
 
 from partner_repo.clock import UtcDatetime, utc_now
 from partner_repo.database import MongoDatabase
@@ -86,7 +87,7 @@ class DeadLetterRepository:
                 },
             },
             upsert=True,
-            return_document=True,
+            return_document=ReturnDocument.AFTER,
         )
         return _letter(document)
 
@@ -180,8 +181,12 @@ async def replay_dead_letters(
 
 
 def describe(error: BaseException | str) -> str:
-    """``Type: message`` of an error, cut to :data:`ERROR_TEXT_LIMIT` characters."""
-    text = error if isinstance(error, str) else f"{type(error).__name__}: {error}"
+    """``Type: message`` of an error (``Type`` alone when it has no message), cut to
+    :data:`ERROR_TEXT_LIMIT` characters."""
+    if isinstance(error, str):
+        text = error
+    else:
+        text = f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
     return text[:ERROR_TEXT_LIMIT]
 
 
@@ -200,3 +205,6 @@ def _filter(group: str | None, consumer: str | None) -> dict[str, Any]:
 
 def _letter(document: Mapping[str, Any]) -> DeadLetter:
     return DeadLetter.model_validate({k: v for k, v in document.items() if k != "_id"})
+
+
+__all__ = ["DeadLetter", "DeadLetterRepository", "ReplayReport", "replay_dead_letters"]

@@ -50,3 +50,6 @@ print_consumer = PrintConsumer()
 
 logging_consumer = LoggingConsumer()
 """A :class:`LoggingConsumer` named ``log``."""
+
+
+__all__ = ["LoggingConsumer", "PrintConsumer"]

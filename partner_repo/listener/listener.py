@@ -25,6 +25,7 @@ from partner_repo.listener.dead_letters import (
     describe,
     replay_dead_letters,
 )
+from partner_repo.listener.lease import DEFAULT_LEASE_TTL, GroupLease, new_owner_id
 from partner_repo.listener.pipeline import DeliveryPipeline, ListenerLag
 from partner_repo.listener.polling import PollingSource, UnitScanner
 from partner_repo.listener.registry import AfterRollingRegistry
@@ -44,13 +45,15 @@ saved)."""
 class RollingListener:
     """Watches the database and hands every new slice, as a RollingResult, to the registry's consumers.
 
-    ``group`` names the checkpoint: listeners in different groups each get every slice. ``start_from`` only
-    matters the first time a group starts: ``"beginning"`` delivers every slice already stored (a backfill),
-    ``"now"`` only those appended after that first start. ``source="polling"`` skips change streams even
-    where they exist. A consumer is retried ``max_attempts`` times in all (waiting ``backoff`` between
-    tries) before a dead letter is written. At most ``max_pending`` slices are held in memory awaiting
-    delivery; beyond that the source waits (this is the one way a very slow consumer can slow the others).
-    ``stop()`` waits up to ``drain_timeout`` seconds for in-flight deliveries.
+    ``group`` names the checkpoint: listeners in different groups each get every slice, and of several
+    listeners in one group only the holder of the group's lease delivers (the others stand by and take over
+    after ``lease_ttl`` seconds of its silence). ``start_from`` only matters the first time a group starts:
+    ``"beginning"`` delivers every slice already stored (a backfill), ``"now"`` only those appended after
+    that first start. ``source="polling"`` skips change streams even where they exist. A consumer is tried
+    ``max_attempts`` times in all (waiting ``backoff`` between tries; a try longer than ``consume_timeout``
+    seconds, when set, counts as failed) before a dead letter is written. At most ``max_pending`` slices are
+    held in memory awaiting delivery; beyond that the source waits (the one way a very slow consumer can
+    slow the others). ``stop()`` waits up to ``drain_timeout`` seconds for in-flight deliveries.
     """
 
     def __init__(
@@ -65,13 +68,18 @@ class RollingListener:
         max_attempts: int = 5,
         backoff: Backoff | None = None,
         max_pending: int = 10_000,
+        consume_timeout: float | None = None,
         drain_timeout: float = 30.0,
+        lease_ttl: float = DEFAULT_LEASE_TTL,
     ) -> None:
         if not isinstance(registry, AfterRollingRegistry):
             raise InvalidInput(f"registry must be an AfterRollingRegistry, got {type(registry).__name__}")
         self._group = require_id(group, "group")
         _require_positive(poll_interval, "poll_interval")
         _require_positive(drain_timeout, "drain_timeout", allow_zero=True)
+        _require_positive(lease_ttl, "lease_ttl")
+        if consume_timeout is not None:
+            _require_positive(consume_timeout, "consume_timeout")
         if start_from not in ("beginning", "now"):
             raise InvalidInput(f"start_from must be 'beginning' or 'now', got {start_from!r}")
         if source not in ("auto", "polling"):
@@ -89,14 +97,18 @@ class RollingListener:
         self._max_attempts = max_attempts
         self._backoff = backoff or Backoff()
         self._max_pending = max_pending
+        self._consume_timeout = None if consume_timeout is None else float(consume_timeout)
         self._drain_timeout = float(drain_timeout)
         self._units = MemoryUnitRepository(database)
         self._checkpoints = ListenerCheckpoints(database, self._group)
         self._dead_letters = DeadLetterRepository(database)
+        self._lease = GroupLease(self._checkpoints, owner=new_owner_id(), ttl=float(lease_ttl))
         self._pipeline: DeliveryPipeline | None = None
         self._polling: PollingSource | None = None
         self._stopping = asyncio.Event()
+        self._term_over = asyncio.Event()
         self._source_ready = asyncio.Event()
+        self._active = False
         self._task: asyncio.Task[None] | None = None
 
     # -- lifecycle ---------------------------------------------------------------------------------------
@@ -111,8 +123,18 @@ class RollingListener:
 
     @property
     def source(self) -> str | None:
-        """``"change_stream"`` or ``"polling"`` while running, else None."""
+        """``"change_stream"`` or ``"polling"`` while delivering, else None (stopped, or standing by)."""
         return None if self._pipeline is None else self._pipeline.source
+
+    @property
+    def active(self) -> bool:
+        """Whether this listener holds its group's lease (a standby waits for the holder to go away)."""
+        return self._active
+
+    @property
+    def owner(self) -> str:
+        """This listener's id in the group lease (host:pid:random)."""
+        return self._lease.owner
 
     async def start(self) -> None:
         """Open the group's checkpoint (creating it on first use) and start delivering in the background."""
@@ -131,6 +153,7 @@ class RollingListener:
             )
         if checkpoint.baseline_pending:
             await self._take_history_as_delivered()
+        active = await self._lease.try_acquire()
         self._pipeline = DeliveryPipeline(
             self._checkpoints,
             self._units,
@@ -139,13 +162,21 @@ class RollingListener:
             max_attempts=self._max_attempts,
             backoff=self._backoff,
             max_pending=self._max_pending,
+            consume_timeout=self._consume_timeout,
             last_delivered_slice_at=checkpoint.last_delivered_slice_at,
         )
         self._pipeline.start()
         self._stopping = asyncio.Event()
+        self._term_over = asyncio.Event()
         self._source_ready = asyncio.Event()
+        self._active = active
         self._task = asyncio.create_task(self._run(self._pipeline), name=f"listener:{self._group}")
-        logger.info("listener group %r started with consumers %s", self._group, [c.name for c in consumers])
+        logger.info(
+            "listener group %r started with consumers %s%s",
+            self._group,
+            [c.name for c in consumers],
+            "" if self._active else " (standing by: another listener holds the group)",
+        )
 
     async def stop(self, *, drain_timeout: float | None = None) -> bool:
         """Stop reading, let in-flight deliveries finish and save the checkpoint.
@@ -158,6 +189,7 @@ class RollingListener:
         pipeline = self._pipeline
         deadline = time.monotonic() + (self._drain_timeout if drain_timeout is None else drain_timeout)
         self._stopping.set()
+        self._term_over.set()
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(asyncio.shield(self._task), max(deadline - time.monotonic(), 0))
         if not self._task.done():
@@ -166,6 +198,9 @@ class RollingListener:
             await self._task
         drained = await pipeline.drain(max(deadline - time.monotonic(), 0))
         await pipeline.close()
+        with contextlib.suppress(Exception):  # unreachable: a standby takes over after lease_ttl instead
+            await self._lease.release()
+        self._active = False
         if pipeline.last_delivered_slice_at is not None:
             with contextlib.suppress(Exception):
                 await self._checkpoints.save_last_delivered(pipeline.last_delivered_slice_at)
@@ -209,9 +244,10 @@ class RollingListener:
         if self._pipeline is None:
             return
         pipeline = self._pipeline
-        await self._source_ready.wait()
-        if self._polling is not None:
-            await self._polling.request_scan()
+        if self._active:
+            await self._source_ready.wait()
+            if self._polling is not None:
+                await self._polling.request_scan()
         await pipeline.wait_idle()
 
     async def dead_letters(self, consumer: str | None = None) -> list[DeadLetter]:
@@ -226,11 +262,45 @@ class RollingListener:
     # -- internals ---------------------------------------------------------------------------------------
 
     async def _run(self, pipeline: DeliveryPipeline) -> None:
-        """Run a source until stopping; a source that breaks is logged and started again, never lost."""
-        scanner = UnitScanner(self._units, self._checkpoints, pipeline)
+        """Hold the group's lease and run a source while holding it; stand by while another listener does."""
         use_stream = self._source_choice == "auto"
-        failures = 0
         while not self._stopping.is_set():
+            if not self._active:
+                pipeline.source = None
+                try:
+                    if not await self._lease.acquire(self._stopping):
+                        return
+                except Exception as exc:  # the database is unreachable: keep trying, never give up silently
+                    logger.warning(
+                        "listener group %r: cannot reach the group lease (%s)", self._group, describe(exc)
+                    )
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(self._stopping.wait(), self._lease.period)
+                    continue
+                pipeline.forget_progress()  # the other holder delivered meanwhile: re-read the checkpoints
+                self._active = True
+            self._term_over = asyncio.Event()
+            if self._stopping.is_set():
+                self._term_over.set()
+            self._source_ready.clear()
+            keeper = asyncio.create_task(self._lease.keep(self._term_over), name=f"lease:{self._group}")
+            try:
+                use_stream = await self._run_source(pipeline, self._term_over, use_stream)
+            finally:
+                keeper.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await keeper
+                self._polling = None
+            self._active = False
+
+    async def _run_source(
+        self, pipeline: DeliveryPipeline, stopping: asyncio.Event, use_stream: bool
+    ) -> bool:
+        """Run a source until ``stopping``; a source that breaks is logged and started again. Returns whether
+        change streams are still worth trying."""
+        scanner = UnitScanner(self._units, self._checkpoints, pipeline)
+        failures = 0
+        while not stopping.is_set():
             try:
                 if use_stream:
                     pipeline.source = ChangeStreamSource.name
@@ -241,13 +311,14 @@ class RollingListener:
                         scanner,
                         max_await_seconds=self._poll_interval,
                         following=self._source_ready,
+                        backoff=self._backoff,
                     )
-                    await stream.run(self._stopping)
+                    await stream.run(stopping)
                 else:
                     pipeline.source = PollingSource.name
-                    self._polling = PollingSource(scanner, self._poll_interval)
+                    self._polling = PollingSource(scanner, self._poll_interval, backoff=self._backoff)
                     self._source_ready.set()
-                    await self._polling.run(self._stopping)
+                    await self._polling.run(stopping)
             except ChangeStreamUnavailable as exc:
                 logger.info(
                     "listener group %r: %s; polling every %.2fs instead",
@@ -268,7 +339,8 @@ class RollingListener:
                     delay,
                 )
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._stopping.wait(), delay)
+                    await asyncio.wait_for(stopping.wait(), delay)
+        return use_stream
 
     async def _take_history_as_delivered(self) -> None:
         """First start of a ``start_from="now"`` group: every slice stored now counts as delivered."""
@@ -291,3 +363,6 @@ def _require_positive(value: object, name: str, *, allow_zero: bool = False) -> 
         raise InvalidInput(f"{name} must be a number of seconds, got {type(value).__name__}")
     if value < 0 or (value == 0 and not allow_zero):
         raise InvalidInput(f"{name} must be {'non-negative' if allow_zero else 'positive'}, got {value}")
+
+
+__all__ = ["RollingListener"]

@@ -44,3 +44,6 @@ def registry_from_paths(paths: list[str]) -> AfterRollingRegistry:
     for path in paths:
         registry.register(load_consumer(path))
     return registry
+
+
+__all__ = ["load_consumer"]

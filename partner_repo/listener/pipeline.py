@@ -107,6 +107,7 @@ class DeliveryPipeline:
         max_attempts: int,
         backoff: Backoff,
         max_pending: int,
+        consume_timeout: float | None = None,
         last_delivered_slice_at: datetime | None = None,
     ) -> None:
         self._checkpoints = checkpoints
@@ -116,6 +117,7 @@ class DeliveryPipeline:
         self._max_attempts = max_attempts
         self._backoff = backoff
         self._max_pending = max_pending
+        self._consume_timeout = consume_timeout
         self._queues: dict[str, asyncio.Queue[_Delivery]] = {c.name: asyncio.Queue() for c in consumers}
         self._in_flight: dict[str, _Delivery] = {}
         self._progress: OrderedDict[str, UnitProgress] = OrderedDict()
@@ -152,9 +154,10 @@ class DeliveryPipeline:
 
     async def close(self) -> None:
         """Stop the consumer and commit tasks (an unfinished delivery is simply not checkpointed)."""
-        for task in self._tasks:
+        tasks = [*self._tasks, *self._completions]
+        for task in tasks:
             task.cancel()
-        for task in self._tasks:
+        for task in tasks:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
         self._tasks.clear()
@@ -198,6 +201,12 @@ class DeliveryPipeline:
         else:
             self._progress.move_to_end(unit_id)
         return progress
+
+    def forget_progress(self) -> None:
+        """Drop the cached progress of units with nothing in flight (another listener may have moved it)."""
+        busy = {d.unit_id for d in self._in_flight.values()}
+        for unit_id in [u for u in self._progress if u not in busy]:
+            del self._progress[unit_id]
 
     async def offer(
         self,
@@ -305,7 +314,7 @@ class DeliveryPipeline:
         error: Exception | None = None
         for attempt in range(1, self._max_attempts + 1):
             try:
-                await consumer.consume(result)
+                await asyncio.wait_for(consumer.consume(result), self._consume_timeout)
                 return
             except Exception as exc:
                 error = exc
@@ -449,3 +458,6 @@ def fingerprint_commit(
             progress.fingerprint = fingerprint
 
     return save
+
+
+__all__ = ["ListenerLag"]

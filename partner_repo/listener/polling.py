@@ -36,7 +36,7 @@ FULL_SCAN_INTERVAL = 300.0
 SCAN_PAGE = 256
 """Changed units read (outlined) per page of a pass; within a page, units whose slices are older go first."""
 
-_ERROR_BACKOFF = Backoff(initial=0.5, multiplier=2.0, maximum=30.0)
+DEFAULT_BACKOFF = Backoff(initial=0.5, multiplier=2.0, maximum=30.0)
 
 
 class UnitScanner:
@@ -89,11 +89,17 @@ class PollingSource:
     name = "polling"
 
     def __init__(
-        self, scanner: UnitScanner, interval: float, *, full_scan_interval: float = FULL_SCAN_INTERVAL
+        self,
+        scanner: UnitScanner,
+        interval: float,
+        *,
+        full_scan_interval: float = FULL_SCAN_INTERVAL,
+        backoff: Backoff = DEFAULT_BACKOFF,
     ):
         self._scanner = scanner
         self._interval = interval
         self._full_scan_interval = full_scan_interval
+        self._backoff = backoff
         self._wake = asyncio.Event()
         self._waiting: list[asyncio.Future[None]] = []
 
@@ -117,7 +123,7 @@ class PollingSource:
                 raise
             except Exception as exc:
                 failures += 1
-                delay = _ERROR_BACKOFF.delay(failures)
+                delay = self._backoff.delay(failures)
                 logger.warning("listener: polling pass failed (%s); next pass in %.1fs", describe(exc), delay)
                 self._waiting.extend(waiting)
                 await _sleep_until(stopping, self._wake, delay)
@@ -161,3 +167,6 @@ def _as_int(value: Any) -> int:
 def _oldest_first(outline: UnitOutline) -> tuple[Any, ...]:
     times = [s.created_at for s in outline.slices if s.created_at is not None]
     return (max(times) if times else None) is None, max(times) if times else 0, outline.id
+
+
+__all__: list[str] = []  # internal to the listener: nothing here is public API

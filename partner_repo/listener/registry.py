@@ -43,7 +43,7 @@ class AfterRollingRegistry:
             raise InvalidInput(
                 f"a consumer needs a `name` and an `async consume(result)`, got {type(consumer).__name__}"
             )
-        name = consumer_name(consumer)
+        name = _consumer_name(consumer)
         for existing in self._consumers:
             if existing is consumer:
                 return
@@ -91,9 +91,12 @@ class AfterRollingRegistry:
         return failed
 
 
-def consumer_name(consumer: AfterRolling) -> str:
+def _consumer_name(consumer: AfterRolling) -> str:
     """The consumer's name, checked: a non-blank string."""
     name = getattr(consumer, "name", None)
     if not isinstance(name, str) or not name.strip():
         raise InvalidInput(f"consumer {consumer!r} needs a non-blank string `name`, got {name!r}")
     return name
+
+
+__all__ = ["AfterRolling", "AfterRollingRegistry"]

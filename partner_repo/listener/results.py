@@ -35,3 +35,6 @@ async def load_stored_result(
     if piece is None:
         return None
     return await load_result(units, unit_id, core_id, piece)
+
+
+__all__: list[str] = []  # internal to the listener: nothing here is public API

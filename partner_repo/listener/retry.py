@@ -31,3 +31,6 @@ class Backoff:
         base = min(self.initial * self.multiplier ** max(retry - 1, 0), self.maximum)
         spread = base * self.jitter
         return max(base + random.uniform(-spread, spread), 0.0)
+
+
+__all__ = ["Backoff"]

@@ -142,6 +142,8 @@ async def test_stats_of_one_core_and_the_recent_days_use_indexes(populated: Any)
 
 
 async def test_the_check_walk_reads_through_the_id_index(populated: Any) -> None:
-    plan = await explain_find(populated, {"_id": {"$gt": "unit-10"}}, sort={"_id": 1}, limit=100)
+    plan = await explain_find(
+        populated, {"_id": {"$type": "string", "$gt": "unit-10"}}, sort={"_id": 1}, limit=100
+    )
 
     assert_index_served(plan)

@@ -65,8 +65,10 @@ def quick_listener(database: Any, registry: AfterRollingRegistry, **options: Any
 
 
 def messages(count: int, label: str = "m") -> list[Message]:
-    return [Message(role="user" if i % 2 == 0 else "assistant", content=f"{label}{next(_counter)}")
-            for i in range(count)]
+    return [
+        Message(role="user" if i % 2 == 0 else "assistant", content=f"{label}{next(_counter)}")
+        for i in range(count)
+    ]
 
 
 async def append(
@@ -86,10 +88,10 @@ async def append(
     )
 
 
-async def eventually(check: Callable[[], bool], *, timeout: float = 5.0) -> None:
-    """Wait until ``check()`` holds (for change-stream deliveries, which flush cannot force)."""
+async def eventually(check: Callable[[], bool], *, within: float = 5.0) -> None:
+    """Wait until ``check()`` holds (for deliveries ``flush`` cannot force, such as a consumer still busy)."""
     loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
+    deadline = loop.time() + within
     while not check():
         if loop.time() > deadline:
             raise AssertionError("condition not reached in time")

@@ -306,8 +306,8 @@ async def test_a_second_repair_has_nothing_to_do(database: Any) -> None:
     assert report.repaired == [] and report.failed == [] and report.units_checked == 1
 
 
-async def test_repair_racing_appends_loses_no_message(racy_db: Any) -> None:
-    await versioned_raw(racy_db, "busy", message_count=99, slices=[piece("s0", 0, 2, 0)])
+async def test_repair_racing_appends_loses_no_message_and_no_slice(racy_db: Any) -> None:
+    await versioned_raw(racy_db, "busy", slices=[None, piece("s0", 0, 2, None)])
     units = MemoryUnitRepository(racy_db)
 
     async def appender() -> None:
@@ -316,8 +316,35 @@ async def test_repair_racing_appends_loses_no_message(racy_db: Any) -> None:
 
     report, _ = await asyncio.gather(UnitChecker(racy_db).repair(), appender())
 
-    assert report.ok
+    assert report.ok and [r.unit_id for r in report.repaired] == ["busy"]
     unit = await units.get("busy")
     assert unit is not None
     assert [m.content for m in unit.conversation_messages][2:] == [f"new {n}" for n in range(5)]
+    appended = {s.summary: (s.start_index, s.end_index) for s in unit.complete_slices() if s.summary != "s"}
+    assert appended == {f"new {n}": (2 + n, 3 + n) for n in range(5)}
     assert (await UnitChecker(racy_db).check()).ok
+
+
+async def test_slice_queries_offers_check_and_repair_too(database: Any) -> None:
+    await versioned_raw(database, "bad", updated_at=None)
+    queries = SliceQueries(database)
+
+    assert [u.unit_id for u in (await queries.check()).units] == ["bad"]
+    assert [u.unit_id for u in (await queries.repair()).repaired] == ["bad"]
+    assert (await queries.check()).ok
+
+
+async def test_check_reads_units_whose_id_is_not_a_string_too(database: Any) -> None:
+    from bson import ObjectId
+
+    for n in range(3):
+        await versioned_raw(database, f"u{n}")
+    odd = raw_unit("placeholder")
+    odd["_id"] = ObjectId()
+    await insert_raw(database, odd)
+
+    report = await UnitChecker(database, batch_units=2).check()
+
+    assert report.units_checked == 4
+    (found,) = report.units
+    assert found.unit_id == str(odd["_id"]) and not found.repairable

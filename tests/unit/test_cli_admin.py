@@ -244,7 +244,7 @@ def test_import_state_imports_a_partner_directory_and_reports(cli_db: Any, tmp_p
 def test_import_state_of_a_missing_directory_is_a_usage_error(cli_db: Any, tmp_path: Path) -> None:
     result = run("import-state", str(tmp_path / "nope"))
 
-    assert result.exit_code == 2 and "does not exist" in result.output
+    assert result.exit_code == 2 and "is not a directory" in result.output
 
 
 def test_import_state_shows_a_progress_bar_for_large_directories(

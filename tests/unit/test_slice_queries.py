@@ -189,3 +189,14 @@ async def test_units_without_slices_do_not_appear(database: Any) -> None:
     await seed_unit(database, "empty", "c", [])
 
     assert (await SliceQueries(database).find()).items == []
+
+
+async def test_messages_reads_a_range_of_a_units_messages(seeded: Any) -> None:
+    queries = SliceQueries(seeded)
+
+    messages = await queries.messages("u1", 1, 3)
+
+    assert [m.content for m in messages] == ["u1/a1 message 1", "u1/a2 message 0"]
+    assert await queries.messages("u1", 3, 3) == []
+    with pytest.raises(NotFound, match="no unit 'nobody'"):
+        await queries.messages("nobody", 0, 1)

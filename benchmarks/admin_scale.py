@@ -1,0 +1,159 @@
+"""Section 5: admin ``find`` over a large slice collection: the first page against a deep page.
+
+100,000 slices in 2,000 units (50 slices of 2 messages each, their times interleaved across units, as units
+filled side by side), stored in bulk as the repository stores units. The walk to depth 10,000 uses the largest
+page (500) and checks it returns every slice once, in order; then the first page and the page at depth 10,000
+(the same page size) are timed. Keyset pagination must make both cost the same: the target is deep/first
+<= 1.5x. Runs against ``MONGODB_URI`` when set, on the embedded backend otherwise.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+import uuid
+from datetime import datetime, timedelta
+from typing import Any
+
+from benchmarks.backends import describe, mongodb_uri, motor_database
+from benchmarks.common import Row, Scale, SectionResult
+from benchmarks.workload import conversation, unit_with_slices
+from partner_repo import in_memory_database, init_repository
+from partner_repo.admin.queries import MAX_LIMIT, SliceQueries
+from partner_repo.clock import utc_now
+from partner_repo.indexes import UNITS
+from partner_repo.storage import unit_document
+
+TARGET = 1.5
+CORES = 100
+BATCH = 200
+
+
+async def run(scale: Scale) -> list[SectionResult]:
+    uri = mongodb_uri()
+    if uri is None:
+        # mongomock never uses an index to answer a query, but checks every unique index against every stored
+        # document on each insert, which makes a bulk load quadratic: the embedded run goes without indexes.
+        database = await init_repository(
+            in_memory_database(f"bench_{uuid.uuid4().hex[:8]}"), create_indexes=False
+        )
+        result = await _measure(scale, database, describe("memory"))
+        result.notes.append(
+            "embedded backend initialized without indexes (mongomock answers queries by scanning)"
+        )
+        return [result]
+    async with motor_database(uri) as database:
+        return [await _measure(scale, database, describe("mongodb", uri))]
+
+
+async def seed(database: Any, scale: Scale, numbers: range, base: datetime) -> float:
+    """Store units ``numbers`` (of ``admin_units``, ``admin_slices_per_unit`` slices each) in bulk; seconds.
+
+    Slice ``j`` of unit ``u`` is created at ``base + (j * admin_units + u)`` seconds: every unit fills side by
+    side, so the newest slices are spread over all units, as in a store serving many sessions.
+    """
+    started = time.perf_counter()
+    messages = conversation(scale.admin_slices_per_unit * 2, seed=13)
+    step = timedelta(seconds=1)
+    batch = []
+    for number in numbers:
+        unit = unit_with_slices(
+            f"scale-u{number:06d}",
+            f"scale-core-{number % CORES:03d}",
+            messages,
+            messages_per_slice=2,
+            first_slice_at=base + number * step,
+            slice_every=step * scale.admin_units,
+        )
+        batch.append(unit_document(unit))
+        if len(batch) == BATCH:
+            await database[UNITS].insert_many(batch)
+            batch = []
+    if batch:
+        await database[UNITS].insert_many(batch)
+    return time.perf_counter() - started
+
+
+async def _measure(scale: Scale, database: Any, backend: str) -> SectionResult:
+    total = scale.admin_units * scale.admin_slices_per_unit
+    base = utc_now() - timedelta(days=60)
+    tenth = max(scale.admin_units // 10, 1)
+    queries = SliceQueries(database)
+    seeding_s = await seed(database, scale, range(tenth), base)
+    small = await _time(lambda: queries.find(limit=scale.admin_page), scale.admin_repeats)
+    seeding_s += await seed(database, scale, range(tenth, scale.admin_units), base)
+
+    walked, cursor, walk_s = await _walk(queries, scale.admin_depth)
+    first = await _time(lambda: queries.find(limit=scale.admin_page), scale.admin_repeats)
+    deep = await _time(lambda: queries.find(limit=scale.admin_page, after=cursor), scale.admin_repeats)
+    ratio = deep["median_s"] / first["median_s"]
+
+    result = SectionResult(key="admin", title="5. Admin find: first page vs deep page", backend=backend)
+    result.rows.append(
+        Row(
+            f"find, page of {scale.admin_page}, over {total:,} slices in {scale.admin_units:,} units",
+            f"first {first['median_s'] * 1000:,.1f} ms, after {walked:,} slices "
+            f"{deep['median_s'] * 1000:,.1f} ms; deep/first = {ratio:.2f}x",
+            f"<= {TARGET}x",
+            ratio <= TARGET,
+        )
+    )
+    growth = first["median_s"] / small["median_s"]
+    result.rows.append(
+        Row(
+            f"first page as the collection grows {scale.admin_units // tenth}x "
+            f"({tenth * scale.admin_slices_per_unit:,} -> {total:,} slices)",
+            f"{small['median_s'] * 1000:,.1f} ms -> {first['median_s'] * 1000:,.1f} ms ({growth:.1f}x)",
+        )
+    )
+    result.raw = {
+        "slices": total,
+        "units": scale.admin_units,
+        "cores": CORES,
+        "seed_seconds": seeding_s,
+        "walked_slices": walked,
+        "walk_seconds": walk_s,
+        "walk_page_size": MAX_LIMIT,
+        "page_size": scale.admin_page,
+        "first_page_at_a_tenth": small,
+        "first_page_growth": growth,
+        "first_page": first,
+        "deep_page": deep,
+        "deep_over_first": ratio,
+    }
+    result.notes.append(
+        f"seeded {total:,} slices in {seeding_s:.1f} s (insert_many of stored unit documents); walked "
+        f"{walked:,} slices in pages of {MAX_LIMIT} in {walk_s:.1f} s, every slice once and in order"
+    )
+    return result
+
+
+async def _walk(queries: SliceQueries, depth: int) -> tuple[int, str | None, float]:
+    """Follow ``next_cursor`` until ``depth`` slices were returned; checks order and uniqueness on the way."""
+    started = time.perf_counter()
+    seen: set[str] = set()
+    previous: tuple[Any, str] | None = None
+    cursor = None
+    while len(seen) < depth:
+        page = await queries.find(limit=min(MAX_LIMIT, depth - len(seen)), after=cursor)
+        for item in page.items:
+            key = (item.created_at, item.id or "")
+            if item.id in seen or (previous is not None and key > previous):
+                raise AssertionError(f"the walk returned slice {item.id!r} twice or out of order")
+            seen.add(item.id or "")
+            previous = key
+        cursor = page.next_cursor
+        if cursor is None:
+            break
+    return len(seen), cursor, time.perf_counter() - started
+
+
+async def _time(query: Any, repeats: int) -> dict[str, Any]:
+    durations = []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        page = await query()
+        durations.append(time.perf_counter() - started)
+        if not page.items:
+            raise AssertionError("a timed page came back empty")
+    return {"median_s": statistics.median(durations), "runs_s": durations}

@@ -1,0 +1,135 @@
+"""Section 4: appends per second under concurrent writers, and how often the optimistic path retries.
+
+W writers append to one unit at once (W = 1, 8, 32), then 32 writers append to 32 different units. An append
+reads the unit's head and pushes guarded by the version it read; a writer that lost the race re-reads and
+pushes again. Every attempt sends one update, so retries = update commands - appends, counted from the
+driver calls (the embedded backend's call counter, or command monitoring on a server); the library needs no
+hook for it. After each run the unit is checked: every message stored once and the slices tiling them.
+
+On the embedded backend each call is wrapped so it yields to the event loop before and after, as a network
+round trip would (``benchmarks.backends.YieldingDatabase``); without it mongomock-motor answers synchronously,
+writers never interleave, and no race (so no retry) could ever happen.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+from benchmarks.backends import (
+    YieldingDatabase,
+    describe,
+    memory_database,
+    mongodb_uri,
+    motor_database,
+    scripted_server,
+)
+from benchmarks.common import Row, Scale, SectionResult
+from benchmarks.monitor import WireMeter
+from benchmarks.workload import conversation, seed_unit
+from partner_repo import MemoryUnitRepository
+
+SEEDED_MESSAGES = 10
+
+
+async def run(scale: Scale) -> list[SectionResult]:
+    results = []
+    async with memory_database() as database:
+        yielding = YieldingDatabase(database)
+        results.append(
+            await _measure(
+                scale,
+                yielding,
+                lambda: yielding.calls.get("update_one", 0),
+                describe("memory") + ", every call yielding to the event loop",
+            )
+        )
+    with scripted_server() as uri:
+        results.append(await _on_server(scale, uri, describe("wire")))
+    uri = mongodb_uri()
+    if uri is not None:
+        results.append(await _on_server(scale, uri, describe("mongodb", uri)))
+    return results
+
+
+async def _on_server(scale: Scale, uri: str, backend: str) -> SectionResult:
+    meter = WireMeter()
+    updates = {"count": 0}
+
+    class UpdateCounter(WireMeter):
+        def started(self, event: Any) -> None:
+            if event.command_name == "update" and event.command.get("update") == "memory_units":
+                updates["count"] += 1
+
+    async with motor_database(uri, listeners=[meter, UpdateCounter()], maxPoolSize=64) as database:
+        return await _measure(scale, database, lambda: updates["count"], backend)
+
+
+async def _measure(scale: Scale, database: Any, updates: Callable[[], int], backend: str) -> SectionResult:
+    result = SectionResult(key="concurrency", title="4. Concurrent appends", backend=backend)
+    repository = MemoryUnitRepository(database)
+    turn = [m.model_dump() for m in conversation(2, seed=11)]
+    per_writer = scale.concurrency_appends_per_writer
+    runs: dict[str, Any] = {}
+    most = max(scale.concurrency_writers)
+    for count, units in (*((writers, 1) for writers in scale.concurrency_writers), (most, most)):
+        unit_ids = [f"conc-{uuid.uuid4().hex[:10]}" for _ in range(units)]
+        for unit_id in unit_ids:
+            await seed_unit(
+                database, unit_id, "bench-core", conversation(SEEDED_MESSAGES, seed=12), messages_per_slice=10
+            )
+
+        async def writer(number: int, unit_ids: list[str] = unit_ids) -> None:
+            unit_id = unit_ids[number % len(unit_ids)]
+            for step in range(per_writer):
+                await repository.append(unit_id, turn, f"writer {number} step {step}", core_id="bench-core")
+
+        before = updates()
+        started = time.perf_counter()
+        await asyncio.gather(*(writer(n) for n in range(count)))
+        elapsed = time.perf_counter() - started
+        appends = count * per_writer
+        retries = updates() - before - appends
+        intact = all([await _intact(repository, unit_id) for unit_id in unit_ids])
+        key = f"{count} writer{'s' if count > 1 else ''}, {units} unit{'s' if units > 1 else ''}"
+        runs[key] = {
+            "writers": count,
+            "units": units,
+            "appends": appends,
+            "seconds": elapsed,
+            "appends_per_s": appends / elapsed,
+            "retries": retries,
+            "retries_per_append": retries / appends,
+            "units_intact": intact,
+        }
+        result.rows.append(
+            Row(
+                key,
+                f"{appends / elapsed:,.0f} appends/s; {retries / appends:.2f} retries/append"
+                + ("" if intact else "; UNIT DAMAGED"),
+                "every message stored once",
+                intact,
+            )
+        )
+    result.raw = {"appends_per_writer": per_writer, "runs": runs}
+    result.notes.append(
+        f"each writer appends {per_writer} turns of 2 messages; retries = update commands - appends"
+    )
+    return result
+
+
+async def _intact(repository: MemoryUnitRepository, unit_id: str) -> bool:
+    """Every message stored once: the slices (kept in creation-time order) tile the messages, without gaps or
+    overlaps, when ordered by their intervals."""
+    unit = await repository.get(unit_id)
+    if unit is None:
+        return False
+    expected = 0
+    for piece in sorted(unit.complete_slices(), key=lambda s: s.start_index or 0):
+        if piece.start_index != expected or (piece.end_index or 0) <= expected:
+            return False
+        expected = piece.end_index or 0
+    return expected == len(unit.conversation_messages)

@@ -1,0 +1,266 @@
+"""Turning section results into the rich table, the JSON file and the markdown page."""
+
+from __future__ import annotations
+
+import os
+import platform
+import sys
+from datetime import UTC, datetime
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from benchmarks.common import Row, SectionResult, verdict
+
+PACKAGES = (
+    "partner-repo",
+    "motor",
+    "pymongo",
+    "beanie",
+    "pydantic",
+    "pydantic-core",
+    "mongomock",
+    "mongomock-motor",
+    "mockupdb",
+)
+NOTE = "Absolute times vary by machine and load; the ratios (and command/byte counts) are the claim."
+README_START = "<!-- benchmarks:start -->"
+README_END = "<!-- benchmarks:end -->"
+
+_SECTION_TEXT = """\
+1. **Wire cost vs unit size**: the real Motor driver with pymongo command monitoring, against a scripted
+   standalone MongoDB (`benchmarks/wire_server.py`: mockupdb on the socket, replies computed by running
+   each command on an in-memory store, in MongoDB's reply shapes; commands it cannot answer faithfully
+   are refused) and against `MONGODB_URI` when set. Units of 10, 1,000 and 10,000 messages; per
+   operation the command sequence and the BSON bytes of commands and replies. `get` is a control: it
+   reads the whole unit on purpose, so its bytes must grow, which shows the meter would catch an O(unit)
+   operation.
+2. **Library CPU vs the raw driver**: library call and hand-written Motor call alternated in batches,
+   ratio of process CPU time per round, median and interquartile range. Backends: the embedded
+   mongomock-motor database (its own work is in-process CPU and counts on both sides), the real driver
+   against the scripted server in a child process (the closest to a real server here: this process's CPU
+   is only library and driver) and `MONGODB_URI` when set. `append` makes two round trips by design
+   (read the head, push guarded by the version read: optimistic concurrency without a lock); the row
+   *append vs same round trips* gives the raw side the same two round trips, isolating the library's own
+   CPU (validation, slice building, size accounting). `get` builds validated pydantic models for every
+   message: its cost over `find_one` is model construction plus the garbage collector's work on the new
+   objects, which grows with the process heap.
+3. **Listener**: polling path on the embedded backend with a no-op consumer: backfill throughput of a
+   new group, and append-to-consume latency at a steady append rate with the stated poll interval.
+4. **Concurrency**: 1, 8 and 32 writers appending to one unit, and 32 writers on 32 units; retries =
+   update commands - appends. On the embedded backend every call yields to the event loop (as a round
+   trip would), otherwise writers could not interleave. Each run checks that every message is stored
+   once and the slices tile the unit.
+5. **Admin query scale**: 100,000 slices in 2,000 units, seeded in bulk; a walk to depth 10,000 checks
+   every slice comes once and in order; first page vs the page at depth 10,000 (target: deep/first
+   <= 1.5x), and the first page when the collection held a tenth of the slices (how a page's cost grows
+   with the collection). `MONGODB_URI` when set, the embedded backend otherwise (no indexes; mongomock
+   copies every unwound document, so its absolute times are slow and say nothing about a server). A page
+   is one aggregation that selects the units holding matching slices, unwinds their slices and keeps the
+   first page of them in sort order; the keyset bound trims what is unwound, so a page's cost follows the
+   number of matching slices left after the cursor, which the growth row makes visible.
+""".splitlines()
+
+
+def machine() -> dict[str, Any]:
+    return {
+        "platform": platform.platform(),
+        "machine": platform.machine(),
+        "cpu": _cpu_model(),
+        "cpu_count": os.cpu_count(),
+        "memory_gib": _memory_gib(),
+        "python": f"{platform.python_implementation()} {platform.python_version()}",
+    }
+
+
+def versions() -> dict[str, str | None]:
+    found: dict[str, str | None] = {}
+    for package in PACKAGES:
+        try:
+            found[package] = version(package)
+        except PackageNotFoundError:
+            found[package] = None
+    return found
+
+
+def document(results: list[SectionResult], scale: str, started: datetime, seconds: float) -> dict[str, Any]:
+    """The JSON file: every raw figure, with what and where it was measured."""
+    sections: dict[str, list[dict[str, Any]]] = {}
+    for result in results:
+        sections.setdefault(result.key, []).append(result.as_dict())
+    checks = [(r, row) for r in results for row in r.rows if row.passed is not None]
+    return {
+        "generated_at": started.isoformat(),
+        "duration_seconds": seconds,
+        "scale": scale,
+        "note": NOTE,
+        "command": " ".join(["python -m benchmarks", *sys.argv[1:]]),
+        "machine": machine(),
+        "versions": versions(),
+        "backends": sorted({r.backend for r in results}),
+        "targets": {
+            "met": sum(1 for _, row in checks if row.passed),
+            "missed": [f"{r.title} [{r.backend}]: {row.measurement}" for r, row in checks if not row.passed],
+        },
+        "sections": sections,
+    }
+
+
+def print_tables(console: Console, results: list[SectionResult]) -> None:
+    for result in results:
+        table = Table(
+            title=f"{result.title}\n[dim]{result.backend}[/dim]", title_justify="left", expand=False
+        )
+        table.add_column("Measurement", overflow="fold")
+        table.add_column("Result", overflow="fold")
+        table.add_column("Target")
+        table.add_column("", justify="center")
+        for row in result.rows:
+            table.add_row(row.measurement, row.value, row.target, _styled(row))
+        console.print(table)
+        for note in result.notes:
+            console.print(f"  [dim]{note}[/dim]")
+        console.print()
+
+
+def markdown(results: list[SectionResult], data: dict[str, Any]) -> str:
+    """The whole docs/benchmarks.md page: how to run, the latest table, how each figure is measured."""
+    missed = data["targets"]["missed"]
+    lines = [
+        "# Benchmarks",
+        "",
+        "The suite measures the library's cost claims: an operation costs O(increment) on the wire, never",
+        "O(unit); the CPU the library adds to the driver; the listener's throughput and latency; concurrent",
+        "writers; admin pages at depth and at scale. Run it from the repository root:",
+        "",
+        "```bash",
+        "python -m benchmarks            # full run; prints the tables, writes benchmarks/results/*.json",
+        "python -m benchmarks --quick    # tiny sizes, seconds: every path, no meaningful figures",
+        "python -m benchmarks --sections wire,overhead --output out.json --check  # 1 if a target is missed",
+        "MONGODB_URI=mongodb://... python -m benchmarks   # adds a real server where a section supports it",
+        "```",
+        "",
+        "`--markdown docs/benchmarks.md --readme README.md` rewrites this page and the README excerpt. The",
+        "default test command does not run the benchmarks; `tests/test_benchmarks_smoke.py` runs each once",
+        "at the tiny size so they do not rot.",
+        "",
+        "## Latest run",
+        "",
+        summary_line(data),
+        "",
+        f"> {NOTE}",
+        "",
+        table_markdown(results),
+        "",
+        f"Targets met: {data['targets']['met']}, missed: {len(missed)}.",
+        *(f"- Missed: {item}" for item in missed),
+        "",
+        "Versions: " + ", ".join(f"{name} {v}" for name, v in data["versions"].items() if v) + ".",
+        "",
+        "## What each section measures",
+        "",
+        *_SECTION_TEXT,
+        "",
+        "## Notes from the run",
+        "",
+    ]
+    seen: set[str] = set()
+    for result in results:
+        for note in result.notes:
+            line = f"- {result.title} ({_short_backend(result.backend)}): {note}"
+            if note not in seen:
+                seen.add(note)
+                lines.append(line)
+    return "\n".join(lines) + "\n"
+
+
+def readme_excerpt(results: list[SectionResult], data: dict[str, Any]) -> str:
+    """What the README shows between its benchmark markers: the table, the note, a link to the details."""
+    return "\n".join(
+        [
+            summary_line(data),
+            f"{NOTE} How each figure is measured, and how to run the suite (`python -m benchmarks`): "
+            "[docs/benchmarks.md](docs/benchmarks.md).",
+            "",
+            table_markdown(results),
+        ]
+    )
+
+
+def replace_between_markers(text: str, body: str, start: str = README_START, end: str = README_END) -> str:
+    """``text`` with what lies between the two marker lines replaced by ``body``."""
+    if start not in text or end not in text or text.index(start) > text.index(end):
+        raise ValueError(f"the markers {start} and {end} are missing or out of order")
+    head, rest = text.split(start, 1)
+    _, tail = rest.split(end, 1)
+    return f"{head}{start}\n{body.strip()}\n{end}{tail}"
+
+
+def summary_line(data: dict[str, Any]) -> str:
+    info = data["machine"]
+    return (
+        f"Measured {data['generated_at'][:10]} with `{data['command']}` ({data['scale']} scale, "
+        f"{data['duration_seconds'] / 60:.0f} min) on {info['cpu'] or info['machine']} "
+        f"({info['cpu_count']} CPUs shared with other work, {info['memory_gib']} GiB), {info['python']}."
+    )
+
+
+def table_markdown(results: list[SectionResult]) -> str:
+    """One markdown table of every row, with its section and backend."""
+    lines = ["| Section | Backend | Measurement | Result | Target | |", "|---|---|---|---|---|---|"]
+    for result in results:
+        for row in result.rows:
+            cells = [result.title, _short_backend(result.backend), row.measurement, row.value, row.target]
+            lines.append("| " + " | ".join(_cell(c) for c in cells) + f" | {verdict(row.passed)} |")
+    return "\n".join(lines)
+
+
+def write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+
+
+def default_output(started: datetime) -> Path:
+    stamp = started.astimezone(UTC).strftime("%Y%m%dT%H%M%SZ")
+    return Path(__file__).resolve().parent / "results" / f"benchmark-{stamp}.json"
+
+
+def _styled(row: Row) -> str:
+    if row.passed is None:
+        return ""
+    return "[green]PASS[/green]" if row.passed else "[red]FAIL[/red]"
+
+
+def _short_backend(backend: str) -> str:
+    if backend.startswith("embedded"):
+        return "embedded" + (" (yielding)" if "yielding" in backend else "")
+    if backend.startswith("Motor driver"):
+        return "Motor -> scripted server"
+    return backend
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def _cpu_model() -> str | None:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or None
+
+
+def _memory_gib() -> float | None:
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal:"):
+                return round(int(line.split()[1]) / 1024 / 1024, 1)
+    except OSError:
+        pass
+    return None

@@ -1,0 +1,111 @@
+"""GroupLease: one active listener per group, whatever the number of processes started for it.
+
+Without it, two ``listen`` processes of one group would both deliver everything. The lease is a field on the
+group's checkpoint document, held by an owner id that beats (increments a counter) every ``ttl / 4``. A
+standby never compares clocks with the holder: it watches the counter on its *own* monotonic clock and takes
+the lease over (a compare-and-set on owner and counter) only once the counter has not moved for ``ttl``. A
+holder whose beat finds another owner stops reading at once and becomes a standby; ``stop`` releases the
+lease so a standby takes over at its next look rather than after ``ttl``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import socket
+import time
+import uuid
+
+from partner_repo.listener.checkpoints import ListenerCheckpoints
+
+logger = logging.getLogger("partner_repo.listener")
+
+DEFAULT_LEASE_TTL = 15.0
+"""Seconds a holder may stay silent before a standby takes the group over (and so the failover time)."""
+
+
+def new_owner_id() -> str:
+    """host:pid:random, so logs say which process holds a group."""
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+
+
+class GroupLease:
+    """The lease on one group's checkpoint; see the module docstring."""
+
+    def __init__(
+        self, checkpoints: ListenerCheckpoints, *, owner: str, ttl: float = DEFAULT_LEASE_TTL
+    ) -> None:
+        self._checkpoints = checkpoints
+        self.owner = owner
+        self.ttl = ttl
+
+    @property
+    def period(self) -> float:
+        """How often the holder beats and a standby looks."""
+        return self.ttl / 4
+
+    async def try_acquire(self) -> bool:
+        return await self._checkpoints.claim(self.owner)
+
+    async def acquire(self, stopping: asyncio.Event) -> bool:
+        """Wait until this owner holds the lease (True) or ``stopping`` is set (False)."""
+        watched: tuple[str | None, int] | None = None
+        silent_since = time.monotonic()
+        announced = False
+        while not stopping.is_set():
+            if await self.try_acquire():
+                return True
+            state = await self._checkpoints.lease_state()
+            if state != watched:
+                watched, silent_since = state, time.monotonic()
+                if not announced:
+                    logger.info(
+                        "listener group %r is held by %s; standing by (takeover after %.0fs of silence)",
+                        self._checkpoints.group_name,
+                        state[0],
+                        self.ttl,
+                    )
+                    announced = True
+            elif self._silent(state, silent_since) and await self._checkpoints.take_over(self.owner, *state):
+                logger.warning(
+                    "listener group %r: %s stopped beating for %.0fs; %s takes over",
+                    self._checkpoints.group_name,
+                    state[0],
+                    self.ttl,
+                    self.owner,
+                )
+                return True
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stopping.wait(), self.period)
+        return False
+
+    def _silent(self, state: tuple[str | None, int], since: float) -> bool:
+        return state[0] is not None and time.monotonic() - since >= self.ttl
+
+    async def keep(self, lost: asyncio.Event) -> None:
+        """Beat every ``period`` until cancelled; set ``lost`` (and return) when another owner took over."""
+        while True:
+            await asyncio.sleep(self.period)
+            try:
+                held = await self._checkpoints.beat(self.owner)
+            except Exception as exc:  # an unreachable database: keep trying; a standby waits ttl anyway
+                logger.warning(
+                    "listener group %r: lease heartbeat failed (%s)", self._checkpoints.group_name, exc
+                )
+                continue
+            if not held:
+                logger.warning(
+                    "listener group %r: %s lost the lease to another listener; standing by",
+                    self._checkpoints.group_name,
+                    self.owner,
+                )
+                lost.set()
+                return
+
+    async def release(self) -> None:
+        await self._checkpoints.release(self.owner)
+
+
+__all__: list[str] = []  # internal to the listener: nothing here is public API

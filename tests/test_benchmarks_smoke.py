@@ -1,0 +1,135 @@
+"""Every benchmark runs once at a tiny size, so the suite cannot rot between full runs.
+
+Times are not asserted (performance claims live in the benchmark output, not in tests). What the benchmarks
+check that is not a timing is asserted: an operation's command sequence and bytes do not grow with the unit,
+and concurrent writers leave every message stored once. The scripted server the wire benchmarks talk to is
+checked to answer as MongoDB does, and to refuse what its store cannot answer faithfully.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from motor.motor_asyncio import AsyncIOMotorClient
+from pymongo.errors import DuplicateKeyError, OperationFailure
+
+from benchmarks.backends import scripted_server
+from benchmarks.common import QUICK, SectionResult
+from benchmarks.run import SECTIONS
+
+pytestmark = pytest.mark.benchmark_smoke
+
+ROOT = Path(__file__).resolve().parent.parent
+_RUNS: dict[str, list[SectionResult]] = {}
+
+
+async def run_once(section: str) -> list[SectionResult]:
+    """Each section runs once per session at the tiny size; the tests below read its figures."""
+    if section not in _RUNS:
+        _RUNS[section] = await SECTIONS[section](QUICK)
+    return _RUNS[section]
+
+
+@pytest.mark.parametrize("section", list(SECTIONS))
+async def test_each_benchmark_runs_once_at_tiny_size(section: str) -> None:
+    results = await run_once(section)
+
+    assert results
+    for result in results:
+        assert result.rows, f"{section} on {result.backend} measured nothing"
+        assert all(row.value for row in result.rows)
+        json.dumps(result.as_dict(), default=str)  # the raw figures can be written out
+
+
+async def test_wire_cost_does_not_grow_with_the_unit_at_tiny_size() -> None:
+    [result] = [r for r in await run_once("wire") if r.backend.startswith("Motor driver")]
+
+    assert [row.measurement for row in result.rows if row.passed is False] == []
+    assert result.raw["operations"]["get (control)"]["bytes_growth"] > 1.5  # the meter sees O(unit) reads
+
+
+async def test_concurrent_writers_leave_every_message_stored_once() -> None:
+    for result in await run_once("concurrency"):
+        assert all(run["units_intact"] for run in result.raw["runs"].values()), result.backend
+
+
+def test_one_command_prints_the_table_and_writes_the_json(tmp_path: Path) -> None:
+    output = tmp_path / "results.json"
+    page = tmp_path / "benchmarks.md"
+
+    completed = subprocess.run(
+        [
+            *(sys.executable, "-m", "benchmarks", "--quick", "--sections", "listener,admin"),
+            *("--output", str(output), "--markdown", str(page)),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+    assert completed.returncode == 0, completed.stderr
+    assert "Listener throughput" in completed.stdout and "Admin find" in completed.stdout
+    data = json.loads(output.read_text())
+    assert {"machine", "versions", "backends", "sections", "targets", "generated_at"} <= set(data)
+    assert data["versions"]["partner-repo"] and data["machine"]["python"]
+    assert set(data["sections"]) == {"listener", "admin"}
+    assert "| Section |" in page.read_text() and "ratios" in page.read_text()
+
+
+def test_unknown_section_is_a_usage_error() -> None:
+    completed = subprocess.run(
+        [sys.executable, "-m", "benchmarks", "--sections", "nope"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+    assert completed.returncode == 2
+    assert "unknown sections" in completed.stderr
+
+
+@pytest.fixture(scope="module")
+def scripted_uri() -> Iterator[str]:
+    with scripted_server() as uri:
+        yield uri
+
+
+async def test_the_scripted_server_answers_projections_as_mongodb_does(scripted_uri: str) -> None:
+    client: Any = AsyncIOMotorClient(scripted_uri, serverSelectionTimeoutMS=5000)
+    try:
+        collection = client.bench_check.units
+        await collection.insert_one({"_id": "u", "items": list(range(10)), "other": "x"})
+
+        document = await collection.find_one({"_id": "u"}, {"items": {"$slice": -3}})
+
+        assert document == {"_id": "u", "items": [7, 8, 9], "other": "x"}
+        with pytest.raises(DuplicateKeyError):
+            await collection.insert_one({"_id": "u"})
+    finally:
+        client.close()
+
+
+async def test_the_scripted_server_refuses_what_it_cannot_answer_faithfully(scripted_uri: str) -> None:
+    client: Any = AsyncIOMotorClient(scripted_uri, serverSelectionTimeoutMS=5000)
+    try:
+        collection = client.bench_check.units
+        await collection.insert_one({"_id": "p", "items": [1]})
+
+        with pytest.raises(OperationFailure, match="pipeline"):
+            await collection.update_one(
+                {"_id": "p"}, [{"$set": {"items": {"$concatArrays": ["$items", [2]]}}}]
+            )
+        with pytest.raises(OperationFailure, match="replica sets"):
+            await collection.watch().next()
+
+        assert await collection.find_one({"_id": "p"}) == {"_id": "p", "items": [1]}
+    finally:
+        client.close()

@@ -1,0 +1,187 @@
+"""``partner-repo listen`` and ``partner-repo dead-letters list|replay``."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+from listener_support import T0, append
+
+from partner_repo import (
+    DeadLetterRepository,
+    MemoryUnitRepository,
+    RollingResult,
+    in_memory_database,
+    init_repository,
+)
+from partner_repo.cli import listen as listen_module
+from partner_repo.cli import main
+from partner_repo.cli.app import Connection
+
+DELIVERED: list[str] = []
+STOP: list[asyncio.Event] = []
+
+
+class StoppingConsumer:
+    """Importable as ``test_listener_cli:StoppingConsumer``: records a delivery, then stops ``listen``."""
+
+    name = "stopper"
+
+    async def consume(self, result: RollingResult) -> None:
+        DELIVERED.append(result.slice_id)
+        STOP[0].set()
+
+
+class Healed:
+    """Importable as ``test_listener_cli:Healed``: a consumer named like the failed one, that now works."""
+
+    name = "indexer"
+
+    async def consume(self, result: RollingResult) -> None:
+        DELIVERED.append(result.slice_id)
+
+
+NOT_A_CONSUMER = 42
+
+
+@pytest.fixture
+def database(monkeypatch: pytest.MonkeyPatch) -> Any:
+    """The commands' database: in-memory, holding one slice and one dead letter for it."""
+
+    async def prepare() -> Any:
+        db = await init_repository(in_memory_database("cli_listener"))
+        piece = await append(MemoryUnitRepository(db), "u1")
+        await DeadLetterRepository(db).record(
+            group="default",
+            consumer="indexer",
+            unit_id="u1",
+            core_id="core",
+            slice_id=piece.id or "",
+            error=RuntimeError("index down"),
+            attempts=5,
+            at=T0,
+        )
+        return db
+
+    db = asyncio.run(prepare())
+
+    async def open_prepared(self: Connection) -> Any:
+        return db
+
+    monkeypatch.setattr(Connection, "open", open_prepared)
+    DELIVERED.clear()
+    return db
+
+
+def test_listen_delivers_to_the_consumers_until_stopped(
+    database: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def capture(stop: asyncio.Event) -> list[signal.Signals]:
+        STOP[:] = [stop]
+        return []
+
+    monkeypatch.setattr(listen_module, "_on_signals", capture)
+    result = CliRunner().invoke(
+        main,
+        [
+            "listen",
+            "--consumer",
+            "test_listener_cli:StoppingConsumer",
+            "--group",
+            "cli",
+            "--poll-interval",
+            "0.01",
+        ],
+    )
+
+    assert result.exit_code == 0, result.output
+    assert len(DELIVERED) == 1
+    assert "listening as group 'cli' for stopper" in result.stderr
+    assert "stopped: 1 delivered, 0 dead-lettered; checkpoint saved" in result.stderr
+
+
+@pytest.mark.parametrize("path", ["nowhere.module:thing", "test_listener_cli:NOT_A_CONSUMER", "no-colon"])
+def test_listen_refuses_a_consumer_it_cannot_load(path: str) -> None:
+    result = CliRunner().invoke(main, ["listen", "--consumer", path])
+
+    assert result.exit_code == 2
+    assert "--consumer" in result.stderr
+
+
+@pytest.mark.parametrize("stop_signal", [signal.SIGTERM, signal.SIGINT])
+def test_listen_runs_until_a_signal_and_then_stops_cleanly(stop_signal: signal.Signals) -> None:
+    environment = {k: v for k, v in os.environ.items() if k not in {"MONGODB_URI", "PARTNER_REPO_DB"}}
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "partner_repo",
+            "listen",
+            "--consumer",
+            "partner_repo.listener.examples:print_consumer",
+            "--poll-interval",
+            "0.05",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=environment,
+    )
+    try:
+        assert process.stderr is not None
+        assert "listening as group 'default' for print" in process.stderr.readline()
+        process.send_signal(stop_signal)
+        _, errors = process.communicate(timeout=30)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == 0, errors
+    assert "stopped: 0 delivered, 0 dead-lettered; checkpoint saved" in errors
+
+
+def test_dead_letters_list_shows_a_table(database: Any) -> None:
+    result = CliRunner(env={"COLUMNS": "220"}).invoke(main, ["dead-letters", "list"])
+
+    assert result.exit_code == 0, result.output
+    assert "indexer" in result.stdout and "RuntimeError: index down" in result.stdout
+
+
+def test_dead_letters_list_as_json(database: Any) -> None:
+    result = CliRunner().invoke(main, ["dead-letters", "list", "--json", "--consumer", "indexer"])
+
+    (letter,) = json.loads(result.stdout)
+    assert (letter["consumer"], letter["unit_id"], letter["attempts"]) == ("indexer", "u1", 5)
+    assert letter["failed_at"].startswith("2024-05-01T09:00:00")
+
+
+def test_dead_letters_list_with_none_says_so(database: Any) -> None:
+    result = CliRunner().invoke(main, ["dead-letters", "list", "--group", "nobody"])
+
+    assert result.exit_code == 0
+    assert result.stdout.strip() == "no dead letters"
+
+
+def test_dead_letters_replay_delivers_and_removes_them(database: Any) -> None:
+    result = CliRunner().invoke(main, ["dead-letters", "replay", "--consumer", "test_listener_cli:Healed"])
+
+    assert result.exit_code == 0, result.output
+    assert "1 delivered, 0 failed again" in result.stdout
+    assert len(DELIVERED) == 1
+    assert asyncio.run(DeadLetterRepository(database).list()) == []
+
+
+def test_dead_letters_replay_leaves_letters_of_consumers_not_given(database: Any) -> None:
+    result = CliRunner().invoke(
+        main, ["dead-letters", "replay", "--consumer", "partner_repo.listener.examples:logging_consumer"]
+    )
+
+    assert result.exit_code == 0, result.output
+    assert "0 delivered, 0 failed again, 1 left (consumer not given)" in result.stdout
+    assert len(asyncio.run(DeadLetterRepository(database).list())) == 1

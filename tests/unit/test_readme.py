@@ -1,0 +1,198 @@
+"""README.md and the docs cannot drift from the code: every Python snippet runs, every command line names a
+real command with real options, and the generated sections (CLI reference, settings table) are current."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import re
+import shlex
+from pathlib import Path
+from typing import Any
+
+import click
+import pytest
+import yaml
+from cli_support import parse_cli
+
+from partner_repo.cli import main
+from partner_repo.cli.reference import (
+    CLI_SECTION,
+    SETTINGS_SECTION,
+    cli_reference,
+    current_section,
+    regenerate,
+    settings_table,
+)
+
+ROOT = Path(__file__).resolve().parents[2]
+README = ROOT / "README.md"
+OWN_DOCS = [ROOT / "docs" / name for name in ("operations.md", "migrations.md", "sharding.md")]
+ALL_DOCS = [README, *sorted((ROOT / "docs").glob("*.md"))]
+FENCE = re.compile(r"^```(\w*)\n(.*?)^```", re.S | re.M)
+TOOLS = {"python3", "python", "pip", ".", "partner-repo", "pytest", "docker", "export", "beanie", "mongodump",
+         "mongorestore", "mongosh", "ruff", "mypy"}  # fmt: skip
+RUN_THE_DEMO = "python3 -m venv .venv && . .venv/bin/activate && pip install -e . && partner-repo demo"
+RUN_THE_TESTS = "python3 -m venv .venv && . .venv/bin/activate && pip install -e '.[dev]' && pytest"
+
+
+def blocks(path: Path, language: str) -> list[str]:
+    return [body for lang, body in FENCE.findall(path.read_text()) if lang == language]
+
+
+def snippets(paths: list[Path]) -> list[Any]:
+    return [
+        pytest.param(code, id=f"{path.name}:{number}")
+        for path in paths
+        for number, code in enumerate(blocks(path, "python"), 1)
+    ]
+
+
+def command_lines(paths: list[Path]) -> list[Any]:
+    found = []
+    for path in paths:
+        for body in blocks(path, "bash"):
+            for line in body.replace("\\\n", " ").splitlines():
+                for command in re.split(r"&&|\|\||;|\|", line.split(" #")[0]):
+                    if command.strip():
+                        found.append(pytest.param(command.strip(), id=f"{path.name}:{command.strip()[:40]}"))
+    return found
+
+
+# -- the quick start ---------------------------------------------------------------------------------------
+
+
+def test_the_two_fresh_machine_commands_are_in_the_readme_as_ci_runs_them() -> None:
+    readme = README.read_text()
+    ci = (ROOT / ".ci" / "run").read_text()
+
+    assert RUN_THE_DEMO in blocks(README, "bash")[0] and RUN_THE_TESTS in blocks(README, "bash")[1]
+    assert readme.index(RUN_THE_DEMO) < readme.index("## Concepts")
+    assert "pip install -q -e '.[dev]'" in ci and "\npytest\n" in ci and "partner-repo demo" in ci
+
+
+# -- snippets ----------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("code", snippets([README, *OWN_DOCS]))
+def test_every_python_snippet_runs(code: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("MONGODB_URI", raising=False)  # snippets run on the in-memory backend
+    exec(compile(code, "<snippet>", "exec"), {"__name__": "__snippet__"})
+    assert asyncio.get_event_loop_policy() is not None
+
+
+def test_the_readme_has_the_example_of_a_service_and_a_consumer() -> None:
+    (example,) = [code for code in blocks(README, "python") if "RollingListener" in code]
+
+    assert "record(" in example and "maybe_roll(" in example and "async def consume" in example
+    assert len(example.strip().splitlines()) <= 40
+
+
+@pytest.mark.parametrize("line", command_lines(ALL_DOCS))
+def test_every_command_line_names_a_real_command(line: str) -> None:
+    words = shlex.split(line)
+    while re.match(r"^[A-Z_][A-Z0-9_]*=", words[0]):  # VARIABLE=value before the command
+        words = words[1:]
+    assert words[0] in TOOLS, f"unknown tool in {line!r}"
+    if words[0] == "partner-repo":
+        parse_cli(words[1:])
+    if words[0] in ("python", "python3") and words[1] == "-m" and words[2] != "venv":
+        assert importlib.util.find_spec(words[2]) is not None, line
+    if words[:2] == ["docker", "compose"]:
+        compose = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
+        profiles = {p for service in compose["services"].values() for p in service.get("profiles", [])}
+        for position, word in enumerate(words):
+            if word == "--profile":
+                assert words[position + 1] in profiles, line
+        if "logs" in words:
+            assert words[-1] in compose["services"], line
+
+
+def test_parse_cli_refuses_an_unknown_option() -> None:
+    with pytest.raises(click.UsageError):
+        parse_cli(["migrate", "--sideways"])
+
+
+# -- generated sections ------------------------------------------------------------------------------------
+
+
+def test_the_cli_reference_is_the_clis_current_help() -> None:
+    """Stale: run ``python -m partner_repo.cli.reference`` and commit README.md."""
+    assert current_section(README.read_text(), CLI_SECTION) == cli_reference()
+
+
+def test_the_cli_reference_covers_every_command() -> None:
+    reference = current_section(README.read_text(), CLI_SECTION)
+
+    for name in main.list_commands(click.Context(main)):
+        assert f"#### `partner-repo {name}`" in reference, name
+
+
+def test_the_settings_table_lists_every_setting_with_its_default() -> None:
+    """Stale: run ``python -m partner_repo.cli.reference`` and commit README.md."""
+    assert current_section(README.read_text(), SETTINGS_SECTION) == settings_table()
+
+
+def test_regenerating_an_up_to_date_readme_changes_nothing() -> None:
+    text = README.read_text()
+
+    assert regenerate(text) == text
+
+
+def test_the_reference_script_refuses_a_document_without_markers(tmp_path: Path) -> None:
+    from partner_repo.cli.reference import run
+
+    document = tmp_path / "OTHER.md"
+    document.write_text("# nothing generated here\n")
+
+    with pytest.raises(ValueError, match="cli-reference"):
+        run([str(document)])
+
+
+# -- structure ---------------------------------------------------------------------------------------------
+
+
+def test_the_concepts_have_diagrams_of_the_model_and_of_the_rolling_and_listener_flow() -> None:
+    diagrams = blocks(README, "mermaid")
+
+    model = next(d for d in diagrams if d.lstrip().startswith("classDiagram"))
+    flow = next(d for d in diagrams if d.lstrip().startswith("sequenceDiagram"))
+    assert all(name in model for name in ("MemoryCore", "MemoryUnit", "MemorySlice"))
+    assert all(name in flow for name in ("RollingService", "RollingListener", "AfterRolling"))
+
+
+def test_the_readme_covers_what_a_team_asks_before_adopting_it() -> None:
+    headings = re.findall(r"^##+ (.+)$", README.read_text(), re.M)
+
+    for heading in ("Quick start", "Concepts", "CLI reference", "Operations", "Running it", "Migrations",
+                    "Settings", "Sharding", "Backups", "Benchmarks"):  # fmt: skip
+        assert any(h.startswith(heading) for h in headings), heading
+
+
+def test_the_benchmark_table_has_its_place() -> None:
+    text = README.read_text()
+
+    assert text.index("<!-- benchmarks:start") < text.index("<!-- benchmarks:end -->")
+
+
+@pytest.mark.parametrize("path", ALL_DOCS, ids=lambda p: p.name)
+def test_every_relative_link_points_at_a_file_that_exists(path: Path) -> None:
+    for target in re.findall(r"\]\(([^)#:]+)(?:#[^)]*)?\)", path.read_text()):
+        assert (path.parent / target).exists(), f"{path.name} links to missing {target}"
+
+
+def test_every_doc_page_is_linked_from_the_readme() -> None:
+    readme = README.read_text()
+
+    for page in sorted((ROOT / "docs").glob("*.md")):
+        assert f"(docs/{page.name})" in readme, page.name
+
+
+def test_the_sharding_page_decides_for_every_collection_the_library_writes() -> None:
+    from partner_repo.indexes import ALL_INDEXES
+
+    table = (ROOT / "docs" / "sharding.md").read_text().split("## Shard key per collection", 1)[1]
+    rows = [line for line in table.splitlines() if line.startswith("| `")]
+
+    for collection in ALL_INDEXES:
+        assert any(row.startswith(f"| `{collection}`") for row in rows), collection

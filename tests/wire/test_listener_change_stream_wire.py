@@ -1,0 +1,552 @@
+"""The listener's change-stream path on the wire: the real Motor driver against a scripted mockupdb server.
+
+Only the change stream goes over the wire: ``memory_units.watch()`` is the mock server's, every other call
+(the units the events describe, checkpoints, dead letters) goes to an in-memory database, so each test
+scripts exactly the ``aggregate``/``getMore`` conversation it is about and asserts the commands the driver
+sends. The units in memory are appended first; the scripted events then describe those appends the way
+MongoDB reports them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+from collections.abc import AsyncIterator, Callable, Iterator
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+from bson import Timestamp
+from mockupdb import MockupDB, Request
+from motor.motor_asyncio import AsyncIOMotorClient
+
+from partner_repo import (
+    AfterRollingRegistry,
+    Backoff,
+    ListenerCheckpoints,
+    MemorySlice,
+    MemoryUnitRepository,
+    Message,
+    RollingListener,
+    RollingResult,
+    in_memory_database,
+    init_repository,
+)
+from partner_repo.indexes import UNITS
+from partner_repo.storage import slice_document
+
+pytestmark = pytest.mark.wire
+
+T0 = datetime(2024, 6, 1, 8, 0, tzinfo=UTC)
+NS = "partner.memory_units"
+STORED = {"_data": "82STORED"}
+
+
+# -- the split database -------------------------------------------------------------------------------------
+
+
+class WireUnits:
+    """``memory_units`` whose change stream is the mock server's and whose documents are in memory."""
+
+    def __init__(self, wire: Any, memory: Any) -> None:
+        self._wire = wire
+        self._memory = memory
+
+    def watch(self, *args: Any, **kwargs: Any) -> Any:
+        return self._wire.watch(*args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._memory, name)
+
+
+class SplitDatabase:
+    def __init__(self, wire: Any, memory: Any) -> None:
+        self._wire = wire
+        self._memory = memory
+
+    def __getitem__(self, name: str) -> Any:
+        if name == UNITS:
+            return WireUnits(self._wire[name], self._memory[name])
+        return self._memory[name]
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._memory, name)
+
+
+def housekeeping(request: Request) -> bool:
+    """Closing a stream kills its cursor, closing a client ends its sessions: answered, not scripted."""
+    name = request.command_name
+    if name == "killCursors":
+        return bool(request.replies({"cursorsKilled": list(request.doc["cursors"])}))
+    if name == "endSessions":
+        return bool(request.replies({}))
+    return False
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[MockupDB]:
+    mock = MockupDB(
+        auto_ismaster={"ismaster": True, "minWireVersion": 0, "maxWireVersion": 21},
+        request_timeout=10,
+    )
+    mock.autoresponds(housekeeping)
+    mock.run()
+    yield mock
+    mock.stop()
+
+
+@pytest.fixture
+async def memory() -> Any:
+    return await init_repository(in_memory_database("wire_listener"))
+
+
+@pytest.fixture
+async def database(server: MockupDB, memory: Any) -> AsyncIterator[SplitDatabase]:
+    client: Any = AsyncIOMotorClient(server.uri, tz_aware=True, serverSelectionTimeoutMS=5000)
+    try:
+        yield SplitDatabase(client["partner"], memory)
+        assert not await asyncio.to_thread(server.got, timeout=0.05), "a request nobody scripted was sent"
+    finally:
+        client.close()
+
+
+class Recorder:
+    name = "recorder"
+
+    def __init__(self) -> None:
+        self.results: list[RollingResult] = []
+
+    async def consume(self, result: RollingResult) -> None:
+        self.results.append(result)
+
+    @property
+    def slice_ids(self) -> list[str | None]:
+        return [r.slice_id for r in self.results]
+
+
+def listener_for(database: Any, recorder: Recorder) -> RollingListener:
+    registry = AfterRollingRegistry([recorder])
+    backoff = Backoff(initial=0.01, maximum=0.02, jitter=0)
+    return RollingListener(database, registry, poll_interval=0.05, backoff=backoff, drain_timeout=2)
+
+
+# -- scripting ----------------------------------------------------------------------------------------------
+
+
+async def receive(server: MockupDB, name: str) -> Request:
+    request: Request = await asyncio.to_thread(server.receives, timeout=10)
+    assert request.command_name == name, request
+    return request
+
+
+def change_stream_stage(request: Request) -> dict[str, Any]:
+    assert request.doc["aggregate"] == "memory_units"
+    pipeline = request.doc["pipeline"]
+    assert pipeline[1:] == [{"$project": {"fullDocument.conversation_messages": 0}}]
+    return dict(pipeline[0]["$changeStream"])
+
+
+def first_batch(cursor_id: int, events: list[dict[str, Any]], post_batch: dict[str, Any]) -> dict[str, Any]:
+    return {"cursor": {"id": cursor_id, "ns": NS, "firstBatch": events, "postBatchResumeToken": post_batch}}
+
+
+def next_batch(cursor_id: int, events: list[dict[str, Any]], post_batch: dict[str, Any]) -> dict[str, Any]:
+    return {"cursor": {"id": cursor_id, "ns": NS, "nextBatch": events, "postBatchResumeToken": post_batch}}
+
+
+def token(label: str) -> dict[str, str]:
+    return {"_data": f"82{label}"}
+
+
+def update_event(label: str, unit_id: str, fields: dict[str, Any]) -> dict[str, Any]:
+    """An update event as MongoDB reports an append: new messages, the slice, the derived counters."""
+    return {
+        "_id": token(label),
+        "operationType": "update",
+        "clusterTime": Timestamp(1717228800, len(label)),
+        "wallTime": T0.replace(tzinfo=None),
+        "ns": {"db": "partner", "coll": "memory_units"},
+        "documentKey": {"_id": unit_id},
+        "updateDescription": {"updatedFields": fields, "removedFields": [], "truncatedArrays": []},
+    }
+
+
+def appended_at_end(label: str, unit_id: str, position: int, piece: MemorySlice) -> dict[str, Any]:
+    fields: dict[str, Any] = {
+        f"conversation_messages.{n}": {"role": "user", "content": f"m{n}"}
+        for n in range(piece.start_index or 0, piece.end_index or 0)
+    }
+    fields[f"slices.{position}"] = slice_document(piece)
+    fields.update(message_count=piece.end_index, version=position + 1, updated_at=T0.replace(tzinfo=None))
+    return update_event(label, unit_id, fields)
+
+
+def whole_array(label: str, unit_id: str, pieces: list[MemorySlice]) -> dict[str, Any]:
+    return update_event(label, unit_id, {"slices": [slice_document(p) for p in pieces], "version": 9})
+
+
+def answer_idle(server: MockupDB, cursor_id: int, post_batch: dict[str, Any]) -> Any:
+    """From now on, every getMore is an empty batch (the stream is idle)."""
+
+    def reply(request: Request) -> bool:
+        if request.command_name != "getMore":
+            return False
+        return bool(request.replies(next_batch(cursor_id, [], post_batch)))
+
+    return server.autoresponds(reply)
+
+
+async def stored_token(database: Any) -> Any:
+    checkpoint = await ListenerCheckpoints(database, "default").group()
+    return None if checkpoint is None else (checkpoint.resume_token, checkpoint.token_kind)
+
+
+async def token_is(database: Any, expected: dict[str, Any], kind: str = "resume_after") -> bool:
+    return await stored_token(database) == (expected, kind)
+
+
+async def until(check: Callable[[], Any], within: float = 5.0) -> None:
+    """Wait until ``check()`` (a bool, or an awaitable bool) holds."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + within
+    while True:
+        value = check()
+        if inspect.isawaitable(value):
+            value = await value
+        if value:
+            return
+        assert loop.time() < deadline, "condition not reached in time"
+        await asyncio.sleep(0.01)
+
+
+async def seed_token(database: Any, value: dict[str, Any] = STORED) -> None:
+    """A group that already ran: its checkpoint holds a token, so the stream resumes instead of scanning."""
+    checkpoints = ListenerCheckpoints(database, "default")
+    await checkpoints.open_group("beginning")
+    await checkpoints.save_token(value)
+
+
+async def append(units: MemoryUnitRepository, unit_id: str, minute: int, count: int = 2) -> MemorySlice:
+    batch = [Message(role="user", content=f"{unit_id}-{minute}-{n}") for n in range(count)]
+    return await units.append(
+        unit_id, batch, f"summary {minute}", core_id="core", created_at=T0.replace(minute=minute)
+    )
+
+
+# -- tests --------------------------------------------------------------------------------------------------
+
+
+async def test_both_update_forms_are_delivered_in_order_and_each_token_saved(
+    server: MockupDB, database: Any, memory: Any
+) -> None:
+    units = MemoryUnitRepository(memory)
+    first, second = await append(units, "u1", 10), await append(units, "u1", 20)
+    late = await append(units, "u1", 5)  # stored in the middle of the array: MongoDB reports the whole array
+    await seed_token(database)
+    recorder = Recorder()
+    listener = listener_for(database, recorder)
+    await listener.start()
+
+    opened = await receive(server, "aggregate")
+    assert change_stream_stage(opened) == {"resumeAfter": STORED}
+    opened.replies(first_batch(7, [appended_at_end("A", "u1", 0, first)], token("A")))
+    more = await receive(server, "getMore")
+    assert more.doc["getMore"] == 7 and more.doc["maxTimeMS"] == 50
+    await until(lambda: token_is(database, token("A")))
+    more.replies(
+        next_batch(
+            7,
+            [appended_at_end("B", "u1", 1, second), whole_array("C", "u1", [late, first, second])],
+            token("C"),
+        )
+    )
+    idle = answer_idle(server, 7, token("C"))
+    await until(lambda: len(recorder.results) == 3)
+    await listener.stop()
+    idle.cancel()
+
+    assert recorder.slice_ids == [first.id, second.id, late.id]
+    assert recorder.results[2].increment_messages == tuple(
+        Message(role="user", content=f"u1-5-{n}") for n in range(2)
+    )
+    assert await stored_token(database) == (token("C"), "resume_after")
+
+
+async def test_inserted_and_replaced_units_are_delivered(
+    server: MockupDB, database: Any, memory: Any
+) -> None:
+    units = MemoryUnitRepository(memory)
+    inserted = await append(units, "new-unit", 1)
+    replaced = await append(units, "saved-unit", 2)
+    await seed_token(database)
+    recorder = Recorder()
+    listener = listener_for(database, recorder)
+    await listener.start()
+
+    opened = await receive(server, "aggregate")
+    events = [
+        {
+            "_id": token("I"),
+            "operationType": "insert",
+            "documentKey": {"_id": "new-unit"},
+            "fullDocument": {"_id": "new-unit", "core_id": "core", "slices": [slice_document(inserted)]},
+        },
+        {
+            "_id": token("R"),
+            "operationType": "replace",
+            "documentKey": {"_id": "saved-unit"},
+            "fullDocument": {"_id": "saved-unit", "core_id": "core", "slices": [slice_document(replaced)]},
+        },
+        {"_id": token("D"), "operationType": "delete", "documentKey": {"_id": "gone"}},
+    ]
+    opened.replies(first_batch(8, events, token("D")))
+    idle = answer_idle(server, 8, token("D"))
+    await until(lambda: len(recorder.results) == 2)
+    await listener.stop()
+    idle.cancel()
+
+    assert recorder.slice_ids == [inserted.id, replaced.id]
+    assert [r.memory_unit.core_id for r in recorder.results] == ["core", "core"]
+    assert await stored_token(database) == (token("D"), "resume_after")
+
+
+async def test_an_idle_batch_saves_its_post_batch_token(server: MockupDB, database: Any) -> None:
+    await seed_token(database)
+    listener = listener_for(database, Recorder())
+    await listener.start()
+
+    (await receive(server, "aggregate")).replies(first_batch(5, [], token("P1")))
+    await until(lambda: token_is(database, token("P1")))
+    (await receive(server, "getMore")).replies(next_batch(5, [], token("P2")))
+    await until(lambda: token_is(database, token("P2")))
+    idle = answer_idle(server, 5, token("P2"))
+    await listener.stop()
+    idle.cancel()
+
+
+async def test_a_resumable_error_is_resumed_by_the_driver_from_the_saved_token(
+    server: MockupDB, database: Any, memory: Any
+) -> None:
+    units = MemoryUnitRepository(memory)
+    first, second = await append(units, "u1", 1), await append(units, "u1", 2)
+    await seed_token(database)
+    recorder = Recorder()
+    listener = listener_for(database, recorder)
+    await listener.start()
+
+    (await receive(server, "aggregate")).replies(
+        first_batch(11, [appended_at_end("A", "u1", 0, first)], token("A"))
+    )
+    await until(lambda: token_is(database, token("A")))
+    (await receive(server, "getMore")).replies(
+        {
+            "ok": 0,
+            "code": 6,
+            "codeName": "HostUnreachable",
+            "errmsg": "connection reset",
+            "errorLabels": ["ResumableChangeStreamError"],
+        }
+    )
+    resumed = await receive(server, "aggregate")
+    assert change_stream_stage(resumed) == {"resumeAfter": token("A")}  # the token the listener saved
+    resumed.replies(first_batch(12, [appended_at_end("B", "u1", 1, second)], token("B")))
+    idle = answer_idle(server, 12, token("B"))
+    await until(lambda: len(recorder.results) == 2)
+    await listener.stop()
+    idle.cancel()
+
+    assert recorder.slice_ids == [first.id, second.id]
+    assert await stored_token(database) == (token("B"), "resume_after")
+
+
+async def test_history_lost_drops_the_token_catches_up_by_scan_and_reopens_without_it(
+    server: MockupDB, database: Any, memory: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    units = MemoryUnitRepository(memory)
+    missed = [await append(units, "u1", 1), await append(units, "u2", 2), await append(units, "u1", 3)]
+    await seed_token(database)
+    recorder = Recorder()
+    listener = listener_for(database, recorder)
+    caplog.set_level(logging.INFO, logger="partner_repo.listener")
+    await listener.start()
+
+    (await receive(server, "aggregate")).replies(
+        {
+            "ok": 0,
+            "code": 286,
+            "codeName": "ChangeStreamHistoryLost",
+            "errmsg": "Resume of change stream was not possible: the resume point is gone from the oplog",
+        }
+    )
+    reopened = await receive(server, "aggregate")
+    assert change_stream_stage(reopened) == {}  # never the dead token again
+    assert await stored_token(database) == (None, None)
+    reopened.replies(first_batch(21, [], token("Q")))
+    idle = answer_idle(server, 21, token("Q"))
+    await until(lambda: len(recorder.results) == 3)
+    await until(lambda: token_is(database, token("Q")))
+    await listener.stop()
+    idle.cancel()
+
+    assert sorted(recorder.slice_ids) == sorted(p.id for p in missed)
+    assert [r.slice_id for r in recorder.results if r.memory_unit.id == "u1"] == [missed[0].id, missed[2].id]
+    assert "cannot resume from its token" in caplog.text and "catch-up scan offered 3 slice(s)" in caplog.text
+
+
+async def test_history_lost_mid_stream_recovers_the_same_way(
+    server: MockupDB, database: Any, memory: Any
+) -> None:
+    units = MemoryUnitRepository(memory)
+    seen = await append(units, "u1", 1)
+    await seed_token(database)
+    recorder = Recorder()
+    listener = listener_for(database, recorder)
+    await listener.start()
+
+    (await receive(server, "aggregate")).replies(
+        first_batch(31, [appended_at_end("A", "u1", 0, seen)], token("A"))
+    )
+    await until(lambda: recorder.slice_ids == [seen.id])
+    missed = await append(units, "u1", 2)
+    (await receive(server, "getMore")).replies(
+        {"ok": 0, "code": 286, "codeName": "ChangeStreamHistoryLost", "errmsg": "history lost"}
+    )
+    reopened = await receive(server, "aggregate")
+    assert change_stream_stage(reopened) == {}
+    reopened.replies(first_batch(32, [], token("Q")))
+    idle = answer_idle(server, 32, token("Q"))
+    await until(lambda: recorder.slice_ids == [seen.id, missed.id])
+    await listener.stop()
+    idle.cancel()
+
+
+async def test_a_token_the_server_calls_invalid_is_dropped_at_once(server: MockupDB, database: Any) -> None:
+    await seed_token(database)
+    listener = listener_for(database, Recorder())
+    await listener.start()
+
+    (await receive(server, "aggregate")).replies(
+        {
+            "ok": 0,
+            "code": 260,
+            "codeName": "InvalidResumeToken",
+            "errmsg": "Attempted to resume a stream on a collection which has been dropped",
+        }
+    )
+    reopened = await receive(server, "aggregate")
+    assert change_stream_stage(reopened) == {}
+    reopened.replies(first_batch(71, [], token("FRESH")))
+    idle = answer_idle(server, 71, token("FRESH"))
+    await until(lambda: token_is(database, token("FRESH")))
+    await listener.stop()
+    idle.cancel()
+
+
+async def test_a_token_refused_with_an_unfamiliar_error_is_dropped_after_a_few_tries_never_looped_on(
+    server: MockupDB, database: Any
+) -> None:
+    await seed_token(database)
+    listener = listener_for(database, Recorder())
+    await listener.start()
+
+    for _ in range(3):
+        refused = await receive(server, "aggregate")
+        assert change_stream_stage(refused) == {"resumeAfter": STORED}
+        refused.replies(
+            {"ok": 0, "code": 50811, "codeName": "Location50811", "errmsg": "KeyString format error"}
+        )
+    reopened = await receive(server, "aggregate")
+    assert change_stream_stage(reopened) == {}
+    reopened.replies(first_batch(72, [], token("FRESH")))
+    idle = answer_idle(server, 72, token("FRESH"))
+    await until(lambda: token_is(database, token("FRESH")))
+    await listener.stop()
+    idle.cancel()
+
+
+async def test_an_invalidate_event_leads_to_a_scan_and_a_stream_started_after_it(
+    server: MockupDB, database: Any, memory: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    units = MemoryUnitRepository(memory)
+    before = await append(units, "u1", 1)
+    await seed_token(database)
+    recorder = Recorder()
+    listener = listener_for(database, recorder)
+    await listener.start()
+
+    invalidate = {"_id": token("INV"), "operationType": "invalidate", "clusterTime": Timestamp(1717228900, 1)}
+    drop = {"_id": token("DROP"), "operationType": "drop", "ns": {"db": "partner", "coll": "memory_units"}}
+    (await receive(server, "aggregate")).replies(first_batch(0, [drop, invalidate], token("INV")))
+    reopened = await receive(server, "aggregate")
+    assert change_stream_stage(reopened) == {"startAfter": token("INV")}
+    reopened.replies(first_batch(41, [], token("AFTER")))
+    idle = answer_idle(server, 41, token("AFTER"))
+    await until(lambda: recorder.slice_ids == [before.id])
+    await until(lambda: token_is(database, token("AFTER")))
+    await listener.stop()
+    idle.cancel()
+
+    assert "invalidated" in caplog.text
+
+
+async def test_a_restart_after_an_invalidate_starts_after_it(server: MockupDB, database: Any) -> None:
+    checkpoints = ListenerCheckpoints(database, "default")
+    await checkpoints.open_group("beginning")
+    await checkpoints.save_token(token("INV"), "start_after")
+    listener = listener_for(database, Recorder())
+    await listener.start()
+
+    opened = await receive(server, "aggregate")
+    assert change_stream_stage(opened) == {"startAfter": token("INV")}
+    opened.replies(first_batch(51, [], token("INV")))
+    idle = answer_idle(server, 51, token("INV"))
+    await listener.flush()
+    await listener.stop()
+    idle.cancel()
+
+
+async def test_a_new_group_opens_the_stream_then_backfills_by_scan(
+    server: MockupDB, database: Any, memory: Any
+) -> None:
+    units = MemoryUnitRepository(memory)
+    history = [await append(units, "u1", 1), await append(units, "u1", 2)]
+    recorder = Recorder()
+    listener = listener_for(database, recorder)
+    await listener.start()
+
+    opened = await receive(server, "aggregate")
+    assert change_stream_stage(opened) == {}
+    assert (
+        recorder.results == []
+    )  # the stream is open before the scan, so nothing written meanwhile is missed
+    opened.replies(first_batch(61, [], token("NOW")))
+    idle = answer_idle(server, 61, token("NOW"))
+    await listener.flush()
+    await until(lambda: recorder.slice_ids == [p.id for p in history])
+    await listener.stop()
+    idle.cancel()
+
+
+async def test_a_standalone_server_makes_the_listener_poll(
+    server: MockupDB, database: Any, memory: Any
+) -> None:
+    units = MemoryUnitRepository(memory)
+    recorder = Recorder()
+    listener = listener_for(database, recorder)
+    await listener.start()
+
+    (await receive(server, "aggregate")).replies(
+        {
+            "ok": 0,
+            "code": 40573,
+            "codeName": "Location40573",
+            "errmsg": "The $changeStream stage is only supported on replica sets",
+        }
+    )
+    piece = await append(units, "u1", 1)
+    await listener.flush()
+    assert listener.source == "polling"
+    await listener.stop()
+
+    assert recorder.slice_ids == [piece.id]
