@@ -20,7 +20,7 @@ from benchmarks.backends import describe, mongodb_uri, motor_database, scripted_
 from benchmarks.common import Row, Scale, SectionResult
 from benchmarks.monitor import WireCost, WireMeter
 from benchmarks.workload import conversation, seed_unit
-from partner_repo import MemoryCoreRepository, MemoryUnitRepository, Message
+from partner_repo import MemoryCoreRepository, MemoryUnitRepository
 from partner_repo.clock import utc_now
 from partner_repo.rolling.config import RollingConfig
 from partner_repo.rolling.service import RollingService
@@ -90,16 +90,13 @@ async def _operations(database: Any, size: int) -> dict[str, Operation]:
     counter = iter(range(1_000_000))
     clock = {"now": utc_now()}
 
-    def window() -> list[Message]:
-        return [*stored[-WINDOW_CONTEXT:], *conversation(WINDOW_NEW, seed=4)]
-
-    snapshot = window()
+    snapshot = [*stored[-WINDOW_CONTEXT:], *conversation(WINDOW_NEW, seed=4)]
 
     async def nothing() -> None:
         return None
 
     async def set_window() -> None:
-        # The window a roll sees: the context kept from the previous roll, then 30 new messages.
+        # The window a roll sees: the context kept from the previous roll, then WINDOW_NEW new messages.
         core = await cores.get(core_id)
         assert core is not None
         if core.chat_messages:  # a divisor above the window size retains nothing: the window empties

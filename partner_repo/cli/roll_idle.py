@@ -10,17 +10,16 @@ import asyncio
 import contextlib
 import importlib
 import signal
+from dataclasses import replace
 from datetime import timedelta
 
 import click
 
 from partner_repo.cli.app import connection, run_async
-from partner_repo.rolling.config import RollingConfig
 from partner_repo.rolling.result import RollingResult
 from partner_repo.rolling.service import RollingService
 from partner_repo.rolling.summarizer import Summarizer, extractive_summarizer
-
-_DEFAULTS = RollingConfig()
+from partner_repo.settings import load_settings
 
 
 @click.command("roll-idle")
@@ -28,23 +27,20 @@ _DEFAULTS = RollingConfig()
 @click.option(
     "--idle-after",
     type=click.FloatRange(min=0),
-    default=_DEFAULTS.idle_after.total_seconds(),
-    show_default=True,
-    help="Seconds without interaction after which a window is rolled.",
+    default=None,
+    help="Seconds without interaction before a window is rolled [default: PARTNER_REPO_ROLLING_IDLE_AFTER].",
 )
 @click.option(
     "--check-interval",
     type=click.FloatRange(min=0, min_open=True),
-    default=_DEFAULTS.check_interval.total_seconds(),
-    show_default=True,
-    help="Seconds between passes.",
+    default=None,
+    help="Seconds between passes [default: PARTNER_REPO_ROLLING_CHECK_INTERVAL].",
 )
 @click.option(
     "--retain-divisor",
     type=click.IntRange(min=0),
-    default=_DEFAULTS.retain_divisor,
-    show_default=True,
-    help="The window keeps 1/N of what was rolled.",
+    default=None,
+    help="The window keeps 1/N of what was rolled [default: PARTNER_REPO_ROLLING_RETAIN_DIVISOR].",
 )
 @click.option(
     "--summarizer",
@@ -57,19 +53,21 @@ _DEFAULTS = RollingConfig()
 def roll_idle(
     ctx: click.Context,
     once: bool,
-    idle_after: float,
-    check_interval: float,
-    retain_divisor: int,
+    idle_after: float | None,
+    check_interval: float | None,
+    retain_divisor: int | None,
     summarizer_path: str | None,
 ) -> None:
     """Roll every idle chat window into memory (and start a new memory session for it)."""
     target = connection(ctx)
     summarizer = _load_summarizer(summarizer_path) if summarizer_path else extractive_summarizer
-    config = RollingConfig(
-        idle_after=timedelta(seconds=idle_after),
-        check_interval=timedelta(seconds=check_interval),
-        retain_divisor=retain_divisor,
-    )
+    config = load_settings().rolling_config()  # PARTNER_REPO_ROLLING_* from the environment; options win
+    if idle_after is not None:
+        config = replace(config, idle_after=timedelta(seconds=idle_after))
+    if check_interval is not None:
+        config = replace(config, check_interval=timedelta(seconds=check_interval))
+    if retain_divisor is not None:
+        config = replace(config, retain_divisor=retain_divisor)
 
     async def work() -> None:
         service = RollingService(await target.open(), summarizer, config)
@@ -81,7 +79,8 @@ def roll_idle(
             return
         stop = asyncio.Event()
         installed = _on_signals(stop)
-        click.echo(f"rolling idle cores every {check_interval:g}s; stop with Ctrl-C or SIGTERM", err=True)
+        interval = config.check_interval.total_seconds()
+        click.echo(f"rolling idle cores every {interval:g}s; stop with Ctrl-C or SIGTERM", err=True)
         try:
             await service.run_idle_scheduler(stop, on_rolled=_echo)
         finally:

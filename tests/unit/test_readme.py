@@ -175,7 +175,7 @@ def test_the_benchmark_table_has_its_place() -> None:
     assert text.index("<!-- benchmarks:start") < text.index("<!-- benchmarks:end -->")
 
 
-@pytest.mark.parametrize("path", ALL_DOCS, ids=lambda p: p.name)
+@pytest.mark.parametrize("path", [*ALL_DOCS, ROOT / "CHANGELOG.md"], ids=lambda p: p.name)
 def test_every_relative_link_points_at_a_file_that_exists(path: Path) -> None:
     for target in re.findall(r"\]\(([^)#:]+)(?:#[^)]*)?\)", path.read_text()):
         assert (path.parent / target).exists(), f"{path.name} links to missing {target}"

@@ -57,6 +57,26 @@ def test_once_rolls_the_idle_cores_prints_them_and_exits(database: Any) -> None:
     assert asyncio.run(MemoryCoreRepository(database).snapshot("idle-core")) == []
 
 
+def test_idle_after_defaults_to_the_rolling_settings_from_the_environment(
+    database: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PARTNER_REPO_ROLLING_IDLE_AFTER", str(100 * 365 * 24 * 3600))
+
+    result = CliRunner().invoke(main, ["roll-idle", "--once"])
+
+    assert result.exit_code == 0, result.output
+    assert "0 idle core(s) rolled" in result.stderr
+
+
+def test_the_idle_after_option_wins_over_the_environment(database: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PARTNER_REPO_ROLLING_IDLE_AFTER", str(100 * 365 * 24 * 3600))
+
+    result = CliRunner().invoke(main, ["roll-idle", "--once", "--idle-after", "60"])
+
+    assert result.exit_code == 0, result.output
+    assert "1 idle core(s) rolled" in result.stderr
+
+
 def test_once_with_nothing_idle_rolls_nothing(database: Any) -> None:
     result = CliRunner().invoke(main, ["roll-idle", "--once", "--idle-after", str(10 * 365 * 86400)])
     assert result.exit_code == 0

@@ -1,0 +1,124 @@
+"""Appends that lose an optimistic race: they retry with a fresh time and get through.
+
+A writer that lost a race used to retry with its first timestamp, older than the slice that beat it, so the
+retry had to insert its slice before the winner's (one more read per attempt) and, under sustained
+contention, kept losing to writers with fresh stamps until it gave up with ConflictError. A retry without a
+caller-given time is stamped anew: the slice is created when it is stored.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Iterator
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from partner_repo import MemoryUnitRepository, Message
+from partner_repo.indexes import UNITS
+
+
+def turn(label: str) -> list[Message]:
+    return [
+        Message(role="user", content=f"{label} asks"),
+        Message(role="assistant", content=f"{label} answers"),
+    ]
+
+
+@pytest.fixture
+def ticking_clock(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The repository's clock advances one millisecond per reading, so every stamp is distinct."""
+    ticks = iter(range(1_000_000))
+    start = datetime(2025, 1, 1, tzinfo=UTC)
+
+    def clock() -> datetime:
+        return start + timedelta(milliseconds=next(ticks))
+
+    monkeypatch.setattr("partner_repo.units.utc_now", clock)
+    yield  # the clock is the repository's until the test ends
+
+
+class InterruptedCollection:
+    """Runs ``interloper`` just before the first ``update_one`` is sent, so that update loses its race."""
+
+    def __init__(self, collection: Any, interloper: Callable[[], Awaitable[Any]]) -> None:
+        self._collection = collection
+        self._interloper: Callable[[], Awaitable[Any]] | None = interloper
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._collection, name)
+
+    async def update_one(self, *args: Any, **kwargs: Any) -> Any:
+        if self._interloper is not None:
+            interloper, self._interloper = self._interloper, None
+            await interloper()
+        return await self._collection.update_one(*args, **kwargs)
+
+
+class InterruptedDatabase:
+    def __init__(self, database: Any, interloper: Callable[[], Awaitable[Any]]) -> None:
+        self._database = database
+        self._units = InterruptedCollection(database[UNITS], interloper)
+
+    def __getitem__(self, name: str) -> Any:
+        return self._units if name == UNITS else self._database[name]
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._database, name)
+
+
+async def test_an_append_that_lost_a_race_is_stored_with_the_time_of_its_retry(
+    memory_db: Any, ticking_clock: None
+) -> None:
+    other = MemoryUnitRepository(memory_db)
+    await other.append("u", turn("first"), "first", core_id="c")
+    loser = MemoryUnitRepository(
+        InterruptedDatabase(memory_db, lambda: other.append("u", turn("winner"), "winner", core_id="c"))
+    )
+
+    retried = await loser.append("u", turn("loser"), "loser", core_id="c")
+
+    unit = await other.get("u")
+    assert unit is not None
+    assert [s.summary for s in unit.complete_slices()] == ["first", "winner", "loser"]
+    winner = unit.complete_slices()[1]
+    assert retried.created_at is not None and winner.created_at is not None
+    assert retried.created_at > winner.created_at
+    assert unit.conversation_messages[retried.start_index or 0 : retried.end_index or 0] == turn("loser")
+
+
+async def test_an_append_with_a_given_time_keeps_it_when_retried(memory_db: Any, ticking_clock: None) -> None:
+    other = MemoryUnitRepository(memory_db)
+    await other.append("u", turn("first"), "first", core_id="c")
+    loser = MemoryUnitRepository(
+        InterruptedDatabase(memory_db, lambda: other.append("u", turn("winner"), "winner", core_id="c"))
+    )
+    given = datetime(2024, 6, 1, 12, 0, tzinfo=UTC)
+
+    retried = await loser.append("u", turn("loser"), "loser", core_id="c", created_at=given)
+
+    assert retried.created_at == given
+    unit = await other.get("u")
+    assert unit is not None
+    assert [s.summary for s in unit.complete_slices()] == ["loser", "first", "winner"]  # kept in time order
+
+
+async def test_writers_appending_repeatedly_to_one_unit_all_get_through(racy_db: Any) -> None:
+    units = MemoryUnitRepository(racy_db)
+    await units.append("u", turn("start"), "start", core_id="c")
+
+    async def writer(number: int) -> None:
+        for step in range(10):
+            await units.append("u", turn(f"w{number}s{step}"), f"w{number}s{step}", core_id="c")
+
+    await asyncio.gather(*(writer(n) for n in range(8)))
+
+    unit = await units.get("u")
+    assert unit is not None
+    slices = unit.complete_slices()
+    assert len(slices) == 1 + 8 * 10
+    for piece in slices:
+        assert unit.conversation_messages[piece.start_index or 0 : piece.end_index or 0] == turn(
+            piece.summary
+        )
