@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import math
 import statistics
 import time
@@ -149,12 +150,25 @@ class Timing:
     wall_s: float
 
 
-async def timed_batch(operation: Callable[[], Awaitable[Any]], count: int) -> Timing:
-    """Run ``operation`` ``count`` times; per-operation process CPU and wall time."""
-    cpu, wall = time.process_time(), time.perf_counter()
-    for _ in range(count):
-        await operation()
-    return Timing((time.process_time() - cpu) / count, (time.perf_counter() - wall) / count)
+async def timed_batch(
+    operation: Callable[[], Awaitable[Any]], count: int, *, pause_gc: bool = False
+) -> Timing:
+    """Run ``operation`` ``count`` times; per-operation process CPU and wall time.
+
+    ``pause_gc`` keeps the cyclic garbage collector off during the batch (a diagnostic: it separates the
+    cost of building objects from the collector's work on them; garbage is collected after the batch).
+    """
+    if pause_gc:
+        gc.disable()
+    try:
+        cpu, wall = time.process_time(), time.perf_counter()
+        for _ in range(count):
+            await operation()
+        return Timing((time.process_time() - cpu) / count, (time.perf_counter() - wall) / count)
+    finally:
+        if pause_gc:
+            gc.enable()
+            gc.collect()
 
 
 async def interleaved(
@@ -164,6 +178,7 @@ async def interleaved(
     rounds: int,
     inner: int,
     before_round: Callable[[], Awaitable[Any]] | None = None,
+    pause_gc: bool = False,
 ) -> dict[str, Any]:
     """Library and raw batches alternated (and their order swapped every round) so drift and noise hit both.
 
@@ -177,11 +192,11 @@ async def interleaved(
         if before_round is not None:
             await before_round()
         if index % 2 == 0:
-            library_times.append(await timed_batch(library, inner))
-            raw_times.append(await timed_batch(raw, inner))
+            library_times.append(await timed_batch(library, inner, pause_gc=pause_gc))
+            raw_times.append(await timed_batch(raw, inner, pause_gc=pause_gc))
         else:
-            raw_times.append(await timed_batch(raw, inner))
-            library_times.append(await timed_batch(library, inner))
+            raw_times.append(await timed_batch(raw, inner, pause_gc=pause_gc))
+            library_times.append(await timed_batch(library, inner, pause_gc=pause_gc))
     cpu_ratios = [lib.cpu_s / max(r.cpu_s, 1e-9) for lib, r in zip(library_times, raw_times, strict=True)]
     wall_ratios = [lib.wall_s / max(r.wall_s, 1e-9) for lib, r in zip(library_times, raw_times, strict=True)]
     return {

@@ -47,7 +47,8 @@ _SECTION_TEXT = """\
    *append vs same round trips* gives the raw side the same two round trips, isolating the library's own
    CPU (validation, slice building, size accounting). `get` builds validated pydantic models for every
    message: its cost over `find_one` is model construction plus the garbage collector's work on the new
-   objects, which grows with the process heap.
+   objects, which grows with the process heap; the diagnostic row *unit load, collector paused* repeats
+   the comparison with the collector off during the timed batches, separating the two.
 3. **Listener**: polling path on the embedded backend with a no-op consumer: backfill throughput of a
    new group, and append-to-consume latency at a steady append rate with the stated poll interval.
 4. **Concurrency**: 1, 8 and 32 writers appending to one unit, and 32 writers on 32 units; retries =

@@ -6,9 +6,9 @@ import click
 from rich.table import Table
 
 from partner_repo.cli.app import EXIT_NOT_FOUND, connection, run_async
+from partner_repo.cli.consumers import consumer_option, consumer_registry
 from partner_repo.cli.output import console, echo_json, json_option, short, when
 from partner_repo.listener.dead_letters import DeadLetter, DeadLetterRepository, replay_dead_letters
-from partner_repo.listener.loading import registry_from_paths
 
 
 @click.group("dead-letters")
@@ -39,24 +39,14 @@ def list_letters(ctx: click.Context, group: str | None, consumer: str | None, as
 
 
 @dead_letters.command("replay")
-@click.option(
-    "--consumer",
-    "consumer_paths",
-    multiple=True,
-    required=True,
-    metavar="MODULE:ATTR",
-    help="A consumer to replay to (as for `listen`); letters of consumers not given are left alone.",
-)
+@consumer_option("A consumer to replay to (as for `listen`); letters of consumers not given are left alone.")
 @click.option("--group", default="default", show_default=True, help="Listener group whose letters to replay.")
 @click.option("--only", "only", default=None, metavar="NAME", help="Replay only this consumer's letters.")
 @click.pass_context
 def replay(ctx: click.Context, consumer_paths: tuple[str, ...], group: str, only: str | None) -> None:
     """Deliver dead letters again: delivered letters are removed, failing ones updated and kept."""
     target = connection(ctx)
-    try:
-        registry = registry_from_paths(list(consumer_paths))
-    except ValueError as exc:
-        raise click.BadParameter(str(exc), param_hint="--consumer") from None
+    registry = consumer_registry(consumer_paths)
 
     async def work() -> tuple[int, int, int, int]:
         report = await replay_dead_letters(await target.open(), registry, group=group, consumer=only)

@@ -7,25 +7,17 @@ group's checkpoint is saved, so the next ``listen`` of the group resumes where t
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import signal
 
 import click
 
 from partner_repo.cli.app import connection, run_async
+from partner_repo.cli.consumers import consumer_option, consumer_registry
+from partner_repo.cli.signals import stop_on_signals
 from partner_repo.listener.listener import DEFAULT_POLL_INTERVAL, RollingListener
-from partner_repo.listener.loading import registry_from_paths
 
 
 @click.command("listen")
-@click.option(
-    "--consumer",
-    "consumer_paths",
-    multiple=True,
-    required=True,
-    metavar="MODULE:ATTR",
-    help="An AfterRolling consumer (an object, or a class built without arguments); repeatable.",
-)
+@consumer_option("An AfterRolling consumer (an object, or a class built without arguments); repeatable.")
 @click.option("--group", default="default", show_default=True, help="Listener group (its own checkpoint).")
 @click.option(
     "--start-from",
@@ -75,10 +67,7 @@ def listen(
 ) -> None:
     """Deliver every roll to the given consumers until SIGINT/SIGTERM."""
     target = connection(ctx)
-    try:
-        registry = registry_from_paths(list(consumer_paths))
-    except ValueError as exc:
-        raise click.BadParameter(str(exc), param_hint="--consumer") from None
+    registry = consumer_registry(consumer_paths)
 
     async def work() -> None:
         listener = RollingListener(
@@ -92,18 +81,15 @@ def listen(
             drain_timeout=drain_timeout,
         )
         stop = asyncio.Event()
-        installed = _on_signals(stop)
-        try:
-            await listener.start()
-            names = ", ".join(c.name for c in registry.consumers())
-            click.echo(f"listening as group {group!r} for {names}; stop with Ctrl-C or SIGTERM", err=True)
-            await stop.wait()
-            click.echo("stopping: finishing in-flight deliveries", err=True)
-        finally:
-            drained = await listener.stop()
-            loop = asyncio.get_running_loop()
-            for sig in installed:
-                loop.remove_signal_handler(sig)
+        with stop_on_signals(stop):
+            try:
+                await listener.start()
+                names = ", ".join(c.name for c in registry.consumers())
+                click.echo(f"listening as group {group!r} for {names}; stop with Ctrl-C or SIGTERM", err=True)
+                await stop.wait()
+                click.echo("stopping: finishing in-flight deliveries", err=True)
+            finally:
+                drained = await listener.stop()
         lag = listener.lag()
         state = (
             "checkpoint saved" if drained else "unfinished deliveries are delivered again at the next start"
@@ -113,13 +99,3 @@ def listen(
         )
 
     run_async(work)
-
-
-def _on_signals(stop: asyncio.Event) -> list[signal.Signals]:
-    loop = asyncio.get_running_loop()
-    installed: list[signal.Signals] = []
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        with contextlib.suppress(NotImplementedError, RuntimeError):  # no signal handlers on this platform
-            loop.add_signal_handler(sig, stop.set)
-            installed.append(sig)
-    return installed

@@ -7,6 +7,7 @@ directories and exits 0 even when it skipped items: they are reported, never fat
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from partner_repo.admin.check import CheckReport, RepairReport, UnitChecker
+from partner_repo.admin.inspection import InvariantViolation
 from partner_repo.cli.app import EXIT_NOT_FOUND, connection, run_async
 from partner_repo.cli.output import console, echo_json, json_option
 from partner_repo.cli.slices import open_admin, usage_errors
@@ -26,8 +28,11 @@ PROGRESS_THRESHOLD = 50
 """Unit files from which ``import-state`` shows a progress bar."""
 
 
+_core_option = click.option("--core", "core_id", default=None, help="Only this core's units.")
+
+
 @click.command()
-@click.option("--core", "core_id", default=None, help="Only this core's units.")
+@_core_option
 @json_option
 @click.pass_context
 def check(ctx: click.Context, core_id: str | None, as_json: bool) -> None:
@@ -43,11 +48,8 @@ def check(ctx: click.Context, core_id: str | None, as_json: bool) -> None:
     else:
         out = console()
         if report.units:
-            table = _violations_table("units breaking the invariants")
-            for unit in report.units:
-                for violation in unit.violations:
-                    table.add_row(unit.unit_id, unit.core_id or "-", violation.code, violation.detail)
-            out.print(table)
+            found = ((u.unit_id, u.core_id, v) for u in report.units for v in u.violations)
+            out.print(_violations_table("units breaking the invariants", found))
         out.print(f"checked {report.units_checked} unit(s): {len(report.units)} with violations")
         if any(u.repairable for u in report.units):
             out.print("run `partner-repo repair` to normalize them")
@@ -56,7 +58,7 @@ def check(ctx: click.Context, core_id: str | None, as_json: bool) -> None:
 
 
 @click.command()
-@click.option("--core", "core_id", default=None, help="Only this core's units.")
+@_core_option
 @json_option
 @click.pass_context
 def repair(ctx: click.Context, core_id: str | None, as_json: bool) -> None:
@@ -72,11 +74,8 @@ def repair(ctx: click.Context, core_id: str | None, as_json: bool) -> None:
     else:
         out = console()
         if report.repaired:
-            table = _violations_table("repaired")
-            for unit in report.repaired:
-                for change in unit.changes or []:
-                    table.add_row(unit.unit_id, unit.core_id or "-", change.code, change.detail)
-            out.print(table)
+            changed = ((u.unit_id, u.core_id, c) for u in report.repaired for c in u.changes)
+            out.print(_violations_table("repaired", changed))
         if report.failed:
             failed = Table(title="not repaired", title_justify="left")
             for name in ("unit", "core", "reason"):
@@ -129,10 +128,12 @@ def import_state(ctx: click.Context, directory: Path, core_id: str, as_json: boo
             out.print(_issues_table(title, issues))
 
 
-def _violations_table(title: str) -> Table:
+def _violations_table(title: str, rows: Iterable[tuple[str, str | None, InvariantViolation]]) -> Table:
     table = Table(title=title, title_justify="left")
     for name in ("unit", "core", "code", "detail"):
         table.add_column(name, overflow="fold", no_wrap=name == "code")
+    for unit_id, core_id, violation in rows:
+        table.add_row(unit_id, core_id or "-", violation.code, violation.detail)
     return table
 
 

@@ -7,15 +7,15 @@ rolling by count) may share a database, the rolling lease gives each core to one
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import importlib
-import signal
 from dataclasses import replace
 from datetime import timedelta
 
 import click
 
 from partner_repo.cli.app import connection, run_async
+from partner_repo.cli.signals import stop_on_signals
+from partner_repo.errors import InvalidInput
+from partner_repo.importing import import_object
 from partner_repo.rolling.result import RollingResult
 from partner_repo.rolling.service import RollingService
 from partner_repo.rolling.summarizer import Summarizer, extractive_summarizer
@@ -78,15 +78,10 @@ def roll_idle(
             click.echo(f"{len(results)} idle core(s) rolled", err=True)
             return
         stop = asyncio.Event()
-        installed = _on_signals(stop)
-        interval = config.check_interval.total_seconds()
-        click.echo(f"rolling idle cores every {interval:g}s; stop with Ctrl-C or SIGTERM", err=True)
-        try:
+        with stop_on_signals(stop):
+            interval = config.check_interval.total_seconds()
+            click.echo(f"rolling idle cores every {interval:g}s; stop with Ctrl-C or SIGTERM", err=True)
             await service.run_idle_scheduler(stop, on_rolled=_echo)
-        finally:
-            loop = asyncio.get_running_loop()
-            for sig in installed:
-                loop.remove_signal_handler(sig)
         click.echo("stopped", err=True)
 
     run_async(work)
@@ -101,24 +96,11 @@ def _echo(result: RollingResult) -> None:
     )
 
 
-def _on_signals(stop: asyncio.Event) -> list[signal.Signals]:
-    loop = asyncio.get_running_loop()
-    installed: list[signal.Signals] = []
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        with contextlib.suppress(NotImplementedError, RuntimeError):  # no signal handlers on this platform
-            loop.add_signal_handler(sig, stop.set)
-            installed.append(sig)
-    return installed
-
-
 def _load_summarizer(path: str) -> Summarizer:
-    module_name, _, attribute = path.partition(":")
-    if not module_name or not attribute:
-        raise click.BadParameter("expected MODULE:NAME", param_hint="--summarizer")
     try:
-        found = getattr(importlib.import_module(module_name), attribute)
-    except (ImportError, AttributeError) as exc:
-        raise click.BadParameter(f"cannot load {path!r}: {exc}", param_hint="--summarizer") from None
+        found = import_object(path, what="summarizer")
+    except InvalidInput as exc:
+        raise click.BadParameter(str(exc), param_hint="--summarizer") from None
     if not callable(found):
         raise click.BadParameter(f"{path!r} is not callable", param_hint="--summarizer")
     summarizer: Summarizer = found

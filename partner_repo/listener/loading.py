@@ -2,28 +2,16 @@
 
 from __future__ import annotations
 
-import importlib
 import inspect
-from typing import Any
 
 from partner_repo.errors import InvalidInput
+from partner_repo.importing import import_object
 from partner_repo.listener.registry import AfterRolling, AfterRollingRegistry
 
 
 def load_consumer(path: str) -> AfterRolling:
     """The consumer at ``package.module:attr``: an AfterRolling object, or a class built with no arguments."""
-    module_name, colon, attribute = path.partition(":")
-    if not colon or not module_name or not attribute:
-        raise InvalidInput(f"consumer {path!r} must look like package.module:attr")
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise InvalidInput(f"consumer {path!r}: cannot import {module_name!r}: {exc}") from exc
-    target: Any = module
-    for part in attribute.split("."):
-        if not hasattr(target, part):
-            raise InvalidInput(f"consumer {path!r}: {module_name!r} has no attribute {attribute!r}")
-        target = getattr(target, part)
+    target = import_object(path, what="consumer")
     if inspect.isclass(target):
         try:
             target = target()

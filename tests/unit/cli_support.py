@@ -1,6 +1,12 @@
-"""Parsing ``partner-repo`` command lines found in docs and config files, without running them."""
+"""Running ``partner-repo`` command lines: parsing those found in docs and config files, and signalling a
+long-running command in a process of its own."""
 
 from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
 
 import click
 
@@ -23,3 +29,28 @@ def parse_cli(arguments: list[str]) -> click.Context:
         ctx = sub.make_context(name, rest, parent=ctx)
         command = sub
     return ctx
+
+
+def run_until_signal(arguments: list[str], *, running: str, stop_signal: signal.Signals) -> tuple[int, str]:
+    """Run ``partner-repo ARGUMENTS`` on the in-memory database in a process of its own; once its first stderr
+    line says it is ``running`` (its signal handlers are installed), send ``stop_signal``.
+
+    Returns the exit code and the rest of stderr.
+    """
+    environment = {k: v for k, v in os.environ.items() if k not in {"MONGODB_URI", "PARTNER_REPO_DB"}}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "partner_repo", *arguments],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=environment,
+    )
+    try:
+        assert process.stderr is not None
+        assert running in process.stderr.readline()
+        process.send_signal(stop_signal)
+        _, errors = process.communicate(timeout=30)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    return process.returncode, errors

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
-import os
 import signal
-import subprocess
-import sys
 from typing import Any
 
 import pytest
+from cli_support import run_until_signal
 from click.testing import CliRunner
 from listener_support import T0, append
 
@@ -83,11 +82,11 @@ def database(monkeypatch: pytest.MonkeyPatch) -> Any:
 def test_listen_delivers_to_the_consumers_until_stopped(
     database: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    def capture(stop: asyncio.Event) -> list[signal.Signals]:
+    def capture(stop: asyncio.Event) -> contextlib.nullcontext[None]:
         STOP[:] = [stop]
-        return []
+        return contextlib.nullcontext()
 
-    monkeypatch.setattr(listen_module, "_on_signals", capture)
+    monkeypatch.setattr(listen_module, "stop_on_signals", capture)
     result = CliRunner().invoke(
         main,
         [
@@ -117,32 +116,12 @@ def test_listen_refuses_a_consumer_it_cannot_load(path: str) -> None:
 
 @pytest.mark.parametrize("stop_signal", [signal.SIGTERM, signal.SIGINT])
 def test_listen_runs_until_a_signal_and_then_stops_cleanly(stop_signal: signal.Signals) -> None:
-    environment = {k: v for k, v in os.environ.items() if k not in {"MONGODB_URI", "PARTNER_REPO_DB"}}
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "partner_repo",
-            "listen",
-            "--consumer",
-            "partner_repo.listener.examples:print_consumer",
-            "--poll-interval",
-            "0.05",
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=environment,
+    returncode, errors = run_until_signal(
+        ["listen", "--consumer", "partner_repo.listener.examples:print_consumer", "--poll-interval", "0.05"],
+        running="listening as group 'default' for print",
+        stop_signal=stop_signal,
     )
-    try:
-        assert process.stderr is not None
-        assert "listening as group 'default' for print" in process.stderr.readline()
-        process.send_signal(stop_signal)
-        _, errors = process.communicate(timeout=30)
-    finally:
-        if process.poll() is None:
-            process.kill()
-    assert process.returncode == 0, errors
+    assert returncode == 0, errors
     assert "stopped: 0 delivered, 0 dead-lettered; checkpoint saved" in errors
 
 

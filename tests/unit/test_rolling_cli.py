@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import asyncio
-import os
 import signal
-import subprocess
-import sys
 from typing import Any
 
 import pytest
+from cli_support import run_until_signal
 from click.testing import CliRunner
 from rolling_support import T0, numbered
 
@@ -68,7 +66,9 @@ def test_idle_after_defaults_to_the_rolling_settings_from_the_environment(
     assert "0 idle core(s) rolled" in result.stderr
 
 
-def test_the_idle_after_option_wins_over_the_environment(database: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_idle_after_option_wins_over_the_environment(
+    database: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("PARTNER_REPO_ROLLING_IDLE_AFTER", str(100 * 365 * 24 * 3600))
 
     result = CliRunner().invoke(main, ["roll-idle", "--once", "--idle-after", "60"])
@@ -111,21 +111,10 @@ def test_impossible_settings_are_usage_errors(database: Any, option: list[str]) 
 
 @pytest.mark.parametrize("stop_signal", [signal.SIGTERM, signal.SIGINT])
 def test_the_scheduler_runs_until_a_signal_and_then_exits_cleanly(stop_signal: signal.Signals) -> None:
-    environment = {k: v for k, v in os.environ.items() if k not in {"MONGODB_URI", "PARTNER_REPO_DB"}}
-    process = subprocess.Popen(
-        [sys.executable, "-m", "partner_repo", "roll-idle", "--check-interval", "0.05"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=environment,
+    returncode, errors = run_until_signal(
+        ["roll-idle", "--check-interval", "0.05"],
+        running="rolling idle cores every 0.05s",
+        stop_signal=stop_signal,
     )
-    try:
-        assert process.stderr is not None
-        assert "rolling idle cores every 0.05s" in process.stderr.readline()  # running, handlers installed
-        process.send_signal(stop_signal)
-        _, errors = process.communicate(timeout=30)
-    finally:
-        if process.poll() is None:
-            process.kill()
-    assert process.returncode == 0, errors
+    assert returncode == 0, errors
     assert "stopped" in errors

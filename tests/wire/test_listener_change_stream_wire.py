@@ -12,14 +12,16 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 from bson import Timestamp
 from mockupdb import MockupDB, Request
-from motor.motor_asyncio import AsyncIOMotorClient
+from wire_support import UNITS_NS as NS
+from wire_support import motor_client, server_fixture
+from wire_support import receive as next_request
 
 from partner_repo import (
     AfterRollingRegistry,
@@ -39,7 +41,6 @@ from partner_repo.storage import slice_document
 pytestmark = pytest.mark.wire
 
 T0 = datetime(2024, 6, 1, 8, 0, tzinfo=UTC)
-NS = "partner.memory_units"
 STORED = {"_data": "82STORED"}
 
 
@@ -84,16 +85,7 @@ def housekeeping(request: Request) -> bool:
     return False
 
 
-@pytest.fixture(scope="module")
-def server() -> Iterator[MockupDB]:
-    mock = MockupDB(
-        auto_ismaster={"ismaster": True, "minWireVersion": 0, "maxWireVersion": 21},
-        request_timeout=10,
-    )
-    mock.autoresponds(housekeeping)
-    mock.run()
-    yield mock
-    mock.stop()
+server = server_fixture(autoresponder=housekeeping, request_timeout=10)
 
 
 @pytest.fixture
@@ -103,12 +95,9 @@ async def memory() -> Any:
 
 @pytest.fixture
 async def database(server: MockupDB, memory: Any) -> AsyncIterator[SplitDatabase]:
-    client: Any = AsyncIOMotorClient(server.uri, tz_aware=True, serverSelectionTimeoutMS=5000)
-    try:
+    unexpected = "a request nobody scripted was sent"
+    async with motor_client(server, quiet_for=0.05, unexpected=unexpected) as client:
         yield SplitDatabase(client["partner"], memory)
-        assert not await asyncio.to_thread(server.got, timeout=0.05), "a request nobody scripted was sent"
-    finally:
-        client.close()
 
 
 class Recorder:
@@ -135,7 +124,7 @@ def listener_for(database: Any, recorder: Recorder) -> RollingListener:
 
 
 async def receive(server: MockupDB, name: str) -> Request:
-    request: Request = await asyncio.to_thread(server.receives, timeout=10)
+    request = await next_request(server)
     assert request.command_name == name, request
     return request
 

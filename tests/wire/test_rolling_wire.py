@@ -8,13 +8,13 @@ conditional ``findAndModify``.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from mockupdb import MockupDB, Request
-from motor.motor_asyncio import AsyncIOMotorClient
+from mockupdb import MockupDB
+from wire_support import motor_client, receive, server_fixture
 
 from partner_repo import MemoryCoreRepository, Message
 
@@ -29,26 +29,13 @@ def window(size: int) -> list[dict[str, str]]:
     return [{"role": "user", "content": f"m{n}"} for n in range(size)]
 
 
-@pytest.fixture(scope="module")
-def server() -> Iterator[MockupDB]:
-    mock = MockupDB(auto_ismaster={"ismaster": True, "minWireVersion": 0, "maxWireVersion": 21})
-    mock.run()
-    yield mock
-    mock.stop()
+server = server_fixture()
 
 
 @pytest.fixture
 async def cores(server: MockupDB) -> AsyncIterator[MemoryCoreRepository]:
-    client: Any = AsyncIOMotorClient(server.uri, tz_aware=True, serverSelectionTimeoutMS=5000)
-    try:
+    async with motor_client(server, quiet_for=0.1) as client:
         yield MemoryCoreRepository(client["partner"])
-        assert not await asyncio.to_thread(server.got, timeout=0.1), "an unexpected request was sent"
-    finally:
-        client.close()
-
-
-async def receive(server: MockupDB) -> Request:
-    return await asyncio.to_thread(server.receives, timeout=10)
 
 
 def core_document(**fields: Any) -> dict[str, Any]:

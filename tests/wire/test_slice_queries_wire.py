@@ -4,53 +4,27 @@ command, the index-friendly pipeline shape, and a ``$slice`` projection instead 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator
 from datetime import UTC, datetime
-from typing import Any
 
 import pytest
-from mockupdb import MockupDB, Request
-from motor.motor_asyncio import AsyncIOMotorClient
+from mockupdb import MockupDB
+from wire_support import cursor, motor_client, plain, receive, server_fixture
 
 from partner_repo import SliceQueries
 
 pytestmark = pytest.mark.wire
 
 T0 = datetime(2024, 3, 1, 9, 0, tzinfo=UTC)
-NS = "partner.memory_units"
 
 
-@pytest.fixture
-def server() -> Any:
-    mock = MockupDB(auto_ismaster={"ismaster": True, "minWireVersion": 0, "maxWireVersion": 21})
-    mock.run()
-    yield mock
-    mock.stop()
+server = server_fixture()
 
 
 @pytest.fixture
 async def queries(server: MockupDB) -> AsyncIterator[SliceQueries]:
-    client: Any = AsyncIOMotorClient(server.uri, tz_aware=True, serverSelectionTimeoutMS=5000)
-    try:
+    async with motor_client(server, quiet_for=0.05) as client:
         yield SliceQueries(client["partner"], max_time_ms=2500)
-    finally:
-        client.close()
-
-
-async def receive(server: MockupDB) -> Request:
-    return await asyncio.to_thread(server.receives, timeout=10)
-
-
-def cursor(*documents: Mapping[str, Any]) -> dict[str, Any]:
-    return {"cursor": {"id": 0, "ns": NS, "firstBatch": list(documents)}}
-
-
-def plain(value: Any) -> Any:
-    if isinstance(value, Mapping):
-        return {k: plain(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [plain(v) for v in value]
-    return value
 
 
 async def test_find_sends_one_aggregate_matching_units_before_unwinding(

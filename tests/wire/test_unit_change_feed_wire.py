@@ -8,18 +8,18 @@ them from the index alone), and both fall back to an unhinted read when that ind
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-from mockupdb import MockupDB, Request
-from motor.motor_asyncio import AsyncIOMotorClient
+from mockupdb import MockupDB
+from wire_support import UNITS_NS as NS
+from wire_support import motor_client, receive, server_fixture
 
 from partner_repo import MemoryUnitRepository
 
 pytestmark = pytest.mark.wire
 
-NS = "partner.memory_units"
 FINGERPRINT = {"_id": 1, "version": 1, "message_count": 1, "slice_count": 1, "size_bytes": 1}
 NO_SUCH_INDEX = {
     "ok": 0,
@@ -29,26 +29,13 @@ NO_SUCH_INDEX = {
 }
 
 
-@pytest.fixture(scope="module")
-def server() -> Iterator[MockupDB]:
-    mock = MockupDB(auto_ismaster={"ismaster": True, "minWireVersion": 0, "maxWireVersion": 21})
-    mock.run()
-    yield mock
-    mock.stop()
+server = server_fixture()
 
 
 @pytest.fixture
 async def units(server: MockupDB) -> AsyncIterator[MemoryUnitRepository]:
-    client: Any = AsyncIOMotorClient(server.uri, tz_aware=True, serverSelectionTimeoutMS=5000)
-    try:
+    async with motor_client(server, quiet_for=0.05) as client:
         yield MemoryUnitRepository(client["partner"])
-        assert not await asyncio.to_thread(server.got, timeout=0.05), "an unexpected request was sent"
-    finally:
-        client.close()
-
-
-async def receive(server: MockupDB) -> Request:
-    return await asyncio.to_thread(server.receives, timeout=10)
 
 
 async def collect(units: MemoryUnitRepository) -> list[tuple[str, tuple[Any, ...]]]:

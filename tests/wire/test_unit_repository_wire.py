@@ -8,13 +8,13 @@ every request a test receives is one round trip of the operation under test.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterator, Mapping
+from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 from mockupdb import MockupDB, Request
-from motor.motor_asyncio import AsyncIOMotorClient
+from wire_support import cursor, motor_client, plain, server_fixture
 
 from partner_repo import (
     MAX_DOCUMENT_BYTES,
@@ -30,7 +30,6 @@ from partner_repo import (
 pytestmark = pytest.mark.wire
 
 T0 = datetime(2024, 3, 1, 10, 0, tzinfo=UTC)
-NS = "partner.memory_units"
 NEW = [Message(role="user", content="new question"), Message(role="assistant", content="new answer")]
 
 
@@ -54,31 +53,17 @@ class Wire:
         return not await self.has_request(0.1)
 
 
-@pytest.fixture(scope="module")
-def server() -> Iterator[MockupDB]:
-    """One scripted server per module: stopping one takes a second (its accept loop polls once a second)."""
-    mock = MockupDB(auto_ismaster={"ismaster": True, "minWireVersion": 0, "maxWireVersion": 21})
-    mock.run()
-    yield mock
-    mock.stop()
+server = server_fixture()
 
 
 @pytest.fixture
 async def wire(server: MockupDB) -> AsyncIterator[Wire]:
-    client: Any = AsyncIOMotorClient(server.uri, tz_aware=True, serverSelectionTimeoutMS=5000)
-    try:
+    async with motor_client(server, quiet_for=0, unexpected="a request was left unanswered") as client:
         yield Wire(server, client)
-        assert not await asyncio.to_thread(server.got, timeout=0), "a request was left unanswered"
-    finally:
-        client.close()
 
 
 def command(request: Request) -> str:
     return str(next(iter(request.doc)))
-
-
-def cursor(*documents: Mapping[str, Any]) -> dict[str, Any]:
-    return {"cursor": {"id": 0, "ns": NS, "firstBatch": list(documents)}}
 
 
 def head(*, version: int = 7, message_count: int = 40, slice_count: int = 12, size_bytes: int = 9_000_000,
@@ -96,15 +81,6 @@ def head(*, version: int = 7, message_count: int = 40, slice_count: int = 12, si
         "slices": [{"id": "last", "start_index": 30, "end_index": 40, "summary": "stored summary",
                     "created_at": last_slice_time}],
     }
-
-
-def plain(value: Any) -> Any:
-    """mockupdb decodes into OrderedDicts; compare as plain dicts and lists."""
-    if isinstance(value, Mapping):
-        return {k: plain(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [plain(v) for v in value]
-    return value
 
 
 def the_update(request: Request) -> dict[str, Any]:
