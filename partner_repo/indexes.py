@@ -28,8 +28,13 @@ UNIT_INDEXES: list[IndexModel] = [
         name="core_slice_created",
     ),
     IndexModel(
-        [("_id", ASCENDING), ("version", ASCENDING), ("message_count", ASCENDING), ("slice_count", ASCENDING),
-         ("size_bytes", ASCENDING)],
+        [
+            ("_id", ASCENDING),
+            ("version", ASCENDING),
+            ("message_count", ASCENDING),
+            ("slice_count", ASCENDING),
+            ("size_bytes", ASCENDING),
+        ],
         name="unit_fingerprint",
     ),
 ]
