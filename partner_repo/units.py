@@ -292,6 +292,7 @@ class MemoryUnitRepository:
         rolling_size: int | None = None,
         retain_divisor: int | None = None,
         previous_unit_id: str | None = None,
+        fresh_slice_id: bool = False,
     ) -> MemorySlice:
         """Append ``messages`` and one slice covering exactly them; Partner's ``updateMemoryUnit``.
 
@@ -301,6 +302,11 @@ class MemoryUnitRepository:
         ``previous_unit_id`` is set only when this call creates the unit. ``updated_at`` becomes the slice's
         ``created_at`` (default now) unless it is already later: a writer whose clock is behind never moves
         it back.
+
+        A caller-chosen ``slice_id`` is checked against every other unit (a query by slice id, which fans out
+        on a sharded cluster). ``fresh_slice_id=True`` says the id was just minted with :func:`new_slice_id`
+        for this append alone (the rolling service does this for its retry key): no other unit can hold it,
+        so the check is skipped and every round trip stays on the unit's shard.
         """
         unit_id = require_id(unit_id, "unit_id")
         core_id = require_id(core_id, "core_id")
@@ -328,7 +334,7 @@ class MemoryUnitRepository:
                 # to be inserted before the winners' slices (one more read) and would keep losing to writers
                 # with fresh stamps under sustained contention.
                 piece = piece.model_copy(update={"created_at": max(stamp, utc_now())})
-            head = await self._append_head(unit_id, given_id)
+            head = await self._append_head(unit_id, None if fresh_slice_id else given_id)
             if head is None:
                 stored = await self._create_with(unit_id, core_id, increment, piece, previous_unit_id)
             else:

@@ -271,6 +271,7 @@ class RollingService:
                     rolling_size=rolling_size,
                     retain_divisor=self._config.retain_divisor,
                     previous_unit_id=previous_unit_id,
+                    fresh_slice_id=True,  # minted above for this roll only: no cross-unit check (shard-local)
                 )
             except (ConnectionFailure, ConflictError) as exc:
                 if attempt == APPEND_ATTEMPTS:

@@ -208,6 +208,17 @@ async def test_append_retry_with_the_same_slice_id_returns_the_stored_slice(
     assert unit.version == 2
 
 
+async def test_a_retry_with_a_fresh_slice_id_is_still_idempotent(units: MemoryUnitRepository) -> None:
+    await units.append("u", say("a"), "earlier", core_id="c")
+    first = await units.append("u", say("b"), "turn", core_id="c", slice_id="minted", fresh_slice_id=True)
+
+    retry = await units.append("u", say("b"), "turn", core_id="c", slice_id="minted", fresh_slice_id=True)
+
+    assert retry == first
+    unit = await units.get("u")
+    assert unit is not None and [m.content for m in unit.conversation_messages] == ["a", "b"]
+
+
 async def test_append_retry_after_the_first_call_created_the_unit(units: MemoryUnitRepository) -> None:
     first = await units.append("u", say("a"), "s", core_id="c", slice_id="k")
     for _ in range(3):

@@ -198,6 +198,25 @@ async def test_a_retried_append_with_a_stored_slice_id_returns_it_without_pushin
     assert await wire.nothing_more_was_sent()
 
 
+async def test_a_freshly_minted_slice_id_keeps_every_round_trip_on_the_units_shard(wire: Wire) -> None:
+    units = MemoryUnitRepository(wire.database)
+    call = asyncio.create_task(
+        units.append("u", NEW, "s", core_id="c", slice_id="minted-1", fresh_slice_id=True, created_at=T0)
+    )
+
+    find = await wire.receives()
+    assert command(find) == "find" and find.doc["filter"] == {"_id": "u"}  # no fan-out query by slice id
+    find.replies(cursor(head(version=3, message_count=10)))
+    update = await wire.receives()
+    assert the_update(update)["q"] == {"_id": "u", "version": 3, "slices.id": {"$ne": "minted-1"}}
+    update.replies({"n": 1, "nModified": 1})
+
+    piece = await call
+    assert (piece.id, piece.start_index, piece.end_index) == ("minted-1", 10, 12)
+    assert wire.round_trips == 2
+    assert await wire.nothing_more_was_sent()
+
+
 async def test_a_slice_id_held_by_another_unit_is_refused_without_a_write(wire: Wire) -> None:
     units = MemoryUnitRepository(wire.database)
     call = asyncio.create_task(units.append("u", NEW, "s", core_id="c", slice_id="taken"))
