@@ -42,13 +42,16 @@ _SECTION_TEXT = """\
    ratio of process CPU time per round, median and interquartile range. Backends: the embedded
    mongomock-motor database (its own work is in-process CPU and counts on both sides), the real driver
    against the scripted server in a child process (the closest to a real server here: this process's CPU
-   is only library and driver) and `MONGODB_URI` when set. `append` makes two round trips by design
-   (read the head, push guarded by the version read: optimistic concurrency without a lock); the row
-   *append vs same round trips* gives the raw side the same two round trips, isolating the library's own
-   CPU (validation, slice building, size accounting). `get` builds validated pydantic models for every
-   message: its cost over `find_one` is model construction plus the garbage collector's work on the new
-   objects, which grows with the process heap; the diagnostic row *unit load, collector paused* repeats
-   the comparison with the collector off during the timed batches, separating the two.
+   is only library and driver) and `MONGODB_URI` when set. `append` is optimistic (a push guarded by the
+   unit's version: no lock); a repository remembers the heads it saw, so its writer's append is one
+   guarded push. The *append* row measures that steady state: before each round (untimed) the unit is
+   deleted through the repository, seeded again, and its head read once, as a previous append leaves it.
+   The row *append, first from a new repository* is the cold path (head read, then push) against a raw
+   side doing the same two round trips, isolating the library's own CPU (validation, slice building,
+   size accounting). `get` builds validated pydantic models for every message: its cost over `find_one`
+   is model construction plus the garbage collector's work on the new objects, which grows with the
+   process heap, so the library pauses the collector while it builds a unit of 1,000+ messages; the
+   diagnostic row *unit load, collector paused* pauses it for the whole timed batches.
 3. **Listener**: polling path on the embedded backend with a no-op consumer: backfill throughput of a
    new group, and append-to-consume latency at a steady append rate with the stated poll interval.
 4. **Concurrency**: 1, 8 and 32 writers appending to one unit, and 32 writers on 32 units; retries =

@@ -112,7 +112,12 @@ async def _operations(database: Any, size: int) -> dict[str, Operation]:
             raise RuntimeError("the measured roll did not roll")
 
     return {
-        "append": (nothing, lambda: units.append(unit_id, turn, "a turn", core_id=core_id)),
+        # A new repository each run, so every run measures the same cold append (head read, then push); a
+        # repository that remembers the head would send the push alone after its first run.
+        "append": (
+            nothing,
+            lambda: MemoryUnitRepository(database).append(unit_id, turn, "a turn", core_id=core_id),
+        ),
         "resolve_increment": (nothing, lambda: service.resolve_increment(core_id, snapshot)),
         "slice_messages": (nothing, lambda: units.slice_messages(unit_id, last_full_slice)),
         "tail_messages": (nothing, lambda: units.tail_messages(unit_id, WINDOW_CONTEXT)),

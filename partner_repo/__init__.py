@@ -90,7 +90,7 @@ from partner_repo.settings import (
     settings_for,
 )
 from partner_repo.storage import MAX_DOCUMENT_BYTES
-from partner_repo.units import MemoryUnitRepository, UnitFingerprint, UnitHead, UnitOutline
+from partner_repo.units import HEAD_CACHE_SIZE, MemoryUnitRepository, UnitFingerprint, UnitHead, UnitOutline
 
 try:
     __version__ = version("partner-repo")
@@ -99,6 +99,7 @@ except PackageNotFoundError:  # pragma: no cover - running from a source tree th
 
 __all__ = [
     "DEFAULT_CORE_ID",
+    "HEAD_CACHE_SIZE",
     "MAX_DOCUMENT_BYTES",
     "SUMMARY_ON_EMPTY",
     "SUMMARY_ON_EXCEPTION",

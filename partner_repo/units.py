@@ -8,6 +8,10 @@ unit past 16 MiB, and concurrent writers never lose or overlap messages.
 ``$push`` of only the new messages and slice, guarded by the version it read. A writer that lost the race
 re-reads and tries again, so intervals stay disjoint and contiguous without a lock or a transaction, and an
 uncontended append costs two round trips whatever the unit's size.
+
+Each repository also remembers the heads it last saw (a bounded LRU): a unit it appended to before gets the
+guarded ``$push`` straight away, one round trip. The guard (version and counts) makes a stale entry harmless:
+the push matches nothing, the entry is dropped and the append takes the usual path.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ import asyncio
 import bisect
 import random
 import warnings
+from collections import OrderedDict
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -53,6 +58,9 @@ from partner_repo.validation import optional_datetime, parse_messages, require_c
 
 APPEND_ATTEMPTS = 200
 """How often a contended append re-reads and retries before giving up with :class:`ConflictError`."""
+
+HEAD_CACHE_SIZE = 1024
+"""How many unit heads a repository remembers to skip the head read of its next append to that unit."""
 
 _HEAD_PROJECTION: dict[str, Any] = {
     "core_id": 1,
@@ -101,10 +109,17 @@ class UnitOutline:
 class MemoryUnitRepository:
     """Reads and writes memory units on the database it is given."""
 
-    def __init__(self, database: MongoDatabase, *, max_document_bytes: int = MAX_DOCUMENT_BYTES) -> None:
+    def __init__(
+        self,
+        database: MongoDatabase,
+        *,
+        max_document_bytes: int = MAX_DOCUMENT_BYTES,
+        head_cache_size: int = HEAD_CACHE_SIZE,
+    ) -> None:
         self._database = database
         self._units = database[UNITS]
         self._max_bytes = max_document_bytes
+        self._heads = _HeadCache(require_count(head_cache_size, "head_cache_size"))
 
     # -- reads ---------------------------------------------------------------------------------------------
 
@@ -120,7 +135,7 @@ class MemoryUnitRepository:
             return None
         if not has_derived_fields(document):
             document = await self._complete_derived_fields(unit_id)
-        return _head_from(document)
+        return self._heads.learn(_head_from(document))
 
     async def get_slice(self, unit_id: str, slice_id: str) -> MemorySlice | None:
         """One slice of one unit (an ``$elemMatch`` projection, not the whole unit), or None."""
@@ -248,7 +263,12 @@ class MemoryUnitRepository:
 
     async def delete(self, unit_id: str) -> bool:
         """Delete a unit; True when it existed."""
-        result = await self._units.delete_one({"_id": require_id(unit_id, "unit_id")})
+        unit_id = require_id(unit_id, "unit_id")
+        self._heads.forget(unit_id)
+        try:
+            result = await self._units.delete_one({"_id": unit_id})
+        finally:
+            self._heads.forget(unit_id)  # a concurrent append here may have learned it meanwhile
         return bool(result.deleted_count)
 
     async def save(self, unit: MemoryUnit, *, now: datetime | None = None) -> MemoryUnit:
@@ -264,6 +284,7 @@ class MemoryUnitRepository:
         stored: MemoryUnit = normalized.model_copy(update={"version": unit.version + 1})
         document = unit_document(stored)
         self._refuse_too_large(stored.id, document["size_bytes"])
+        self._heads.forget(unit.id)
         try:
             if unit.version == 0:
                 await self._units.insert_one(document)
@@ -278,6 +299,8 @@ class MemoryUnitRepository:
             raise self._duplicate_error(
                 exc, unit.id, "exists already; load it and save the loaded copy"
             ) from None
+        finally:
+            self._heads.forget(unit.id)
         return stored
 
     async def append(
@@ -327,6 +350,12 @@ class MemoryUnitRepository:
         )
         message_documents = [message_document(m) for m in increment]
 
+        known = self._heads.get(unit_id) if given_id is None or fresh_slice_id else None
+        if known is not None and known.core_id == core_id:
+            stored = await self._push_to_known_head(known, message_documents, piece, minted=given_id is None)
+            if stored is not None:
+                return stored
+
         for attempt in range(APPEND_ATTEMPTS):
             if attempt and created_at is None:
                 # A slice without a caller-given time is created when it is stored. Re-stamping a retry also
@@ -335,6 +364,8 @@ class MemoryUnitRepository:
                 # with fresh stamps under sustained contention.
                 piece = piece.model_copy(update={"created_at": max(stamp, utc_now())})
             head = await self._append_head(unit_id, None if fresh_slice_id else given_id)
+            if head is not None:
+                self._heads.learn(head)
             if head is None:
                 stored = await self._create_with(unit_id, core_id, increment, piece, previous_unit_id)
             else:
@@ -351,6 +382,25 @@ class MemoryUnitRepository:
         raise ConflictError(f"append to unit {unit_id!r} lost the race {APPEND_ATTEMPTS} times; try again")
 
     # -- internals -----------------------------------------------------------------------------------------
+
+    async def _push_to_known_head(
+        self, known: UnitHead, message_documents: list[dict[str, Any]], piece: MemorySlice, *, minted: bool
+    ) -> MemorySlice | None:
+        """The one-round-trip append: push guarded by a remembered head; None (entry dropped) when stale.
+
+        The guard also holds the counts and size, not only the version, so a unit deleted and re-created by
+        someone else up to the same version is not pushed to at a wrong position. A remembered size that
+        refuses the push is not trusted either: the usual path re-reads it and decides. A slice id minted by
+        this very call cannot be in the unit, so its absence is checked only for an id the caller passed (a
+        retried roll reuses its id).
+        """
+        try:
+            stored = await self._push(known, message_documents, piece, exact=True, check_slice_id=not minted)
+        except UnitTooLarge:
+            stored = None
+        if stored is None:
+            self._heads.forget(known.id, up_to=known.version)
+        return stored
 
     async def _append_head(self, unit_id: str, slice_id: str | None) -> UnitHead | None:
         """Round trip 1 of an append: the unit's head, and (for a caller-chosen slice id) whether another
@@ -398,12 +448,22 @@ class MemoryUnitRepository:
             if _is_slice_id_collision(exc):
                 raise self._duplicate_error(exc, unit_id, "") from None
             return None
+        self._heads.learn(_head_from(document))
         return placed
 
     async def _push(
-        self, head: UnitHead, message_documents: list[dict[str, Any]], piece: MemorySlice
+        self,
+        head: UnitHead,
+        message_documents: list[dict[str, Any]],
+        piece: MemorySlice,
+        *,
+        exact: bool = False,
+        check_slice_id: bool = True,
     ) -> MemorySlice | None:
-        """Round trip 2: push only the increment, guarded by the version read; None when it lost the race."""
+        """Round trip 2: push only the increment, guarded by the version read; None when it lost the race.
+
+        ``exact`` also guards the counts and size (for a remembered head rather than one just read).
+        """
         start = head.message_count
         placed = piece.model_copy(update={"start_index": start, "end_index": start + len(message_documents)})
         new_slice = slice_document(placed)
@@ -414,9 +474,16 @@ class MemoryUnitRepository:
         push_slice: dict[str, Any] = {"$each": [new_slice]}
         if position is not None:
             push_slice["$position"] = position
+        guard: dict[str, Any] = {"_id": head.id, "version": head.version}
+        if exact:
+            guard.update(
+                message_count=head.message_count, slice_count=head.slice_count, size_bytes=head.size_bytes
+            )
+        if check_slice_id:
+            guard["slices.id"] = {"$ne": placed.id}
         try:
             result = await self._units.update_one(
-                {"_id": head.id, "version": head.version, "slices.id": {"$ne": placed.id}},
+                guard,
                 {
                     "$push": {"conversation_messages": {"$each": message_documents}, "slices": push_slice},
                     "$inc": {
@@ -430,7 +497,26 @@ class MemoryUnitRepository:
             )
         except DuplicateKeyError as exc:
             raise self._duplicate_error(exc, head.id, "") from None
-        return placed if result.matched_count else None
+        if not result.matched_count:
+            return None
+        assert placed.created_at is not None
+        updated_at = placed.created_at
+        if head.updated_at is not None and head.updated_at > updated_at:
+            updated_at = head.updated_at
+        self._heads.learn(
+            UnitHead(
+                id=head.id,
+                core_id=head.core_id,
+                message_count=head.message_count + len(message_documents),
+                size_bytes=head.size_bytes + added,
+                version=head.version + 1,
+                updated_at=updated_at,
+                previous_unit_id=head.previous_unit_id,
+                last_slice=placed if position is None else head.last_slice,
+                slice_count=head.slice_count + 1,
+            )
+        )
+        return placed
 
     async def _slice_position(self, head: UnitHead, piece: MemorySlice) -> int | None:
         """Where the new slice goes to keep slices sorted by creation time.
@@ -503,6 +589,40 @@ class MemoryUnitRepository:
         return ConflictError(f"unit {unit_id!r} {exists_hint}".strip())
 
 
+class _HeadCache:
+    """The unit heads one repository last saw, least recently used dropped first.
+
+    Concurrent tasks share a repository, so an entry is only ever replaced by a newer version, and a stale
+    entry is dropped only if nothing newer was learned meanwhile.
+    """
+
+    def __init__(self, size: int) -> None:
+        self._size = size
+        self._heads: OrderedDict[str, UnitHead] = OrderedDict()
+
+    def get(self, unit_id: str) -> UnitHead | None:
+        head = self._heads.get(unit_id)
+        if head is not None:
+            self._heads.move_to_end(unit_id)
+        return head
+
+    def learn(self, head: UnitHead) -> UnitHead:
+        if self._size == 0:
+            return head
+        known = self._heads.get(head.id)
+        if known is None or head.version > known.version:
+            self._heads[head.id] = head
+        self._heads.move_to_end(head.id)
+        while len(self._heads) > self._size:
+            self._heads.popitem(last=False)
+        return head
+
+    def forget(self, unit_id: str, *, up_to: int | None = None) -> None:
+        known = self._heads.get(unit_id)
+        if known is not None and (up_to is None or known.version <= up_to):
+            del self._heads[unit_id]
+
+
 def _is_slice_id_collision(exc: DuplicateKeyError) -> bool:
     details = exc.details or {}
     in_key = "slices.id" in (details.get("keyPattern") or {})
@@ -551,4 +671,11 @@ def _head_from(document: Mapping[str, Any]) -> UnitHead:
     )
 
 
-__all__ = ["APPEND_ATTEMPTS", "MemoryUnitRepository", "UnitFingerprint", "UnitHead", "UnitOutline"]
+__all__ = [
+    "APPEND_ATTEMPTS",
+    "HEAD_CACHE_SIZE",
+    "MemoryUnitRepository",
+    "UnitFingerprint",
+    "UnitHead",
+    "UnitOutline",
+]

@@ -284,6 +284,108 @@ async def test_tail_messages_fetches_only_the_last_n(wire: Wire) -> None:
     assert wire.round_trips == 1
 
 
+# -- append: the remembered head ----------------------------------------------------------------------------
+
+
+async def append_once(wire: Wire, units: MemoryUnitRepository) -> None:
+    """A first append to ``u`` (head read, then push): the repository now remembers the head it pushed to."""
+    call = asyncio.create_task(units.append("u", NEW, "first", core_id="c", created_at=T0))
+    (await wire.receives()).replies(cursor(head(version=7, message_count=40, slice_count=12)))
+    (await wire.receives()).replies({"n": 1, "nModified": 1})
+    await call
+
+
+@pytest.mark.parametrize("slice_options", [{}, {"slice_id": "minted-2", "fresh_slice_id": True}])
+async def test_a_second_append_from_the_same_repository_is_one_guarded_push(
+    wire: Wire, slice_options: dict[str, Any]
+) -> None:
+    units = MemoryUnitRepository(wire.database)
+    await append_once(wire, units)
+    call = asyncio.create_task(units.append("u", NEW, "second", core_id="c", created_at=T0, **slice_options))
+
+    update = await wire.receives()
+    statement = the_update(update)
+    query = statement["q"]
+    (pushed,) = statement["u"]["$push"]["slices"]["$each"]
+    assert (query["_id"], query["version"], query["message_count"], query["slice_count"]) == ("u", 8, 42, 13)
+    assert query["size_bytes"] > 9_000_000  # the size the first push left, guarded like the version
+    if "slice_id" in slice_options:  # a caller's id may be a retry's: its absence is part of the guard
+        assert query["slices.id"] == {"$ne": "minted-2"} and pushed["id"] == "minted-2"
+    else:  # minted by this call: it cannot be in the unit
+        assert "slices.id" not in query
+    assert (pushed["start_index"], pushed["end_index"]) == (42, 44)
+    update.replies({"n": 1, "nModified": 1})
+
+    piece = await call
+    assert (piece.id, piece.start_index, piece.end_index) == (pushed["id"], 42, 44)
+    assert wire.round_trips == 3
+    assert await wire.nothing_more_was_sent()
+
+
+async def test_a_stale_remembered_head_falls_back_to_reading_the_head_and_pushes_after_the_winner(
+    wire: Wire,
+) -> None:
+    units = MemoryUnitRepository(wire.database)
+    await append_once(wire, units)
+    call = asyncio.create_task(units.append("u", NEW, "second", core_id="c", created_at=T0))
+
+    stale = await wire.receives()
+    assert the_update(stale)["q"]["version"] == 8
+    stale.replies({"n": 0, "nModified": 0})  # another writer appended since
+
+    reread = await wire.receives()
+    assert command(reread) == "find" and reread.doc["filter"] == {"_id": "u"}
+    reread.replies(cursor(head(version=10, message_count=47, slice_count=15)))
+    retry = await wire.receives()
+    statement = the_update(retry)
+    assert statement["q"]["version"] == 10 and "message_count" not in statement["q"]
+    (pushed,) = statement["u"]["$push"]["slices"]["$each"]
+    assert (pushed["start_index"], pushed["end_index"]) == (47, 49)
+    retry.replies({"n": 1, "nModified": 1})
+
+    piece = await call
+    assert (piece.start_index, piece.end_index) == (47, 49)
+    assert wire.round_trips == 2 + 3
+    assert await wire.nothing_more_was_sent()
+
+
+async def test_a_caller_chosen_slice_id_never_uses_the_remembered_head(wire: Wire) -> None:
+    units = MemoryUnitRepository(wire.database)
+    await append_once(wire, units)
+    call = asyncio.create_task(units.append("u", NEW, "s", core_id="c", slice_id="turn-9", created_at=T0))
+
+    find = await wire.receives()  # the id must still be checked against every other unit
+    assert plain(find.doc["filter"]) == {"$or": [{"_id": "u"}, {"slices.id": "turn-9"}]}
+    find.replies(cursor(head(version=8, message_count=42, slice_count=13)))
+    update = await wire.receives()
+    assert the_update(update)["q"] == {"_id": "u", "version": 8, "slices.id": {"$ne": "turn-9"}}
+    update.replies({"n": 1, "nModified": 1})
+
+    assert (await call).start_index == 42
+    assert wire.round_trips == 2 + 2
+    assert await wire.nothing_more_was_sent()
+
+
+async def test_saving_a_unit_forgets_its_remembered_head(wire: Wire) -> None:
+    units = MemoryUnitRepository(wire.database)
+    await append_once(wire, units)
+    unit = MemoryUnit(id="u", core_id="c", conversation_messages=NEW, updated_at=T0, version=8)
+    saving = asyncio.create_task(units.save(unit))
+    (await wire.receives()).replies({"n": 1, "nModified": 1})
+    await saving
+    call = asyncio.create_task(units.append("u", NEW, "after the save", core_id="c", created_at=T0))
+
+    find = await wire.receives()
+    assert command(find) == "find"
+    find.replies(cursor(head(version=9, message_count=2, slice_count=0)))
+    update = await wire.receives()
+    assert the_update(update)["q"]["version"] == 9
+    update.replies({"n": 1, "nModified": 1})
+
+    assert (await call).start_index == 2
+    assert await wire.nothing_more_was_sent()
+
+
 # -- save ---------------------------------------------------------------------------------------------------
 
 
