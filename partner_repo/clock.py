@@ -9,13 +9,22 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Annotated
 
+from bson.tz_util import utc as bson_utc
 from pydantic import AfterValidator
 
 
 def to_utc_ms(value: datetime) -> datetime:
-    """Return ``value`` as aware UTC truncated to milliseconds; a naive value is taken to be UTC."""
-    if value.tzinfo is None:  # as the driver decodes stored times: one copy (this runs for every slice read)
-        return value.replace(tzinfo=UTC, microsecond=value.microsecond - value.microsecond % 1000)
+    """Return ``value`` as aware UTC truncated to milliseconds; a naive value is taken to be UTC.
+
+    This runs for every datetime read (each slice's ``created_at``), so the shapes the driver decodes (naive,
+    or aware in bson's UTC zone) and values already normalized take one copy at most, not a zone conversion.
+    """
+    zone = value.tzinfo
+    excess = value.microsecond % 1000
+    if zone is UTC and not excess:
+        return value
+    if zone is None or zone is bson_utc:  # bson's UTC zone: a fixed zero offset, only the zone object differs
+        return value.replace(tzinfo=UTC, microsecond=value.microsecond - excess)
     value = value.astimezone(UTC)
     return value.replace(microsecond=value.microsecond - value.microsecond % 1000)
 

@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict
 
 from partner_repo.clock import UtcDatetime
 from partner_repo.models import MemorySlice, Message
-from partner_repo.storage import MAX_DOCUMENT_BYTES, stored_datetime
+from partner_repo.storage import MAX_DOCUMENT_BYTES
 
 
 class SliceView(BaseModel):
@@ -40,19 +40,23 @@ class SliceView(BaseModel):
     def from_document(cls, unit_id: Any, core_id: Any, piece: dict[str, Any]) -> SliceView:
         """Built defensively from a stored slice: data written by other tools still displays (``check``
         reports it), instead of one odd slice failing the whole page."""
-        start, end = _int_or_none(piece.get("start_index")), _int_or_none(piece.get("end_index"))
-        summary = piece.get("summary")
-        return cls(
-            id=str(piece.get("id")),
-            unit_id=str(unit_id),
-            core_id=str(core_id),
-            start_index=start,
-            end_index=end,
-            summary=summary if isinstance(summary, str) else "" if summary is None else str(summary),
-            created_at=_datetime_or_none(piece.get("created_at")),
-            rolling_size=_int_or_none(piece.get("rolling_size")),
-            retain_divisor=_int_or_none(piece.get("retain_divisor")),
-            message_count=max(end - start, 0) if start is not None and end is not None else 0,
+        get = piece.get  # one view per slice of a page: created_at is normalized once, by the field
+        start, end = _int_or_none(get("start_index")), _int_or_none(get("end_index"))
+        summary = get("summary")
+        created_at = get("created_at")
+        return cls.model_validate(
+            {
+                "id": str(get("id")),
+                "unit_id": str(unit_id),
+                "core_id": str(core_id),
+                "start_index": start,
+                "end_index": end,
+                "summary": summary if isinstance(summary, str) else "" if summary is None else str(summary),
+                "created_at": created_at if isinstance(created_at, datetime) else None,  # validated to UTC ms
+                "rolling_size": _int_or_none(get("rolling_size")),
+                "retain_divisor": _int_or_none(get("retain_divisor")),
+                "message_count": max(end - start, 0) if start is not None and end is not None else 0,
+            }
         )
 
 
@@ -132,11 +136,9 @@ class UnitView(BaseModel):
     slices: list[SliceView]
 
 
-def _datetime_or_none(value: Any) -> datetime | None:
-    return stored_datetime(value) if isinstance(value, datetime) else None
-
-
 def _int_or_none(value: Any) -> int | None:
+    if type(value) is int:  # the common case, decided without the subclass checks
+        return value
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 

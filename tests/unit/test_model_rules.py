@@ -6,6 +6,7 @@ from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
 import pytest
+from bson.tz_util import utc as bson_utc
 from mongomock_motor import AsyncMongoMockClient
 from pydantic import ValidationError
 
@@ -145,6 +146,22 @@ def test_a_naive_datetime_is_taken_to_be_utc() -> None:
     unit = MemoryUnit(id="u", core_id="c", updated_at=datetime(2024, 6, 1, 12, 0, 0, 999999))
     assert unit.updated_at == datetime(2024, 6, 1, 12, 0, 0, 999000, tzinfo=UTC)
     assert to_utc_ms(datetime(2024, 1, 1)) == datetime(2024, 1, 1, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(
+    "decoded",
+    [
+        datetime(2024, 6, 1, 12, 0, 0, 999999, tzinfo=bson_utc),  # Motor with tz_aware=True
+        datetime(2024, 6, 1, 12, 0, 0, 999999, tzinfo=UTC),
+        datetime(2024, 6, 1, 12, 0, 0, 999999),
+        datetime(2024, 6, 1, 14, 0, 0, 999999, tzinfo=PARIS_SUMMER),
+    ],
+)
+def test_every_decoded_datetime_shape_becomes_utc_milliseconds(decoded: datetime) -> None:
+    normalized = to_utc_ms(decoded)
+    assert normalized == datetime(2024, 6, 1, 12, 0, 0, 999000, tzinfo=UTC)
+    assert normalized.tzinfo is UTC
+    assert to_utc_ms(normalized) is normalized  # already normalized: returned as is
 
 
 async def test_datetimes_from_a_naive_backend_read_back_as_aware_utc() -> None:
