@@ -8,9 +8,10 @@ otherwise). A test that uses ``database`` is therefore a contract both backends 
 from __future__ import annotations
 
 import asyncio
+import inspect
 import os
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import pytest
@@ -136,3 +137,20 @@ async def _network_pause() -> None:
 def racy_db(memory_db: Any) -> YieldingDatabase:
     """The in-memory database with every call yielding to the event loop, so concurrent tasks interleave."""
     return YieldingDatabase(memory_db)
+
+
+async def until(check: Callable[[], Any], *, within: float = 5.0) -> None:
+    """Wait until ``check()`` (a bool, or an awaitable bool) holds; fail the test after ``within`` seconds.
+
+    For outcomes nothing can await directly (a delivery by a background listener, a consumer still busy).
+    """
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + within
+    while True:
+        value = check()
+        if inspect.isawaitable(value):
+            value = await value
+        if value:
+            return
+        assert loop.time() < deadline, "condition not reached in time"
+        await asyncio.sleep(0.005)

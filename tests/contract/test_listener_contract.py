@@ -8,12 +8,12 @@ Change-stream deliveries arrive asynchronously, so these tests wait for the expe
 from __future__ import annotations
 
 import asyncio
-import inspect
 import uuid
-from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from typing import Any
 
+import conftest
 import pytest
 from conftest import real_database
 
@@ -32,6 +32,7 @@ from partner_repo import (
 )
 
 T0 = datetime(2024, 7, 1, 9, 0, tzinfo=UTC)
+until = partial(conftest.until, within=15.0)  # a real replica set may take longer to deliver than the fakes
 QUICK = Backoff(initial=0.01, maximum=0.05, jitter=0)
 
 
@@ -77,20 +78,6 @@ async def append(units: MemoryUnitRepository, unit_id: str, minute: int) -> Memo
     return await units.append(
         unit_id, batch, f"s{minute}", core_id="core", created_at=T0 + timedelta(minutes=minute)
     )
-
-
-async def until(check: Callable[[], Any], within: float = 15.0) -> None:
-    """Wait until ``check()`` (a bool, or an awaitable bool) holds."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + within
-    while True:
-        value = check()
-        if inspect.isawaitable(value):
-            value = await value
-        if value:
-            return
-        assert loop.time() < deadline, "condition not reached in time"
-        await asyncio.sleep(0.02)
 
 
 async def settled(listener: RollingListener) -> None:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -86,13 +85,3 @@ async def append(
     return await units.append(
         unit_id, messages(count), f"summary {next(_counter)}", core_id=core_id, created_at=created, **options
     )
-
-
-async def eventually(check: Callable[[], bool], *, within: float = 5.0) -> None:
-    """Wait until ``check()`` holds (for deliveries ``flush`` cannot force, such as a consumer still busy)."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + within
-    while not check():
-        if loop.time() > deadline:
-            raise AssertionError("condition not reached in time")
-        await asyncio.sleep(0.005)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from listener_support import Recorder, append, eventually, quick_listener, registry_of
+from conftest import until
+from listener_support import Recorder, append, quick_listener, registry_of
 
 from partner_repo import ListenerCheckpoints, MemoryUnitRepository
 
@@ -40,7 +41,7 @@ async def test_the_standby_takes_over_when_the_holder_stops_and_delivers_only_wh
     await holder.flush()
     await holder.stop()
 
-    await eventually(lambda: standby.active)
+    await until(lambda: standby.active)
     after = await append(units, "u1")
     await standby.flush()
     await standby.stop()
@@ -58,7 +59,7 @@ async def test_a_holder_that_went_silent_is_taken_over_after_the_lease_ttl(memor
     async with quick_listener(memory_db, registry_of(recorder), lease_ttl=TTL) as listener:
         assert not listener.active
         piece = await append(units, "u1")
-        await eventually(lambda: listener.active)
+        await until(lambda: listener.active)
         await listener.flush()
 
     assert recorder.slice_ids == [piece.id]
@@ -74,10 +75,10 @@ async def test_a_holder_that_lost_its_lease_stops_reading_until_it_gets_it_back(
         owner, beat = await checkpoints.lease_state()
         assert owner == listener.owner
         assert await checkpoints.take_over("intruder", owner, beat)
-        await eventually(lambda: not listener.active and listener.source is None)
+        await until(lambda: not listener.active and listener.source is None)
 
         await checkpoints.release("intruder")
-        await eventually(lambda: listener.active)
+        await until(lambda: listener.active)
         piece = await append(units, "u1")
         await listener.flush()
 

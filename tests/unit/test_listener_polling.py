@@ -12,7 +12,8 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from listener_support import T0, Recorder, append, eventually, messages, quick_listener, registry_of
+from conftest import until
+from listener_support import T0, Recorder, append, messages, quick_listener, registry_of
 
 from partner_repo import (
     Backoff,
@@ -311,7 +312,7 @@ async def test_a_failing_consumer_does_not_delay_the_others(memory_db: Any) -> N
     fast = Recorder("fast")
     async with quick_listener(memory_db, registry_of(stuck, fast)) as listener:
         pieces = [await append(units, "u1") for _ in range(3)]
-        await eventually(lambda: len(fast.results) == 3)
+        await until(lambda: len(fast.results) == 3)
         assert stuck.attempts == [pieces[0].id]  # still on its first delivery
         assert listener.lag().pending_by_consumer == {"stuck": 3, "fast": 0}
         assert stuck.gate is not None
@@ -334,7 +335,7 @@ async def test_a_consumer_in_backoff_does_not_delay_the_others(memory_db: Any) -
     )
     async with listener:
         piece = await append(units, "u1")
-        await eventually(lambda: fast.slice_ids == [piece.id])
+        await until(lambda: fast.slice_ids == [piece.id])
         assert slow_retrier.attempts == [piece.id]
 
 
@@ -362,7 +363,7 @@ async def test_a_delivery_cut_short_by_stop_is_delivered_again_after_a_restart(m
     listener = quick_listener(memory_db, registry_of(hanging))
     await listener.start()
     piece = await append(units, "u1")
-    await eventually(lambda: hanging.attempts == [piece.id])
+    await until(lambda: hanging.attempts == [piece.id])
     assert await listener.stop(drain_timeout=0) is False
 
     healthy = Recorder("consumer")
@@ -378,7 +379,7 @@ async def test_a_restart_redelivers_only_to_the_consumers_that_had_not_finished(
     listener = quick_listener(memory_db, registry_of(done, hanging))
     await listener.start()
     piece = await append(units, "u1")
-    await eventually(lambda: done.slice_ids == [piece.id] and hanging.attempts == [piece.id])
+    await until(lambda: done.slice_ids == [piece.id] and hanging.attempts == [piece.id])
     await asyncio.sleep(0.02)  # the first consumer's progress is written
     await listener.stop(drain_timeout=0)
 
@@ -396,7 +397,7 @@ async def test_stop_drains_in_flight_deliveries_and_saves_the_checkpoint(memory_
     listener = quick_listener(memory_db, registry_of(slow))
     await listener.start()
     piece = await append(units, "u1")
-    await eventually(lambda: slow.attempts == [piece.id])
+    await until(lambda: slow.attempts == [piece.id])
     stopping = asyncio.create_task(listener.stop())
     await asyncio.sleep(0.02)
     assert not stopping.done()  # waiting for the delivery in flight
@@ -433,7 +434,7 @@ async def test_lag_reports_pending_slices_and_the_last_delivered_slice_time(memo
     async with listener:
         await append(units, "u1", minutes=1)
         await append(units, "u1", minutes=2)
-        await eventually(lambda: listener.lag().pending == 2)
+        await until(lambda: listener.lag().pending == 2)
         assert listener.lag().last_delivered_slice_at is None
         assert gated.gate is not None
         gated.gate.set()

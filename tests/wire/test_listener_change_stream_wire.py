@@ -9,15 +9,14 @@ MongoDB reports them.
 
 from __future__ import annotations
 
-import asyncio
-import inspect
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 from bson import Timestamp
+from conftest import until
 from mockupdb import MockupDB, Request
 from wire_support import UNITS_NS as NS
 from wire_support import motor_client, server_fixture
@@ -193,20 +192,6 @@ async def stored_token(database: Any) -> Any:
 
 async def token_is(database: Any, expected: dict[str, Any], kind: str = "resume_after") -> bool:
     return await stored_token(database) == (expected, kind)
-
-
-async def until(check: Callable[[], Any], within: float = 5.0) -> None:
-    """Wait until ``check()`` (a bool, or an awaitable bool) holds."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + within
-    while True:
-        value = check()
-        if inspect.isawaitable(value):
-            value = await value
-        if value:
-            return
-        assert loop.time() < deadline, "condition not reached in time"
-        await asyncio.sleep(0.01)
 
 
 async def seed_token(database: Any, value: dict[str, Any] = STORED) -> None:
