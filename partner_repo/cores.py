@@ -23,7 +23,6 @@ from partner_repo.errors import ConflictError, InvalidInput, LeaseLost, NotFound
 from partner_repo.indexes import CORES
 from partner_repo.models import MemoryCore, Message
 from partner_repo.rolling.retention import dropped_count
-from partner_repo.storage import message_document
 from partner_repo.validation import optional_datetime, parse_messages, require_count, require_id
 
 DEFAULT_CORE_ID = "default"
@@ -142,7 +141,7 @@ class MemoryCoreRepository:
         document = await self._upsert(
             core_id,
             {
-                "$push": {"chat_messages": {"$each": [message_document(m) for m in parsed]}},
+                "$push": {"chat_messages": {"$each": [m.model_dump() for m in parsed]}},
                 "$set": {"last_interaction_at": stamp, "idle_rolled": False},
                 "$inc": {"version": 1},
                 "$setOnInsert": fresh,

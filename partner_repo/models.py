@@ -10,7 +10,8 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 from beanie import Document
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictStr
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictStr, TypeAdapter
+from pydantic.dataclasses import dataclass
 
 from partner_repo.clock import UtcDatetime
 from partner_repo.indexes import CORE_INDEXES, CORES, UNIT_INDEXES, UNITS
@@ -29,13 +30,33 @@ Identifier = Annotated[StrictStr, AfterValidator(_not_blank)]
 """A unit, core, session or slice id: a non-blank string."""
 
 
-class Message(BaseModel):
-    """One raw conversation message. Equal when role and content are equal; immutable, so hashable."""
+@dataclass(frozen=True, slots=True, kw_only=True, config=ConfigDict(extra="forbid"))
+class Message:
+    """One raw conversation message. Equal when role and content are equal; immutable, so hashable.
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    A slotted pydantic dataclass rather than a model: units hold thousands of messages, and this form is
+    validated just as strictly (roles, strict strings, no unknown keys) while building in about half the time
+    and a fraction of the memory of a ``BaseModel`` (no per-instance ``__dict__`` or fields-set).
+    ``model_validate`` and ``model_dump`` keep the model spelling for callers.
+    """
 
     role: Role
     content: StrictStr
+
+    @classmethod
+    def model_validate(cls, value: Any) -> Message:
+        """A message from a ``{"role", "content"}`` mapping (or a message); pydantic's ``ValidationError`` if
+        it is not one."""
+        return _MESSAGE.validate_python(value)
+
+    def model_dump(self) -> dict[str, Any]:
+        """The stored form: ``{"role": ..., "content": ...}``."""
+        return {"role": self.role, "content": self.content}
+
+
+_MESSAGE: TypeAdapter[Message] = TypeAdapter(Message)
+MESSAGE_ENCODERS = {Message: Message.model_dump}
+"""Beanie's own writes (``insert``, ``save``) store a message in the stored form, as the repositories do."""
 
 
 class MemorySlice(BaseModel):
@@ -95,6 +116,7 @@ class MemoryUnit(_PlainConstruction):
         name = UNITS
         indexes = UNIT_INDEXES
         validate_on_save = True
+        bson_encoders = MESSAGE_ENCODERS
 
     def complete_slices(self) -> list[MemorySlice]:
         """The non-``None`` slices (all of them after normalization)."""
@@ -122,3 +144,4 @@ class MemoryCore(_PlainConstruction):
     class Settings:
         name = CORES
         indexes = CORE_INDEXES
+        bson_encoders = MESSAGE_ENCODERS

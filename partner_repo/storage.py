@@ -16,16 +16,12 @@ from typing import Any
 import bson
 
 from partner_repo.clock import to_utc_ms
-from partner_repo.models import MemorySlice, MemoryUnit, Message
+from partner_repo.models import MemorySlice, MemoryUnit
 
 MAX_DOCUMENT_BYTES = 16 * 1024 * 1024
 """MongoDB's document size limit."""
 
 DERIVED_FIELDS = ("message_count", "slice_count", "size_bytes")
-
-
-def message_document(message: Message) -> dict[str, Any]:
-    return {"role": message.role, "content": message.content}
 
 
 def slice_document(piece: MemorySlice) -> dict[str, Any]:

@@ -47,7 +47,6 @@ from partner_repo.storage import (
     MAX_DOCUMENT_BYTES,
     array_elements_size,
     has_derived_fields,
-    message_document,
     slice_document,
     slice_from_document,
     stored_datetime,
@@ -348,7 +347,7 @@ class MemoryUnitRepository:
             rolling_size=rolling_size,
             retain_divisor=retain_divisor,
         )
-        message_documents = [message_document(m) for m in increment]
+        message_documents = [m.model_dump() for m in increment]
 
         known = self._heads.get(unit_id) if given_id is None or fresh_slice_id else None
         if known is not None and known.core_id == core_id:

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 from pydantic import BaseModel
+from pydantic_core import to_jsonable_python
 from rich.console import Console
 from rich.table import Table
 
@@ -36,14 +37,8 @@ def echo_json(value: BaseModel | dict[str, Any] | list[Any]) -> None:
 
 
 def plain(value: Any) -> Any:
-    """JSON-ready data: models dumped in JSON mode."""
-    if isinstance(value, BaseModel):
-        return value.model_dump(mode="json")
-    if isinstance(value, dict):
-        return {key: plain(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [plain(item) for item in value]
-    return value
+    """JSON-ready data: models and messages dumped in JSON mode (dates as ISO 8601)."""
+    return to_jsonable_python(value)
 
 
 def when(value: datetime | None, *, milliseconds: bool = True) -> str:

@@ -32,7 +32,7 @@ from partner_repo.rolling.increment import resolve_chat_increment
 from partner_repo.rolling.result import RollingResult
 from partner_repo.rolling.retention import dropped_count
 from partner_repo.rolling.summarizer import SUMMARY_ON_EMPTY, SUMMARY_ON_EXCEPTION, Summarizer
-from partner_repo.storage import array_elements_size, message_document, slice_document
+from partner_repo.storage import array_elements_size, slice_document
 from partner_repo.units import MemoryUnitRepository
 from partner_repo.validation import optional_datetime, parse_messages, require_id
 
@@ -233,7 +233,7 @@ class RollingService:
             rolling_size=0,
             retain_divisor=self._config.retain_divisor,
         )
-        added = array_elements_size([message_document(m) for m in increment], head.message_count)
+        added = array_elements_size([m.model_dump() for m in increment], head.message_count)
         added += array_elements_size([slice_document(placeholder)], head.slice_count)
         if head.size_bytes + added <= self._config.unit_soft_limit_bytes:
             return unit_id, None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import FrozenInstanceError
 from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
@@ -57,13 +58,40 @@ def test_messages_are_equal_when_role_and_content_are_equal() -> None:
 def test_equal_messages_hash_alike_and_messages_are_immutable() -> None:
     assert len({Message(role="user", content="a"), Message(role="user", content="a")}) == 1
     message = Message(role="user", content="a")
-    with pytest.raises(ValidationError):
+    with pytest.raises(FrozenInstanceError):
         message.content = "b"  # type: ignore[misc]
 
 
 def test_a_message_refuses_unknown_fields() -> None:
     with pytest.raises(ValidationError):
         Message.model_validate({"role": "user", "content": "a", "name": "x"})
+
+
+def test_a_message_dumps_to_its_stored_form_and_validates_back() -> None:
+    message = Message(role="system", content="be brief")
+    assert message.model_dump() == {"role": "system", "content": "be brief"}
+    assert Message.model_validate(message.model_dump()) == message
+    assert Message.model_validate(message) == message
+
+
+def test_a_message_is_keyword_only_and_carries_no_per_instance_dict() -> None:
+    with pytest.raises(ValidationError):
+        Message("user", "hi")  # type: ignore[misc]
+    assert not hasattr(Message(role="user", content="hi"), "__dict__")
+
+
+async def test_beanie_insert_stores_messages_in_the_stored_form(memory_db: Any) -> None:
+    messages = [Message(role="user", content="hi"), Message(role="assistant", content="hello")]
+    await MemoryUnit(id="u-beanie", core_id="c", conversation_messages=messages).insert()
+    await MemoryCore(
+        id="c", memory_session_id="u-beanie", session_started_at=datetime.now(UTC), chat_messages=messages
+    ).insert()
+    stored_unit = await memory_db["memory_units"].find_one({"_id": "u-beanie"})
+    stored_core = await memory_db["memory_cores"].find_one({"_id": "c"})
+    assert stored_unit["conversation_messages"] == [m.model_dump() for m in messages]
+    assert stored_core["chat_messages"] == [m.model_dump() for m in messages]
+    loaded = await MemoryUnitRepository(memory_db).get("u-beanie")
+    assert loaded is not None and loaded.conversation_messages == messages
 
 
 # -- MemoryUnit ---------------------------------------------------------------------------------------------

@@ -56,6 +56,14 @@ def saving_unit_changed_by(change: Callable[[MemoryUnit], None]) -> Call:
     return call
 
 
+def _unvalidated_message(role: str, content: str) -> Message:
+    """A message that skipped validation, as code assigning through ``object.__setattr__`` could make."""
+    message = object.__new__(Message)
+    object.__setattr__(message, "role", role)
+    object.__setattr__(message, "content", content)
+    return message
+
+
 def _set(field: str, value: Any) -> Callable[[MemoryUnit], None]:
     return lambda unit: setattr(unit, field, value)
 
@@ -87,7 +95,7 @@ BAD_CALLS: dict[str, Call] = {
         lambda unit: unit.conversation_messages.append(None)  # type: ignore[arg-type]
     ),
     "save: an unknown role assigned after loading": saving_unit_changed_by(
-        lambda unit: unit.conversation_messages.append(Message.model_construct(role="bot", content="x"))
+        lambda unit: unit.conversation_messages.append(_unvalidated_message(role="bot", content="x"))
     ),
     "save: a blank id assigned after loading": saving_unit_changed_by(_set("id", " ")),
     "save: a non-string core id assigned after loading": saving_unit_changed_by(_set("core_id", 5)),
