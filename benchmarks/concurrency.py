@@ -1,6 +1,8 @@
 """Section 4: appends per second under concurrent writers, and how often the optimistic path retries.
 
-W writers append to one unit at once (W = 1, 8, 32), then 32 writers append to 32 different units. An append
+W writers append to one unit at once (W = 1, 8, 32), each through its own repository as separate processes
+would; then 32 tasks sharing one repository (it queues their appends to the unit: no race, no retry); then
+32 writers append to 32 different units. An append
 reads the unit's head and pushes guarded by the version it read; a writer that lost the race re-reads and
 pushes again. Every attempt sends one update, so retries = update commands - appends, counted from the
 driver calls (the embedded backend's call counter, or command monitoring on a server); the library needs no
@@ -75,17 +77,29 @@ async def _measure(scale: Scale, database: Any, updates: Callable[[], int], back
     per_writer = scale.concurrency_appends_per_writer
     runs: dict[str, Any] = {}
     most = max(scale.concurrency_writers)
-    for count, units in (*((writers, 1) for writers in scale.concurrency_writers), (most, most)):
+    plans = [
+        *((writers, 1, False) for writers in scale.concurrency_writers),
+        (most, 1, True),
+        (most, most, False),
+    ]
+    for count, units, shared in plans:
         unit_ids = [f"conc-{uuid.uuid4().hex[:10]}" for _ in range(units)]
         for unit_id in unit_ids:
             await seed_unit(
                 database, unit_id, "bench-core", conversation(SEEDED_MESSAGES, seed=12), messages_per_slice=10
             )
+        # A repository each: writers in separate processes, ordered only by the version guard. Shared: tasks
+        # of one service using one repository, which queues their appends to a unit instead of racing.
+        writers = [repository if shared else MemoryUnitRepository(database) for _ in range(count)]
 
-        async def writer(number: int, unit_ids: list[str] = unit_ids) -> None:
+        async def writer(
+            number: int, unit_ids: list[str] = unit_ids, writers: list[MemoryUnitRepository] = writers
+        ) -> None:
             unit_id = unit_ids[number % len(unit_ids)]
             for step in range(per_writer):
-                await repository.append(unit_id, turn, f"writer {number} step {step}", core_id="bench-core")
+                await writers[number].append(
+                    unit_id, turn, f"writer {number} step {step}", core_id="bench-core"
+                )
 
         before = updates()
         started = time.perf_counter()
@@ -95,9 +109,11 @@ async def _measure(scale: Scale, database: Any, updates: Callable[[], int], back
         retries = updates() - before - appends
         intact = all([await _intact(repository, unit_id) for unit_id in unit_ids])
         key = f"{count} writer{'s' if count > 1 else ''}, {units} unit{'s' if units > 1 else ''}"
+        key += ", one shared repository" if shared else ""
         runs[key] = {
             "writers": count,
             "units": units,
+            "shared_repository": shared,
             "appends": appends,
             "seconds": elapsed,
             "appends_per_s": appends / elapsed,
@@ -116,7 +132,8 @@ async def _measure(scale: Scale, database: Any, updates: Callable[[], int], back
         )
     result.raw = {"appends_per_writer": per_writer, "runs": runs}
     result.notes.append(
-        f"each writer appends {per_writer} turns of 2 messages; retries = update commands - appends"
+        f"each writer appends {per_writer} turns of 2 messages through its own repository (as separate "
+        "processes would) unless the row says one shared repository; retries = update commands - appends"
     )
     return result
 

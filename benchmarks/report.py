@@ -57,10 +57,13 @@ _SECTION_TEXT = """\
    batches.
 3. **Listener**: polling path on the embedded backend with a no-op consumer: backfill throughput of a
    new group, and append-to-consume latency at a steady append rate with the stated poll interval.
-4. **Concurrency**: 1, 8 and 32 writers appending to one unit, and 32 writers on 32 units; retries =
-   update commands - appends. On the embedded backend every call yields to the event loop (as a round
-   trip would), otherwise writers could not interleave. Each run checks that every message is stored
-   once and the slices tile the unit.
+4. **Concurrency**: 1, 8 and 32 writers appending to one unit, each through its own repository (as
+   separate processes would: only the version guard orders them), the same 32 writers as tasks sharing
+   one repository (which queues appends to a unit, so they never race), and 32 writers on 32 units;
+   retries = update commands - appends. On the embedded backend every call yields to the event loop (as a
+   round trip would), otherwise writers could not interleave. Each run checks that every message is
+   stored once and the slices tile the unit. Rows of one unit are not comparable in absolute terms: the
+   unit grows with the number of writers, and both test backends copy the whole document on each update.
 5. **Admin query scale**: 100,000 slices in 2,000 units, seeded in bulk; a walk to depth 10,000 checks
    every slice comes once and in order; first page vs the page at depth 10,000 (target: deep/first
    <= 1.5x), and the first page when the collection held a tenth of the slices (how a page's cost grows

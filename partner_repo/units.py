@@ -11,17 +11,23 @@ uncontended append costs two round trips whatever the unit's size.
 
 Each repository also remembers the heads it last saw (a bounded LRU): a unit it appended to before gets the
 guarded ``$push`` straight away, one round trip. The guard (version and counts) makes a stale entry harmless:
-the push matches nothing, the entry is dropped and the append takes the usual path.
+the push matches nothing, the entry is dropped and the append takes the usual path. Two rules keep contention
+fair: appends to one unit through one repository take turns (tasks of one process never race each other),
+and a repository that lost a race on a unit reads before each push there for a while (a remembered head
+would otherwise let the last winner win every round and starve writers in other processes).
 """
 
 from __future__ import annotations
 
 import asyncio
 import bisect
+import itertools
 import random
+import time
 import warnings
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -55,8 +61,17 @@ from partner_repo.storage import (
 )
 from partner_repo.validation import optional_datetime, parse_messages, require_count, require_id
 
+APPEND_PATIENCE_S = 10.0
+"""How long a contended append keeps re-reading and retrying before giving up with :class:`ConflictError`.
+
+A time, not a count: the same count of attempts is milliseconds on a fast backend and seconds on a slow
+network."""
+
+CONTENDED_S = 1.0
+"""After losing a race on a unit, a repository reads its head before every push there for this long."""
+
 APPEND_ATTEMPTS = 200
-"""How often a contended append re-reads and retries before giving up with :class:`ConflictError`."""
+"""How often completing a unit written by another tool re-reads when the unit keeps changing meanwhile."""
 
 HEAD_CACHE_SIZE = 1024
 """How many unit heads a repository remembers to skip the head read of its next append to that unit."""
@@ -119,6 +134,7 @@ class MemoryUnitRepository:
         self._units = database[UNITS]
         self._max_bytes = max_document_bytes
         self._heads = _HeadCache(require_count(head_cache_size, "head_cache_size"))
+        self._appending = _UnitQueue()
 
     # -- reads ---------------------------------------------------------------------------------------------
 
@@ -347,15 +363,45 @@ class MemoryUnitRepository:
             rolling_size=rolling_size,
             retain_divisor=retain_divisor,
         )
-        message_documents = [m.model_dump() for m in increment]
 
-        known = self._heads.get(unit_id) if given_id is None or fresh_slice_id else None
+        async with self._appending.hold(unit_id):
+            return await self._append_increment(
+                unit_id,
+                core_id,
+                increment,
+                piece,
+                stamp,
+                created_at,
+                given_id,
+                fresh_slice_id,
+                previous_unit_id,
+            )
+
+    # -- internals -----------------------------------------------------------------------------------------
+
+    async def _append_increment(
+        self,
+        unit_id: str,
+        core_id: str,
+        increment: list[Message],
+        piece: MemorySlice,
+        stamp: datetime,
+        created_at: datetime | None,
+        given_id: str | None,
+        fresh_slice_id: bool,
+        previous_unit_id: str | None,
+    ) -> MemorySlice:
+        """The optimistic loop of :meth:`append` (its input validated): push, and on a lost race try again."""
+        message_documents = [m.model_dump() for m in increment]
+        cacheable = (given_id is None or fresh_slice_id) and not self._heads.contended(unit_id)
+        known = self._heads.get(unit_id) if cacheable else None
         if known is not None and known.core_id == core_id:
             stored = await self._push_to_known_head(known, message_documents, piece, minted=given_id is None)
             if stored is not None:
                 return stored
 
-        for attempt in range(APPEND_ATTEMPTS):
+        deadline = time.monotonic() + APPEND_PATIENCE_S
+        for attempt in itertools.count():
             if attempt and created_at is None:
                 # A slice without a caller-given time is created when it is stored. Re-stamping a retry also
                 # keeps the loser of a race on the short path: with its first, now stale, stamp it would have
@@ -373,14 +419,18 @@ class MemoryUnitRepository:
                 stored = await self._push(head, message_documents, piece)
             if stored is not None:
                 return stored
+            self._heads.lost(unit_id)
             if given_id is not None:
                 existing = await self.get_slice(unit_id, given_id)
                 if existing is not None:
                     return existing
+            if time.monotonic() >= deadline:
+                break
             await asyncio.sleep(random.uniform(0, 0.0005 * min(attempt, 20)))
-        raise ConflictError(f"append to unit {unit_id!r} lost the race {APPEND_ATTEMPTS} times; try again")
-
-    # -- internals -----------------------------------------------------------------------------------------
+        raise ConflictError(
+            f"append to unit {unit_id!r} lost the race for {APPEND_PATIENCE_S:g} s ({attempt + 1} attempts); "
+            "try again"
+        )
 
     async def _push_to_known_head(
         self, known: UnitHead, message_documents: list[dict[str, Any]], piece: MemorySlice, *, minted: bool
@@ -399,6 +449,7 @@ class MemoryUnitRepository:
             stored = None
         if stored is None:
             self._heads.forget(known.id, up_to=known.version)
+            self._heads.lost(known.id)
         return stored
 
     async def _append_head(self, unit_id: str, slice_id: str | None) -> UnitHead | None:
@@ -588,6 +639,37 @@ class MemoryUnitRepository:
         return ConflictError(f"unit {unit_id!r} {exists_hint}".strip())
 
 
+class _UnitQueue:
+    """Appends to one unit through one repository go one at a time; other units are not held up.
+
+    Tasks of one process sharing a repository would otherwise race each other over the network: all but one
+    push lose and go again, and under sustained contention one unlucky task can lose every time. Queued, each
+    append finds the head the previous one left (one round trip) and only other processes can make it retry.
+    An entry lives only while some append to its unit is running or waiting.
+    """
+
+    def __init__(self) -> None:
+        self._locks: dict[str, tuple[asyncio.Lock, int]] = {}
+
+    @asynccontextmanager
+    async def hold(self, unit_id: str) -> AsyncIterator[None]:
+        lock, users = self._locks.get(unit_id, (None, 0))
+        lock = lock or asyncio.Lock()
+        self._locks[unit_id] = (lock, users + 1)
+        try:
+            async with lock:
+                yield
+        finally:
+            users = self._locks[unit_id][1] - 1
+            if users:
+                self._locks[unit_id] = (lock, users)
+            else:
+                del self._locks[unit_id]
+
+    def __len__(self) -> int:
+        return len(self._locks)
+
+
 class _HeadCache:
     """The unit heads one repository last saw, least recently used dropped first.
 
@@ -598,6 +680,7 @@ class _HeadCache:
     def __init__(self, size: int) -> None:
         self._size = size
         self._heads: OrderedDict[str, UnitHead] = OrderedDict()
+        self._lost: OrderedDict[str, float] = OrderedDict()
 
     def get(self, unit_id: str) -> UnitHead | None:
         head = self._heads.get(unit_id)
@@ -620,6 +703,22 @@ class _HeadCache:
         known = self._heads.get(unit_id)
         if known is not None and (up_to is None or known.version <= up_to):
             del self._heads[unit_id]
+
+    def lost(self, unit_id: str) -> None:
+        """Another writer changed the unit first: for :data:`CONTENDED_S` its heads are not pushed to unread.
+
+        Under contention a remembered head is a head start: the last winner pushes in one round trip while
+        the others read first, so it wins again and again and starves them. Once a repository has lost on a
+        unit, it reads before each push there, on equal terms with the other writers.
+        """
+        self._lost[unit_id] = time.monotonic()
+        self._lost.move_to_end(unit_id)
+        while len(self._lost) > max(self._size, 1):
+            self._lost.popitem(last=False)
+
+    def contended(self, unit_id: str) -> bool:
+        at = self._lost.get(unit_id)
+        return at is not None and time.monotonic() - at < CONTENDED_S
 
 
 def _is_slice_id_collision(exc: DuplicateKeyError) -> bool:
@@ -672,6 +771,7 @@ def _head_from(document: Mapping[str, Any]) -> UnitHead:
 
 __all__ = [
     "APPEND_ATTEMPTS",
+    "APPEND_PATIENCE_S",
     "HEAD_CACHE_SIZE",
     "MemoryUnitRepository",
     "UnitFingerprint",

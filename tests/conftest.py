@@ -84,7 +84,7 @@ class YieldingCursor:
 
 
 class YieldingCollection:
-    """Wraps a mongomock-motor collection so every call yields first.
+    """Wraps a mongomock-motor collection so every call yields first (and is recorded in ``calls``).
 
     mongomock-motor runs each call synchronously, so without this, concurrent tasks never interleave between a
     read and a write and no race could ever show.
@@ -102,6 +102,7 @@ class YieldingCollection:
             return lambda *a, **k: YieldingCursor(attribute(*a, **k))
 
         async def call(*args: Any, **kwargs: Any) -> Any:
+            self.calls.append(name)
             await _network_pause()
             result = attribute(*args, **kwargs)
             if asyncio.iscoroutine(result):

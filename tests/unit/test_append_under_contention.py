@@ -9,13 +9,14 @@ caller-given time is stamped anew: the slice is created when it is stored.
 from __future__ import annotations
 
 import asyncio
+import types
 from collections.abc import Awaitable, Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 
-from partner_repo import MemoryUnitRepository, Message
+from partner_repo import ConflictError, MemoryUnitRepository, Message
 from partner_repo.indexes import UNITS
 
 
@@ -104,17 +105,20 @@ async def test_an_append_with_a_given_time_keeps_it_when_retried(memory_db: Any,
     assert [s.summary for s in unit.complete_slices()] == ["loser", "first", "winner"]  # kept in time order
 
 
-async def test_writers_appending_repeatedly_to_one_unit_all_get_through(racy_db: Any) -> None:
-    units = MemoryUnitRepository(racy_db)
-    await units.append("u", turn("start"), "start", core_id="c")
+@pytest.mark.parametrize("shared", [True, False], ids=["one shared repository", "a repository each"])
+async def test_writers_appending_repeatedly_to_one_unit_all_get_through(racy_db: Any, shared: bool) -> None:
+    """A repository each is how writers in separate processes meet: only the version guard orders them."""
+    first = MemoryUnitRepository(racy_db)
+    await first.append("u", turn("start"), "start", core_id="c")
 
     async def writer(number: int) -> None:
+        units = first if shared else MemoryUnitRepository(racy_db)
         for step in range(10):
             await units.append("u", turn(f"w{number}s{step}"), f"w{number}s{step}", core_id="c")
 
     await asyncio.gather(*(writer(n) for n in range(8)))
 
-    unit = await units.get("u")
+    unit = await first.get("u")
     assert unit is not None
     slices = unit.complete_slices()
     assert len(slices) == 1 + 8 * 10
@@ -122,3 +126,90 @@ async def test_writers_appending_repeatedly_to_one_unit_all_get_through(racy_db:
         assert unit.conversation_messages[piece.start_index or 0 : piece.end_index or 0] == turn(
             piece.summary
         )
+
+
+async def test_appends_to_one_unit_through_one_repository_take_turns_instead_of_racing(racy_db: Any) -> None:
+    units = MemoryUnitRepository(racy_db)
+    await units.append("u", turn("start"), "start", core_id="c")
+    collection = racy_db[UNITS]
+    collection.calls.clear()
+
+    await asyncio.gather(*(units.append("u", turn(f"t{n}"), f"t{n}", core_id="c") for n in range(32)))
+
+    assert collection.calls.count("update_one") == 32  # one push each: none lost a race, none retried
+    assert collection.calls.count("find_one") == 0  # each found the head the previous one left
+
+
+async def test_a_slow_append_does_not_hold_up_appends_to_other_units(racy_db: Any) -> None:
+    units = MemoryUnitRepository(racy_db)
+    await units.append("slow", turn("start"), "start", core_id="c")
+    await units.append("fast", turn("start"), "start", core_id="c")
+    collection = racy_db[UNITS]
+    release = asyncio.Event()
+    push = collection.update_one
+
+    async def update_one(query: dict[str, Any], *args: Any, **kwargs: Any) -> Any:
+        if query.get("_id") == "slow":
+            await release.wait()
+        return await push(query, *args, **kwargs)
+
+    collection.update_one = update_one
+    slow = asyncio.create_task(units.append("slow", turn("late"), "late", core_id="c"))
+    await asyncio.sleep(0)
+
+    await asyncio.wait_for(units.append("fast", turn("quick"), "quick", core_id="c"), timeout=5)
+
+    assert not slow.done()
+    release.set()
+    assert (await slow).summary == "late"
+
+
+async def test_an_append_that_keeps_losing_gives_up_after_its_patience_and_writes_nothing(
+    racy_db: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    units = MemoryUnitRepository(racy_db)
+    await units.append("u", turn("start"), "start", core_id="c")
+    before = await racy_db[UNITS].find_one({"_id": "u"})
+    monkeypatch.setattr("partner_repo.units.APPEND_PATIENCE_S", 0.05)
+
+    async def always_beaten(*args: Any, **kwargs: Any) -> Any:
+        return types.SimpleNamespace(matched_count=0, modified_count=0)  # another writer got there first
+
+    racy_db[UNITS].update_one = always_beaten
+    with pytest.raises(ConflictError, match=r"lost the race for 0\.05 s"):
+        await MemoryUnitRepository(racy_db).append("u", turn("late"), "late", core_id="c")
+
+    assert await racy_db[UNITS].find_one({"_id": "u"}) == before
+
+
+async def test_a_repository_that_lost_a_race_reads_before_pushing_while_the_unit_is_contended(
+    racy_db: Any,
+) -> None:
+    """Otherwise the last winner, pushing to the head it remembers in one round trip, beats every writer that
+    has to read first, round after round."""
+    mine, theirs = MemoryUnitRepository(racy_db), MemoryUnitRepository(racy_db)
+    await mine.append("u", turn("a"), "a", core_id="c")
+    await theirs.append("u", turn("b"), "b", core_id="c")
+    await mine.append("u", turn("c"), "c", core_id="c")  # its remembered head was stale: it lost once
+    collection = racy_db[UNITS]
+    collection.calls.clear()
+
+    await mine.append("u", turn("d"), "d", core_id="c")
+
+    assert collection.calls == ["find_one", "update_one"]
+
+
+async def test_a_repository_goes_back_to_one_round_trip_once_the_contention_is_over(
+    racy_db: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    mine, theirs = MemoryUnitRepository(racy_db), MemoryUnitRepository(racy_db)
+    await mine.append("u", turn("a"), "a", core_id="c")
+    await theirs.append("u", turn("b"), "b", core_id="c")
+    await mine.append("u", turn("c"), "c", core_id="c")
+    monkeypatch.setattr("partner_repo.units.CONTENDED_S", 0.0)
+    collection = racy_db[UNITS]
+    collection.calls.clear()
+
+    await mine.append("u", turn("d"), "d", core_id="c")
+
+    assert collection.calls == ["update_one"]
