@@ -29,41 +29,57 @@ CORES = 100
 BATCH = 200
 
 
+LAYOUTS = ("sessions", "interleaved")
+
+
 async def run(scale: Scale) -> list[SectionResult]:
     uri = mongodb_uri()
-    if uri is None:
-        # mongomock never uses an index to answer a query, but checks every unique index against every stored
-        # document on each insert, which makes a bulk load quadratic: the embedded run goes without indexes.
-        database = await init_repository(
-            in_memory_database(f"bench_{uuid.uuid4().hex[:8]}"), create_indexes=False
-        )
-        result = await _measure(scale, database, describe("memory"))
-        result.notes.append(
-            "embedded backend initialized without indexes (mongomock answers queries by scanning)"
-        )
-        return [result]
-    async with motor_database(uri) as database:
-        return [await _measure(scale, database, describe("mongodb", uri))]
+    results = []
+    for layout in LAYOUTS:
+        if uri is None:
+            # mongomock never uses an index to answer a query, but checks every unique index against every
+            # stored document on each insert, which makes a bulk load quadratic: the embedded run goes without
+            # indexes.
+            database = await init_repository(
+                in_memory_database(f"bench_{uuid.uuid4().hex[:8]}"), create_indexes=False
+            )
+            result = await _measure(scale, database, describe("memory"), layout)
+            result.notes.append(
+                "embedded backend initialized without indexes (mongomock answers queries by scanning)"
+            )
+            results.append(result)
+            continue
+        async with motor_database(uri) as database:
+            results.append(await _measure(scale, database, describe("mongodb", uri), layout))
+    return results
 
 
-async def seed(database: Any, scale: Scale, numbers: range, base: datetime) -> float:
+async def seed(database: Any, scale: Scale, numbers: range, base: datetime, layout: str) -> float:
     """Store units ``numbers`` (of ``admin_units``, ``admin_slices_per_unit`` slices each) in bulk; seconds.
 
-    Slice ``j`` of unit ``u`` is created at ``base + (j * admin_units + u)`` seconds: every unit fills side by
-    side, so the newest slices are spread over all units, as in a store serving many sessions.
+    One slice a second overall. *interleaved*: slice ``j`` of unit ``u`` is created at
+    ``base + (j * admin_units + u)`` s, every unit spanning the whole period. *sessions*: unit ``u`` is
+    session ``u // CORES`` of core ``u % CORES``; a core's sessions follow one another, each taking
+    ``admin_slices_per_unit * CORES`` s, the cores' slices one second apart.
     """
     started = time.perf_counter()
     messages = conversation(scale.admin_slices_per_unit * 2, seed=13)
-    step = timedelta(seconds=1)
+    second = timedelta(seconds=1)
+    session_length = second * scale.admin_slices_per_unit * CORES
     batch = []
     for number in numbers:
+        if layout == "interleaved":
+            first_slice_at, slice_every = base + number * second, second * scale.admin_units
+        else:
+            first_slice_at = base + (number // CORES) * session_length + (number % CORES) * second
+            slice_every = second * CORES
         unit = unit_with_slices(
             f"scale-u{number:06d}",
             f"scale-core-{number % CORES:03d}",
             messages,
             messages_per_slice=2,
-            first_slice_at=base + number * step,
-            slice_every=step * scale.admin_units,
+            first_slice_at=first_slice_at,
+            slice_every=slice_every,
         )
         batch.append(unit_document(unit))
         if len(batch) == BATCH:
@@ -74,21 +90,22 @@ async def seed(database: Any, scale: Scale, numbers: range, base: datetime) -> f
     return time.perf_counter() - started
 
 
-async def _measure(scale: Scale, database: Any, backend: str) -> SectionResult:
+async def _measure(scale: Scale, database: Any, backend: str, layout: str) -> SectionResult:
     total = scale.admin_units * scale.admin_slices_per_unit
     base = utc_now() - timedelta(days=60)
     tenth = max(scale.admin_units // 10, 1)
     queries = SliceQueries(database)
-    seeding_s = await seed(database, scale, range(tenth), base)
+    seeding_s = await seed(database, scale, range(tenth), base, layout)
     small = await _time(lambda: queries.find(limit=scale.admin_page), scale.admin_repeats)
-    seeding_s += await seed(database, scale, range(tenth, scale.admin_units), base)
+    seeding_s += await seed(database, scale, range(tenth, scale.admin_units), base, layout)
 
     walked, cursor, walk_s = await _walk(queries, scale.admin_depth)
     first = await _time(lambda: queries.find(limit=scale.admin_page), scale.admin_repeats)
     deep = await _time(lambda: queries.find(limit=scale.admin_page, after=cursor), scale.admin_repeats)
     ratio = deep["median_s"] / first["median_s"]
 
-    result = SectionResult(key="admin", title="5. Admin find: first page vs deep page", backend=backend)
+    title = f"5. Admin find: first page vs deep page, {layout} layout"
+    result = SectionResult(key="admin", title=title, backend=backend)
     result.rows.append(
         Row(
             f"find, page of {scale.admin_page}, over {total:,} slices in {scale.admin_units:,} units",
@@ -107,6 +124,7 @@ async def _measure(scale: Scale, database: Any, backend: str) -> SectionResult:
         )
     )
     result.raw = {
+        "layout": layout,
         "slices": total,
         "units": scale.admin_units,
         "cores": CORES,

@@ -64,14 +64,17 @@ _SECTION_TEXT = """\
    round trip would), otherwise writers could not interleave. Each run checks that every message is
    stored once and the slices tile the unit. Rows of one unit are not comparable in absolute terms: the
    unit grows with the number of writers, and both test backends copy the whole document on each update.
-5. **Admin query scale**: 100,000 slices in 2,000 units, seeded in bulk; a walk to depth 10,000 checks
-   every slice comes once and in order; first page vs the page at depth 10,000 (target: deep/first
-   <= 1.5x), and the first page when the collection held a tenth of the slices (how a page's cost grows
-   with the collection). `MONGODB_URI` when set, the embedded backend otherwise (no indexes; mongomock
-   copies every unwound document, so its absolute times are slow and say nothing about a server). A page
-   is one aggregation that selects the units holding matching slices, unwinds their slices and keeps the
-   first page of them in sort order; the keyset bound trims what is unwound, so a page's cost follows the
-   number of matching slices left after the cursor, which the growth row makes visible.
+5. **Admin query scale**: 100,000 slices in 2,000 units of 100 cores, seeded in bulk, one slice a second
+   overall, in two layouts: *sessions* (each core's units follow one another, as Partner's sessions do) and
+   *interleaved* (every unit holds slices of the whole period: the worst case). A walk to depth 10,000
+   checks every slice comes once and in order; first page vs the page at depth 10,000 (target: deep/first
+   <= 1.5x), and the first page when the collection held only the oldest tenth of the units (how a page's
+   cost grows with history). `MONGODB_URI` when set, the embedded backend otherwise (no indexes; mongomock
+   scans every unit for each `$match` and copies every unwound document, so its absolute times are slow
+   and say nothing about a server). A page reads windows of creation time next to where it starts and
+   unwinds only the units holding slices there: in the sessions layout that is a few units whatever the
+   history; in the interleaved layout every unit holds slices of every window, so every page still unwinds
+   all of them.
 """.splitlines()
 
 

@@ -99,7 +99,12 @@ class YieldingCollection:
         if not callable(attribute):
             return attribute
         if name in {"find", "aggregate"}:
-            return lambda *a, **k: YieldingCursor(attribute(*a, **k))
+
+            def cursor(*args: Any, **kwargs: Any) -> YieldingCursor:
+                self.calls.append(name)
+                return YieldingCursor(attribute(*args, **kwargs))
+
+            return cursor
 
         async def call(*args: Any, **kwargs: Any) -> Any:
             self.calls.append(name)

@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
+from pymongo import ASCENDING, DESCENDING
+
 from partner_repo.admin.check import CheckReport, RepairReport, UnitChecker
 from partner_repo.admin.cursor import CursorCodec, SliceKey, query_fingerprint
 from partner_repo.admin.views import (
@@ -27,6 +29,7 @@ from partner_repo.admin.views import (
     UnitSize,
     UnitView,
 )
+from partner_repo.admin.windows import ALL_TIME, Anchors, Window, WindowWalk
 from partner_repo.clock import to_utc_ms, utc_now
 from partner_repo.database import MongoDatabase
 from partner_repo.errors import InvalidInput, NotFound
@@ -101,34 +104,50 @@ class SliceFilter:
             }
         )
 
-    def pipeline(self, after: SliceKey | None = None) -> list[dict[str, Any]]:
+    def pipeline(self, after: SliceKey | None = None, window: Window = ALL_TIME) -> list[dict[str, Any]]:
         """``$match`` units (index-served), drop the messages, ``$unwind``, ``$match`` the slices exactly."""
+        element = self.element(after, window)
+        slices: dict[str, Any] = {f"slices.{name}": condition for name, condition in element.items()}
+        if after is not None:
+            slices["$or"] = _after(after, "$lt" if self.order == "desc" else "$gt")
+        return [
+            {"$match": self.unit_match(element)},
+            {"$project": {"core_id": 1, "slices": 1}},
+            {"$unwind": "$slices"},
+            {"$match": slices},
+        ]
+
+    def element(self, after: SliceKey | None = None, window: Window = ALL_TIME) -> dict[str, Any]:
+        """What a matching slice satisfies. ``after`` (a keyset position) and ``window`` narrow its time
+        range: bounds of the index range (the exact keyset test follows the unwind)."""
+        descending = self.order == "desc"
+        resume = None if after is None or descending else after.created_at
+        lower = _latest(self.created_from, window.start, resume)
+        upper = _earliest(self.created_to, window.end)
         when: dict[str, Any] = {"$type": _DATE}
-        if self.created_from is not None:
-            when["$gte"] = self.created_from
-        if self.created_to is not None:
-            when["$lt"] = self.created_to
-        if after is not None:  # a range bound the index can use; the exact keyset test follows the unwind
-            when["$lte" if self.order == "desc" else "$gte"] = after.created_at
+        if lower is not None:
+            when["$gte"] = lower
+        if upper is not None:
+            when["$lt"] = upper
+        if after is not None and descending:
+            when["$lte"] = after.created_at
         element: dict[str, Any] = {"created_at": when}
         if self.text is not None:
             element["summary"] = literal_pattern(self.text)
+        return element
+
+    def unit_match(self, element: dict[str, Any]) -> dict[str, Any]:
+        """The units in scope holding a slice that satisfies ``element``."""
+        return {**self.scope(), "slices": {"$elemMatch": element}}
+
+    def scope(self) -> dict[str, Any]:
+        """The units the core and unit filters allow, whatever their slices."""
         units: dict[str, Any] = {}
         if self.core_id is not None:
             units["core_id"] = self.core_id
         if self.unit_id is not None:
             units["_id"] = self.unit_id
-        units["slices"] = {"$elemMatch": element}
-
-        slices: dict[str, Any] = {f"slices.{name}": condition for name, condition in element.items()}
-        if after is not None:
-            slices["$or"] = _after(after, "$lt" if self.order == "desc" else "$gt")
-        return [
-            {"$match": units},
-            {"$project": {"core_id": 1, "slices": 1}},
-            {"$unwind": "$slices"},
-            {"$match": slices},
-        ]
+        return units
 
     def sort(self) -> dict[str, Any]:
         direction = -1 if self.order == "desc" else 1
@@ -139,6 +158,14 @@ def literal_pattern(text: str) -> dict[str, str]:
     """A case-insensitive substring match of ``text`` taken literally (escaped; NUL spelled as ``\\x00``
     because BSON cannot carry it in a pattern)."""
     return {"$regex": re.escape(text).replace("\x00", "\\x00"), "$options": "i"}
+
+
+def _latest(*moments: datetime | None) -> datetime | None:
+    return max((m for m in moments if m is not None), default=None)
+
+
+def _earliest(*moments: datetime | None) -> datetime | None:
+    return min((m for m in moments if m is not None), default=None)
 
 
 def _after(key: SliceKey, beyond: str) -> list[dict[str, Any]]:
@@ -170,6 +197,7 @@ class SliceQueries:
         self._units = database[UNITS]
         self._cursors = CursorCodec(str(getattr(database, "name", "")), cursor_secret)
         self._max_time_ms = max_time_ms
+        self._anchors = Anchors()
 
     async def find(
         self,
@@ -192,10 +220,9 @@ class SliceQueries:
         query = SliceFilter.of(core_id, unit_id, created_from, created_to, text, order)
         size = _page_size(limit)
         position = None if after is None else self._cursors.decode(after, query.fingerprint)
-        pipeline = [*query.pipeline(position), query.sort(), {"$limit": size + 1}]
-        documents = await self._aggregate(pipeline, size + 1)
-        items = [SliceView.from_document(d["_id"], d.get("core_id"), d["slices"]) for d in documents]
-        if len(items) <= size:
+        documents = await self._page_documents(query, position, size + 1)
+        items = [SliceView.from_document(d["_id"], d.get("core_id"), d["slices"]) for d in documents[:size]]
+        if len(documents) <= size:
             return SlicePage(items=items, next_cursor=None)
         last = documents[size - 1]
         key = SliceKey(
@@ -203,7 +230,57 @@ class SliceQueries:
             slice_id=last["slices"]["id"],
             unit_id=last["_id"],
         )
-        return SlicePage(items=items[:size], next_cursor=self._cursors.encode(key, query.fingerprint))
+        return SlicePage(items=items, next_cursor=self._cursors.encode(key, query.fingerprint))
+
+    async def _page_documents(
+        self, query: SliceFilter, position: SliceKey | None, wanted: int
+    ) -> list[dict[str, Any]]:
+        """The first ``wanted`` unwound slices after ``position``, window by window (:mod:`.windows`), so a
+        page reads the units near where it starts rather than every unit holding a matching slice."""
+        descending = query.order == "desc"
+        start_edge = query.created_to if descending else query.created_from
+        anchor = position.created_at if position is not None else start_edge
+        if query.unit_id is not None:
+            anchor = None  # one unit is one document whatever the window: a single query over all time
+        elif anchor is None:
+            key = (query.core_id, query.unit_id, query.order)
+            known, anchor = self._anchors.get(key)
+            if not known:
+                anchor = await self._edge_time(query)
+                self._anchors.remember(key, anchor)
+        walk = WindowWalk(query.order, anchor, query.created_from if descending else query.created_to)
+        documents: list[dict[str, Any]] = []
+        window: Window | None = walk.current
+        while window is not None:
+            needed = wanted - len(documents)
+            pipeline = [*query.pipeline(position, window), query.sort(), {"$limit": needed}]
+            found = await self._aggregate(pipeline, needed)
+            documents += found
+            if len(documents) >= wanted:
+                break
+            window = walk.advance(len(found), wanted - len(documents))
+        return documents
+
+    async def _edge_time(self, query: SliceFilter) -> datetime | None:
+        """Where a page without a start bound begins: the newest (``desc``) or oldest slice time of the first
+        unit in scope in slice-time order. Only the windows depend on it, never which slices a page returns.
+
+        The query has no condition on the slices, so the index range on ``slices.created_at`` is complete and
+        the index itself yields that order (a condition there would make the server sort every unit). None
+        (one window: all time) when no unit is in scope or the first holds no dated slice.
+        """
+        descending = query.order == "desc"
+        document = await self._units.find_one(
+            query.scope(),
+            {"slices.created_at": 1},
+            sort=[("slices.created_at", DESCENDING if descending else ASCENDING)],
+            max_time_ms=self._max_time_ms,
+        )
+        times = [s.get("created_at") for s in (document or {}).get("slices") or [] if isinstance(s, dict)]
+        stamps = [to_utc_ms(t) for t in times if isinstance(t, datetime)]
+        if not stamps:
+            return None
+        return max(stamps) if descending else min(stamps)
 
     async def count(
         self,

@@ -14,6 +14,7 @@ from conftest import real_database
 from partner_repo import MemoryUnitRepository, Message, init_repository
 from partner_repo.admin.cursor import SliceKey
 from partner_repo.admin.queries import SliceFilter
+from partner_repo.admin.windows import ALL_TIME, Window
 from partner_repo.indexes import UNITS
 
 pytestmark = pytest.mark.integration
@@ -87,10 +88,12 @@ def find_pipeline(**filters: Any) -> list[dict[str, Any]]:
         filters.get("order", "desc"),
     )
     after = filters.get("after")
-    return [*query.pipeline(after), query.sort(), {"$limit": 51}]
+    return [*query.pipeline(after, filters.get("window", ALL_TIME)), query.sort(), {"$limit": 51}]
 
 
 CURSOR = SliceKey(created_at=T0 + timedelta(minutes=30), slice_id="x", unit_id="unit-30")
+NEWEST_HOUR = Window(start=T0 + timedelta(minutes=10), end=None)
+OLDEST_HOUR = Window(start=None, end=T0 + timedelta(minutes=50))
 
 
 @pytest.mark.parametrize(
@@ -105,6 +108,9 @@ CURSOR = SliceKey(created_at=T0 + timedelta(minutes=30), slice_id="x", unit_id="
         {"created_to": T0 + timedelta(minutes=20), "order": "asc", "after": CURSOR},
         {},
         {"text": "summary 1"},
+        {"core_id": "core-1", "window": NEWEST_HOUR},
+        {"core_id": "core-1", "after": CURSOR, "window": Window(start=T0, end=T0 + timedelta(minutes=20))},
+        {"order": "asc", "window": OLDEST_HOUR},
     ],
     ids=[
         "core-and-time",
@@ -116,10 +122,24 @@ CURSOR = SliceKey(created_at=T0 + timedelta(minutes=30), slice_id="x", unit_id="
         "time-ascending-next-page",
         "everything",
         "text",
+        "core-first-window",
+        "core-next-page-second-window",
+        "everything-ascending-first-window",
     ],
 )
 async def test_find_shapes_are_served_by_an_index(populated: Any, filters: dict[str, Any]) -> None:
     assert_index_served(await explain_aggregate(populated, find_pipeline(**filters)))
+
+
+@pytest.mark.parametrize("scope", [{"core_id": "core-1"}, {}], ids=["core", "all"])  # a unit: one document
+@pytest.mark.parametrize("direction", [-1, 1], ids=["newest", "oldest"])
+async def test_a_page_finds_where_its_slices_start_in_index_order_without_sorting(
+    populated: Any, scope: dict[str, Any], direction: int
+) -> None:
+    plan = await explain_find(populated, scope, sort={"slices.created_at": direction}, limit=1)
+
+    assert_index_served(plan)
+    assert "SORT" not in stages(plan), json.dumps(plan, default=str)[:2000]
 
 
 async def test_get_finds_the_slice_through_the_slice_id_index(populated: Any) -> None:

@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 from mockupdb import MockupDB
 from wire_support import cursor, motor_client, plain, receive, server_fixture
 
-from partner_repo import SliceQueries
+from partner_repo import SliceQueries, to_utc_ms
+from partner_repo.admin.windows import INITIAL_WIDTH
 
 pytestmark = pytest.mark.wire
 
@@ -27,10 +29,52 @@ async def queries(server: MockupDB) -> AsyncIterator[SliceQueries]:
         yield SliceQueries(client["partner"], max_time_ms=2500)
 
 
-async def test_find_sends_one_aggregate_matching_units_before_unwinding(
+def unwound(count: int, newest: datetime) -> list[dict[str, Any]]:
+    """``count`` unwound slices one minute apart, newest first, as the page aggregation returns them."""
+    return [
+        {
+            "_id": "u",
+            "core_id": "c",
+            "slices": {
+                "id": f"s{n:03d}",
+                "start_index": 2 * n,
+                "end_index": 2 * n + 2,
+                "summary": "a.b",
+                "created_at": newest - timedelta(minutes=n),
+            },
+        }
+        for n in range(count)
+    ]
+
+
+async def test_a_first_page_asks_the_index_where_matching_slices_start(
     server: MockupDB, queries: SliceQueries
 ) -> None:
     call = asyncio.create_task(queries.find(core_id="c", created_from=T0, text="a.b", limit=10))
+
+    anchor = await receive(server)
+    assert anchor.doc["find"] == "memory_units" and anchor.doc["maxTimeMS"] == 2500
+    assert plain(anchor.doc["sort"]) == {"slices.created_at": -1} and anchor.doc["limit"] == 1
+    assert plain(anchor.doc["projection"]) == {"slices.created_at": 1}
+    assert plain(anchor.doc["filter"]) == {"core_id": "c"}  # no slice condition: the index gives the order
+    anchor.replies(cursor())
+
+    everything = await receive(server)  # no unit in scope: one window, all time
+    created = plain(everything.doc["pipeline"][0]["$match"])["slices"]["$elemMatch"]["created_at"]
+    assert set(created) == {"$type", "$gte"} and to_utc_ms(created["$gte"]) == T0
+    everything.replies(cursor())
+
+    page = await call
+    assert page.items == [] and page.next_cursor is None
+
+
+async def test_a_page_aggregates_one_window_of_time_matching_units_before_unwinding(
+    server: MockupDB, queries: SliceQueries
+) -> None:
+    newest = T0 + timedelta(days=2)
+    call = asyncio.create_task(queries.find(core_id="c", created_from=T0, text="a.b", limit=10))
+    anchor = await receive(server)
+    anchor.replies(cursor({"_id": "u", "slices": [{"created_at": T0}, {"created_at": newest}]}))
 
     request = await receive(server)
     assert "aggregate" in request.doc and request.doc["maxTimeMS"] == 2500
@@ -39,13 +83,41 @@ async def test_find_sends_one_aggregate_matching_units_before_unwinding(
     first = plain(request.doc["pipeline"][0]["$match"])
     assert first["core_id"] == "c"
     created = first["slices"]["$elemMatch"]["created_at"]
-    assert created["$type"] == "date" and "$gte" in created
+    assert (
+        created["$type"] == "date"
+        and to_utc_ms(created["$gte"]) == newest - INITIAL_WIDTH
+        and "$lt" not in created
+    )
     assert plain(request.doc["pipeline"][1]["$project"]) == {"core_id": 1, "slices": 1}
     assert plain(request.doc["pipeline"][5]) == {"$limit": 11}
-    request.replies(cursor())
+    request.replies(cursor(*unwound(11, newest)))
 
     page = await call
-    assert page.items == [] and page.next_cursor is None
+    assert [item.id for item in page.items] == [f"s{n:03d}" for n in range(10)]
+    assert page.next_cursor is not None
+
+
+async def test_a_window_too_sparse_for_the_page_is_followed_by_a_wider_one_where_it_ended(
+    server: MockupDB, queries: SliceQueries
+) -> None:
+    newest = T0 + timedelta(days=30)
+    call = asyncio.create_task(queries.find(core_id="c", created_from=T0, limit=10))
+    anchor = await receive(server)
+    anchor.replies(cursor({"_id": "u", "slices": [{"created_at": newest}]}))
+    first = await receive(server)
+    first.replies(cursor(*unwound(2, newest)))
+
+    second = await receive(server)
+    created = plain(second.doc["pipeline"][0]["$match"])["slices"]["$elemMatch"]["created_at"]
+    assert to_utc_ms(created["$lt"]) == newest - INITIAL_WIDTH  # where the first window started
+    assert (
+        to_utc_ms(created["$gte"]) == newest - INITIAL_WIDTH - INITIAL_WIDTH * 9
+    )  # 2 found, 9 more wanted: 9x wider
+    assert plain(second.doc["pipeline"][5]) == {"$limit": 9}
+    second.replies(cursor(*unwound(9, newest - timedelta(hours=2))))
+
+    page = await call
+    assert len(page.items) == 10 and page.next_cursor is not None
 
 
 async def test_get_reads_the_slice_then_only_its_messages(server: MockupDB, queries: SliceQueries) -> None:
