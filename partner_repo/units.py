@@ -27,7 +27,6 @@ import time
 import warnings
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Mapping, Sequence
-from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -649,25 +648,43 @@ class _UnitQueue:
     """
 
     def __init__(self) -> None:
-        self._locks: dict[str, tuple[asyncio.Lock, int]] = {}
+        self._turns: dict[str, _Turn] = {}
 
-    @asynccontextmanager
-    async def hold(self, unit_id: str) -> AsyncIterator[None]:
-        lock, users = self._locks.get(unit_id, (None, 0))
-        lock = lock or asyncio.Lock()
-        self._locks[unit_id] = (lock, users + 1)
+    def hold(self, unit_id: str) -> _Turn:
+        """``async with queue.hold(unit_id):`` waits for the unit's earlier appends, then holds it."""
+        turn = self._turns.get(unit_id)
+        if turn is None:
+            turn = self._turns[unit_id] = _Turn(self._turns, unit_id)
+        return turn
+
+
+class _Turn:
+    """One unit's queue: a lock, and how many appends hold or wait for it (the entry goes with the last)."""
+
+    __slots__ = ("_lock", "_turns", "_unit_id", "_users")
+
+    def __init__(self, turns: dict[str, _Turn], unit_id: str) -> None:
+        self._turns = turns
+        self._unit_id = unit_id
+        self._lock = asyncio.Lock()
+        self._users = 0
+
+    async def __aenter__(self) -> None:
+        self._users += 1
         try:
-            async with lock:
-                yield
-        finally:
-            users = self._locks[unit_id][1] - 1
-            if users:
-                self._locks[unit_id] = (lock, users)
-            else:
-                del self._locks[unit_id]
+            await self._lock.acquire()
+        except BaseException:  # cancelled while waiting: never held
+            self._leave()
+            raise
 
-    def __len__(self) -> int:
-        return len(self._locks)
+    async def __aexit__(self, *exc_info: object) -> None:
+        self._lock.release()
+        self._leave()
+
+    def _leave(self) -> None:
+        self._users -= 1
+        if not self._users:
+            del self._turns[self._unit_id]
 
 
 class _HeadCache:

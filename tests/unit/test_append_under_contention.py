@@ -213,3 +213,29 @@ async def test_a_repository_goes_back_to_one_round_trip_once_the_contention_is_o
     await mine.append("u", turn("d"), "d", core_id="c")
 
     assert collection.calls == ["update_one"]
+
+
+async def test_an_append_cancelled_while_waiting_its_turn_does_not_block_the_unit(racy_db: Any) -> None:
+    units = MemoryUnitRepository(racy_db)
+    await units.append("u", turn("start"), "start", core_id="c")
+    collection = racy_db[UNITS]
+    release = asyncio.Event()
+    push = collection.update_one
+
+    async def held_update_one(*args: Any, **kwargs: Any) -> Any:
+        await release.wait()
+        return await push(*args, **kwargs)
+
+    collection.update_one = held_update_one
+    holding = asyncio.create_task(units.append("u", turn("first"), "first", core_id="c"))
+    waiting = asyncio.create_task(units.append("u", turn("cancelled"), "cancelled", core_id="c"))
+    await asyncio.sleep(0.01)
+    waiting.cancel()
+    release.set()
+    await holding
+
+    await asyncio.wait_for(units.append("u", turn("next"), "next", core_id="c"), timeout=5)
+
+    unit = await units.get("u")
+    assert unit is not None and [s.summary for s in unit.complete_slices()] == ["start", "first", "next"]
+    assert waiting.cancelled()
