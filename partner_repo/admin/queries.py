@@ -221,7 +221,7 @@ class SliceQueries:
         size = _page_size(limit)
         position = None if after is None else self._cursors.decode(after, query.fingerprint)
         documents = await self._page_documents(query, position, size + 1)
-        items = [SliceView.from_document(d["_id"], d.get("core_id"), d["slices"]) for d in documents[:size]]
+        items = SliceView.from_unwound(documents[:size])
         if len(documents) <= size:
             return SlicePage(items=items, next_cursor=None)
         last = documents[size - 1]

@@ -9,7 +9,7 @@ from __future__ import annotations
 from datetime import date, datetime
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, TypeAdapter
 
 from partner_repo.clock import UtcDatetime
 from partner_repo.models import MemorySlice, Message
@@ -40,24 +40,36 @@ class SliceView(BaseModel):
     def from_document(cls, unit_id: Any, core_id: Any, piece: dict[str, Any]) -> SliceView:
         """Built defensively from a stored slice: data written by other tools still displays (``check``
         reports it), instead of one odd slice failing the whole page."""
-        get = piece.get  # one view per slice of a page: created_at is normalized once, by the field
-        start, end = _int_or_none(get("start_index")), _int_or_none(get("end_index"))
-        summary = get("summary")
-        created_at = get("created_at")
-        return cls.model_validate(
-            {
-                "id": str(get("id")),
-                "unit_id": str(unit_id),
-                "core_id": str(core_id),
-                "start_index": start,
-                "end_index": end,
-                "summary": summary if isinstance(summary, str) else "" if summary is None else str(summary),
-                "created_at": created_at if isinstance(created_at, datetime) else None,  # validated to UTC ms
-                "rolling_size": _int_or_none(get("rolling_size")),
-                "retain_divisor": _int_or_none(get("retain_divisor")),
-                "message_count": max(end - start, 0) if start is not None and end is not None else 0,
-            }
+        return cls.model_validate(_view_fields(unit_id, core_id, piece))
+
+    @classmethod
+    def from_unwound(cls, documents: list[dict[str, Any]]) -> list[SliceView]:
+        """Views of unwound slices (``{"_id", "core_id", "slices": slice}``), validated as one list."""
+        return _SLICE_VIEWS.validate_python(
+            [_view_fields(d["_id"], d.get("core_id"), d["slices"]) for d in documents]
         )
+
+
+def _view_fields(unit_id: Any, core_id: Any, piece: dict[str, Any]) -> dict[str, Any]:
+    get = piece.get  # one view per slice of a page: created_at is normalized once, by the field
+    start, end = _int_or_none(get("start_index")), _int_or_none(get("end_index"))
+    summary = get("summary")
+    created_at = get("created_at")
+    return {
+        "id": str(get("id")),
+        "unit_id": str(unit_id),
+        "core_id": str(core_id),
+        "start_index": start,
+        "end_index": end,
+        "summary": summary if isinstance(summary, str) else "" if summary is None else str(summary),
+        "created_at": created_at if isinstance(created_at, datetime) else None,  # validated to UTC ms
+        "rolling_size": _int_or_none(get("rolling_size")),
+        "retain_divisor": _int_or_none(get("retain_divisor")),
+        "message_count": max(end - start, 0) if start is not None and end is not None else 0,
+    }
+
+
+_SLICE_VIEWS: TypeAdapter[list[SliceView]] = TypeAdapter(list[SliceView])
 
 
 class SlicePage(BaseModel):
