@@ -54,7 +54,8 @@ _SECTION_TEXT = """\
    `BaseModel` and a fraction of its memory), and the library pauses the garbage collector while it
    builds a unit of 1,000+ messages (otherwise collector passes rescan the new objects, a cost that grows
    with the process heap); the diagnostic row *unit load, collector paused* pauses it for the whole timed
-   batches.
+   batches. On a 2-CPU machine the scripted server shares the CPUs with the measured process, and its
+   medians move by up to about 0.1 between runs: read a PASS or FAIL near the line across several runs.
 3. **Listener**: polling path on the embedded backend with a no-op consumer: backfill throughput of a
    new group, and append-to-consume latency at a steady append rate with the stated poll interval.
 4. **Concurrency**: 1, 8 and 32 writers appending to one unit, each through its own repository (as
