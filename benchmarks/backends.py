@@ -13,10 +13,10 @@ import os
 import subprocess
 import sys
 import uuid
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from motor.motor_asyncio import AsyncIOMotorClient
 from pymongo import monitoring
@@ -24,6 +24,7 @@ from pymongo import monitoring
 from partner_repo import in_memory_database, init_repository, mask_uri
 
 ROOT = Path(__file__).resolve().parent.parent
+T = TypeVar("T")
 
 
 def mongodb_uri() -> str | None:
@@ -82,6 +83,17 @@ def describe(backend: str, uri: str | None = None) -> str:
     if backend == "wire":
         return "Motor driver -> scripted standalone MongoDB (mockupdb + mongomock store, separate process)"
     return f"MongoDB at {mask_uri(uri or '')}"
+
+
+async def on_servers(measure: Callable[[str, str], Awaitable[T]]) -> list[T]:
+    """``measure(uri, backend)`` on the scripted server, then on ``MONGODB_URI`` when set."""
+    results = []
+    with scripted_server() as uri:
+        results.append(await measure(uri, describe("wire")))
+    real = mongodb_uri()
+    if real is not None:
+        results.append(await measure(real, describe("mongodb", real)))
+    return results
 
 
 async def server_version(database: Any) -> str | None:

@@ -25,9 +25,8 @@ from benchmarks.backends import (
     YieldingDatabase,
     describe,
     memory_database,
-    mongodb_uri,
     motor_database,
-    scripted_server,
+    on_servers,
 )
 from benchmarks.common import Row, Scale, SectionResult
 from benchmarks.monitor import WireMeter
@@ -49,11 +48,7 @@ async def run(scale: Scale) -> list[SectionResult]:
                 describe("memory") + ", every call yielding to the event loop",
             )
         )
-    with scripted_server() as uri:
-        results.append(await _on_server(scale, uri, describe("wire")))
-    uri = mongodb_uri()
-    if uri is not None:
-        results.append(await _on_server(scale, uri, describe("mongodb", uri)))
+    results += await on_servers(lambda uri, backend: _on_server(scale, uri, backend))
     return results
 
 

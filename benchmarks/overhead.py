@@ -27,7 +27,7 @@ from contextlib import AbstractAsyncContextManager
 from datetime import UTC, datetime
 from typing import Any
 
-from benchmarks.backends import describe, memory_database, mongodb_uri, motor_database, scripted_server
+from benchmarks.backends import describe, memory_database, motor_database, on_servers
 from benchmarks.common import Row, Scale, SectionResult, interleaved, ratio_text
 from benchmarks.workload import conversation, seed_unit, unit_with_slices
 from partner_repo import MemoryUnitRepository
@@ -41,11 +41,7 @@ PAGE = 50
 
 async def run(scale: Scale) -> list[SectionResult]:
     results = [await _measure(scale, memory_database(), describe("memory"))]
-    with scripted_server() as uri:
-        results.append(await _measure(scale, motor_database(uri), describe("wire")))
-    uri = mongodb_uri()
-    if uri is not None:
-        results.append(await _measure(scale, motor_database(uri), describe("mongodb", uri)))
+    results += await on_servers(lambda uri, backend: _measure(scale, motor_database(uri), backend))
     return results
 
 

@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from typing import Any
 
-from benchmarks.backends import describe, mongodb_uri, motor_database, scripted_server, server_version
+from benchmarks.backends import motor_database, on_servers, server_version
 from benchmarks.common import Row, Scale, SectionResult
 from benchmarks.monitor import WireCost, WireMeter
 from benchmarks.workload import conversation, seed_unit
@@ -41,13 +41,7 @@ BYTES_TARGET = 1.1
 
 
 async def run(scale: Scale) -> list[SectionResult]:
-    results = []
-    with scripted_server() as uri:
-        results.append(await _measure(scale, uri, describe("wire")))
-    uri = mongodb_uri()
-    if uri is not None:
-        results.append(await _measure(scale, uri, describe("mongodb", uri)))
-    return results
+    return await on_servers(lambda uri, backend: _measure(scale, uri, backend))
 
 
 async def _measure(scale: Scale, uri: str, backend: str) -> SectionResult:

@@ -35,10 +35,6 @@ class Window:
     start: datetime | None
     end: datetime | None
 
-    @property
-    def unbounded(self) -> bool:
-        return self.start is None and self.end is None
-
 
 ALL_TIME = Window(None, None)
 

@@ -13,7 +13,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from partner_repo import SliceQueries, in_memory_database, init_repository
-from partner_repo.admin.windows import INITIAL_WIDTH, MAX_GROWTH, MAX_WINDOWS, Anchors, Window, WindowWalk
+from partner_repo.admin.windows import (
+    ALL_TIME,
+    INITIAL_WIDTH,
+    MAX_GROWTH,
+    MAX_WINDOWS,
+    Anchors,
+    Window,
+    WindowWalk,
+)
 from partner_repo.indexes import UNITS
 
 HOUR = timedelta(hours=1)
@@ -70,7 +78,7 @@ def test_a_window_past_the_range_of_datetimes_is_open_on_that_side() -> None:
 
 def test_without_an_anchor_the_only_window_is_all_time() -> None:
     walk = WindowWalk("desc", None, None)
-    assert walk.current.unbounded and walk.advance(found=0, wanted=10) is None
+    assert walk.current == ALL_TIME and walk.advance(found=0, wanted=10) is None
 
 
 # -- the pages ----------------------------------------------------------------------------------------------
