@@ -73,7 +73,6 @@ from partner_repo.normalization import new_slice_id, normalize_unit
 from partner_repo.rolling.config import RollingConfig
 from partner_repo.rolling.increment import resolve_chat_increment
 from partner_repo.rolling.result import MemoryUnitRef, RollingResult
-from partner_repo.rolling.retention import roll_chat_messages
 from partner_repo.rolling.service import RollingService
 from partner_repo.rolling.summarizer import (
     SUMMARY_ON_EMPTY,
@@ -91,6 +90,7 @@ from partner_repo.settings import (
 )
 from partner_repo.storage import MAX_DOCUMENT_BYTES
 from partner_repo.units import HEAD_CACHE_SIZE, MemoryUnitRepository, UnitFingerprint, UnitHead, UnitOutline
+from partner_repo.window import roll_chat_messages
 
 try:
     __version__ = version("partner-repo")

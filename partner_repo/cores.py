@@ -22,8 +22,8 @@ from partner_repo.database import MongoDatabase
 from partner_repo.errors import ConflictError, InvalidInput, LeaseLost, NotFound
 from partner_repo.indexes import CORES
 from partner_repo.models import MemoryCore, Message
-from partner_repo.rolling.retention import dropped_count
 from partner_repo.validation import optional_datetime, parse_messages, require_count, require_id
+from partner_repo.window import dropped_count
 
 DEFAULT_CORE_ID = "default"
 

@@ -30,11 +30,11 @@ from partner_repo.normalization import new_slice_id
 from partner_repo.rolling.config import RollingConfig
 from partner_repo.rolling.increment import resolve_chat_increment
 from partner_repo.rolling.result import RollingResult
-from partner_repo.rolling.retention import dropped_count
 from partner_repo.rolling.summarizer import SUMMARY_ON_EMPTY, SUMMARY_ON_EXCEPTION, Summarizer
 from partner_repo.storage import array_elements_size, slice_document
 from partner_repo.units import MemoryUnitRepository
 from partner_repo.validation import optional_datetime, parse_messages, require_id
+from partner_repo.window import dropped_count
 
 logger = logging.getLogger(__name__)
 

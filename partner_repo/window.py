@@ -1,4 +1,4 @@
-"""What of the chat window survives a roll: Partner's ``rollChatMessagesWithSnapshot``, as pure functions.
+"""The chat window's arithmetic: what survives a roll (Partner's ``rollChatMessagesWithSnapshot``), pure.
 
 After a roll, the window keeps the last ``1/retain_divisor`` of the rolled snapshot as context, and everything
 recorded after the snapshot was taken. Only messages from the front are ever dropped, so the repository can

@@ -1,0 +1,61 @@
+"""Adopting units written by other tools (mongosh, Compass, mongoimport, older versions), once.
+
+Such a unit may lack the derived fields (``message_count``, ``slice_count``, ``size_bytes``) and even a
+``version``. The first repository read that needs them stores the unit normalized, with one replace guarded
+by exactly what was read, so a concurrent writer's change is never overwritten: the loser re-reads and finds
+the unit completed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from partner_repo.errors import ConflictError, NotFound
+from partner_repo.normalization import normalize_unit
+from partner_repo.storage import has_derived_fields, unit_document, unit_from_document
+from partner_repo.unit_heads import HEAD_PROJECTION
+from partner_repo.unit_rules import refuse_foreign_slice_ids, refuse_too_large
+
+ADOPTION_ATTEMPTS = 200
+"""How often completing a unit written by another tool re-reads when the unit keeps changing meanwhile."""
+
+
+class UnitAdoption:
+    """Completes foreign units on one collection; ``max_bytes`` is the document size limit."""
+
+    def __init__(self, units: Any, max_bytes: int) -> None:
+        self._units = units
+        self._max_bytes = max_bytes
+
+    async def complete(self, unit_id: str) -> dict[str, Any]:
+        """The unit's head document once it carries every derived field (storing it normalized if needed)."""
+        for _ in range(ADOPTION_ATTEMPTS):
+            raw = await self._units.find_one({"_id": unit_id})
+            if raw is None:
+                raise NotFound(f"no unit {unit_id!r}")
+            if not has_derived_fields(raw):
+                await self._store_normalized(raw)
+            document = await self._units.find_one({"_id": unit_id}, HEAD_PROJECTION)
+            if document is None:
+                raise NotFound(f"no unit {unit_id!r}")
+            if has_derived_fields(document):
+                return dict(document)
+        raise ConflictError(f"unit {unit_id!r} kept changing while its derived fields were completed")
+
+    async def _store_normalized(self, raw: Mapping[str, Any]) -> None:
+        version = raw.get("version")
+        unit = normalize_unit(unit_from_document({**raw, "version": version or 0}))
+        await refuse_foreign_slice_ids(self._units, unit)
+        stored = unit.model_copy(update={"version": (version or 0) + 1})
+        document = unit_document(stored)
+        refuse_too_large(stored.id, document["size_bytes"], self._max_bytes)
+        guard: dict[str, Any] = {"_id": raw["_id"], "message_count": {"$exists": False}}
+        guard["version"] = version if version is not None else {"$exists": False}
+        for name in ("conversation_messages", "slices"):
+            value = raw.get(name)
+            guard[name] = {"$size": len(value)} if isinstance(value, list) else {"$exists": False}
+        await self._units.replace_one(guard, document)
+
+
+__all__ = ["ADOPTION_ATTEMPTS", "UnitAdoption"]

@@ -1,0 +1,336 @@
+"""The append machinery of :class:`partner_repo.MemoryUnitRepository`: optimistic, fair, O(increment).
+
+An append reads the unit's small head (message count, version, last slice), then sends one ``$push`` of only
+the new messages and slice, guarded by the version it read. A writer that lost the race re-reads and tries
+again, so intervals stay disjoint and contiguous without a lock or a transaction, and an uncontended append
+costs two round trips whatever the unit's size.
+
+A repository also remembers the heads it last saw (:class:`~partner_repo.unit_heads.HeadCache`): a unit it
+appended to before gets the guarded ``$push`` straight away, one round trip. The guard (version and counts)
+makes a stale entry harmless: the push matches nothing, the entry is dropped and the append takes the usual
+path. Two rules keep contention fair: appends to one unit through one repository take turns (tasks of one
+process never race each other), and a repository that lost a race on a unit reads before each push there
+for a while (a remembered head would otherwise let the last winner win every round and starve writers in
+other processes).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import bisect
+import itertools
+import random
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from pymongo.errors import DuplicateKeyError
+
+from partner_repo.clock import utc_now
+from partner_repo.errors import ConflictError, DuplicateSliceId, InvalidInput, UnitTooLarge
+from partner_repo.models import MemorySlice, MemoryUnit, Message
+from partner_repo.storage import (
+    array_elements_size,
+    has_derived_fields,
+    slice_document,
+    stored_datetime,
+    unit_document,
+)
+from partner_repo.unit_heads import HEAD_PROJECTION, HeadCache, UnitHead, head_from
+from partner_repo.unit_rules import duplicate_error, is_slice_id_collision, refuse_too_large
+
+APPEND_PATIENCE_S = 10.0
+"""How long a contended append keeps re-reading and retrying before giving up with :class:`ConflictError`.
+
+A time, not a count: the same count of attempts is milliseconds on a fast backend and seconds on a slow
+network."""
+
+
+@dataclass(frozen=True)
+class AppendRequest:
+    """One validated append: the unit, the increment and the slice that will cover it."""
+
+    unit_id: str
+    core_id: str
+    increment: list[Message]
+    piece: MemorySlice
+    stamp: datetime
+    created_at: datetime | None
+    given_id: str | None
+    fresh_slice_id: bool
+    previous_unit_id: str | None
+
+
+ReadHead = Callable[[str], Awaitable[UnitHead | None]]
+Complete = Callable[[str], Awaitable[dict[str, Any]]]
+GetSlice = Callable[[str, str], Awaitable[MemorySlice | None]]
+
+
+class UnitAppender:
+    """Runs appends on one collection, sharing the repository's head cache."""
+
+    def __init__(
+        self,
+        units: Any,
+        heads: HeadCache,
+        *,
+        max_bytes: int,
+        read_head: ReadHead,
+        complete: Complete,
+        get_slice: GetSlice,
+    ) -> None:
+        self._units = units
+        self._heads = heads
+        self._max_bytes = max_bytes
+        self._read_head = read_head
+        self._complete = complete
+        self._get_slice = get_slice
+        self._queue = UnitQueue()
+
+    async def append(self, request: AppendRequest) -> MemorySlice:
+        """Append ``request`` once, whatever the contention; see the module docstring."""
+        async with self._queue.hold(request.unit_id):
+            return await self._append_increment(request)
+
+    async def _append_increment(self, request: AppendRequest) -> MemorySlice:
+        """The optimistic loop: push, and on a lost race try again."""
+        unit_id, given_id, piece = request.unit_id, request.given_id, request.piece
+        message_documents = [m.model_dump() for m in request.increment]
+        cacheable = (given_id is None or request.fresh_slice_id) and not self._heads.contended(unit_id)
+        known = self._heads.get(unit_id) if cacheable else None
+        if known is not None and known.core_id == request.core_id:
+            stored = await self._push_to_known_head(known, message_documents, piece, minted=given_id is None)
+            if stored is not None:
+                return stored
+
+        deadline = time.monotonic() + APPEND_PATIENCE_S
+        for attempt in itertools.count():
+            if attempt and request.created_at is None:
+                # A slice without a caller-given time is created when it is stored. Re-stamping a retry also
+                # keeps the loser of a race on the short path: with its first, now stale, stamp it would have
+                # to be inserted before the winners' slices (one more read) and would keep losing to writers
+                # with fresh stamps under sustained contention.
+                piece = piece.model_copy(update={"created_at": max(request.stamp, utc_now())})
+            head = await self._append_head(unit_id, None if request.fresh_slice_id else given_id)
+            if head is not None:
+                self._heads.learn(head)
+            if head is None:
+                stored = await self._create_with(request, piece)
+            else:
+                if head.core_id != request.core_id:
+                    raise InvalidInput(
+                        f"unit {unit_id!r} belongs to core {head.core_id!r}, not {request.core_id!r}"
+                    )
+                stored = await self._push(head, message_documents, piece)
+            if stored is not None:
+                return stored
+            self._heads.lost(unit_id)
+            if given_id is not None:
+                existing = await self._get_slice(unit_id, given_id)
+                if existing is not None:
+                    return existing
+            if time.monotonic() >= deadline:
+                break
+            await asyncio.sleep(random.uniform(0, 0.0005 * min(attempt, 20)))
+        raise ConflictError(
+            f"append to unit {unit_id!r} lost the race for {APPEND_PATIENCE_S:g} s ({attempt + 1} attempts); "
+            "try again"
+        )
+
+    async def _push_to_known_head(
+        self, known: UnitHead, message_documents: list[dict[str, Any]], piece: MemorySlice, *, minted: bool
+    ) -> MemorySlice | None:
+        """The one-round-trip append: push guarded by a remembered head; None (entry dropped) when stale.
+
+        The guard also holds the counts and size, not only the version, so a unit deleted and re-created by
+        someone else up to the same version is not pushed to at a wrong position. A remembered size that
+        refuses the push is not trusted either: the usual path re-reads it and decides. A slice id minted by
+        this very call cannot be in the unit, so its absence is checked only for an id the caller passed (a
+        retried roll reuses its id).
+        """
+        try:
+            stored = await self._push(known, message_documents, piece, exact=True, check_slice_id=not minted)
+        except UnitTooLarge:
+            stored = None
+        if stored is None:
+            self._heads.forget(known.id, up_to=known.version)
+            self._heads.lost(known.id)
+        return stored
+
+    async def _append_head(self, unit_id: str, slice_id: str | None) -> UnitHead | None:
+        """Round trip 1 of an append: the unit's head, and (for a caller-chosen slice id) whether another
+        unit already holds that id, in one query."""
+        if slice_id is None:
+            return await self._read_head(unit_id)
+        query = {"$or": [{"_id": unit_id}, {"slices.id": slice_id}]}
+        documents = await self._units.find(query, HEAD_PROJECTION).to_list(length=2)
+        mine = None
+        for document in documents:
+            if document["_id"] == unit_id:
+                mine = document
+            else:
+                raise DuplicateSliceId(slice_id, document["_id"])
+        if mine is None:
+            return None
+        if not has_derived_fields(mine):
+            mine = await self._complete(unit_id)
+        return head_from(mine)
+
+    async def _create_with(self, request: AppendRequest, piece: MemorySlice) -> MemorySlice | None:
+        """Insert a new unit holding the increment; None when another writer created it first."""
+        increment = request.increment
+        placed = piece.model_copy(update={"start_index": 0, "end_index": len(increment)})
+        unit = MemoryUnit(
+            id=request.unit_id,
+            core_id=request.core_id,
+            conversation_messages=increment,
+            slices=[placed],
+            updated_at=placed.created_at,
+            previous_unit_id=request.previous_unit_id,
+            version=1,
+        )
+        document = unit_document(unit)
+        refuse_too_large(request.unit_id, document["size_bytes"], self._max_bytes)
+        try:
+            await self._units.insert_one(document)
+        except DuplicateKeyError as exc:
+            if is_slice_id_collision(exc):
+                raise duplicate_error(exc, request.unit_id, "") from None
+            return None
+        self._heads.learn(head_from(document))
+        return placed
+
+    async def _push(
+        self,
+        head: UnitHead,
+        message_documents: list[dict[str, Any]],
+        piece: MemorySlice,
+        *,
+        exact: bool = False,
+        check_slice_id: bool = True,
+    ) -> MemorySlice | None:
+        """Round trip 2: push only the increment, guarded by the version read; None when it lost the race.
+
+        ``exact`` also guards the counts and size (for a remembered head rather than one just read).
+        """
+        start = head.message_count
+        placed = piece.model_copy(update={"start_index": start, "end_index": start + len(message_documents)})
+        new_slice = slice_document(placed)
+        position = await self._slice_position(head, placed)
+        added = array_elements_size(message_documents, start)
+        added += array_elements_size([new_slice], head.slice_count)
+        refuse_too_large(head.id, head.size_bytes + added, self._max_bytes)
+        push_slice: dict[str, Any] = {"$each": [new_slice]}
+        if position is not None:
+            push_slice["$position"] = position
+        guard: dict[str, Any] = {"_id": head.id, "version": head.version}
+        if exact:
+            guard.update(
+                message_count=head.message_count, slice_count=head.slice_count, size_bytes=head.size_bytes
+            )
+        if check_slice_id:
+            guard["slices.id"] = {"$ne": placed.id}
+        try:
+            result = await self._units.update_one(
+                guard,
+                {
+                    "$push": {"conversation_messages": {"$each": message_documents}, "slices": push_slice},
+                    "$inc": {
+                        "message_count": len(message_documents),
+                        "slice_count": 1,
+                        "size_bytes": added,
+                        "version": 1,
+                    },
+                    "$max": {"updated_at": placed.created_at},  # a writer whose clock is behind: kept
+                },
+            )
+        except DuplicateKeyError as exc:
+            raise duplicate_error(exc, head.id, "") from None
+        if not result.matched_count:
+            return None
+        assert placed.created_at is not None
+        updated_at = placed.created_at
+        if head.updated_at is not None and head.updated_at > updated_at:
+            updated_at = head.updated_at
+        self._heads.learn(
+            UnitHead(
+                id=head.id,
+                core_id=head.core_id,
+                message_count=head.message_count + len(message_documents),
+                size_bytes=head.size_bytes + added,
+                version=head.version + 1,
+                updated_at=updated_at,
+                previous_unit_id=head.previous_unit_id,
+                last_slice=placed if position is None else head.last_slice,
+                slice_count=head.slice_count + 1,
+            )
+        )
+        return placed
+
+    async def _slice_position(self, head: UnitHead, piece: MemorySlice) -> int | None:
+        """Where the new slice goes to keep slices sorted by creation time.
+
+        None (the end) in the usual case; an explicit position only when its time is older than the last
+        slice's (a writer whose clock is behind).
+        """
+        last = head.last_slice
+        assert piece.created_at is not None
+        if last is None or last.created_at is None or last.created_at <= piece.created_at:
+            return None
+        document = await self._units.find_one({"_id": head.id}, {"slices.created_at": 1})
+        times = [stored_datetime(s.get("created_at")) for s in (document or {}).get("slices", [])]
+        return bisect.bisect_right(times, piece.created_at)
+
+
+class UnitQueue:
+    """Appends to one unit through one repository go one at a time; other units are not held up.
+
+    Tasks of one process sharing a repository would otherwise race each other over the network: all but one
+    push lose and go again, and under sustained contention one unlucky task can lose every time. Queued, each
+    append finds the head the previous one left (one round trip) and only other processes can make it retry.
+    An entry lives only while some append to its unit is running or waiting.
+    """
+
+    def __init__(self) -> None:
+        self._turns: dict[str, _Turn] = {}
+
+    def hold(self, unit_id: str) -> _Turn:
+        """``async with queue.hold(unit_id):`` waits for the unit's earlier appends, then holds it."""
+        turn = self._turns.get(unit_id)
+        if turn is None:
+            turn = self._turns[unit_id] = _Turn(self._turns, unit_id)
+        return turn
+
+
+class _Turn:
+    """One unit's queue: a lock, and how many appends hold or wait for it (the entry goes with the last)."""
+
+    __slots__ = ("_lock", "_turns", "_unit_id", "_users")
+
+    def __init__(self, turns: dict[str, _Turn], unit_id: str) -> None:
+        self._turns = turns
+        self._unit_id = unit_id
+        self._lock = asyncio.Lock()
+        self._users = 0
+
+    async def __aenter__(self) -> None:
+        self._users += 1
+        try:
+            await self._lock.acquire()
+        except BaseException:  # cancelled while waiting: never held
+            self._leave()
+            raise
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        self._lock.release()
+        self._leave()
+
+    def _leave(self) -> None:
+        self._users -= 1
+        if not self._users:
+            del self._turns[self._unit_id]
+
+
+__all__ = ["APPEND_PATIENCE_S", "AppendRequest", "UnitAppender", "UnitQueue"]

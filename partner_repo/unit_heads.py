@@ -1,0 +1,120 @@
+"""A unit's head (what it is without its messages) and the bounded cache of heads one repository last saw.
+
+The head is all an append needs: where the new messages start, how many bytes the unit holds, the version to
+guard the push with and the last slice (to keep slices sorted by time). It is cheap to read at any unit size.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import OrderedDict
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from partner_repo.models import MemorySlice
+from partner_repo.storage import slice_from_document, stored_datetime
+
+HEAD_CACHE_SIZE = 1024
+"""How many unit heads a repository remembers to skip the head read of its next append to that unit."""
+
+CONTENDED_S = 1.0
+"""After losing a race on a unit, a repository reads its head before every push there for this long."""
+
+HEAD_PROJECTION: dict[str, Any] = {
+    "core_id": 1,
+    "message_count": 1,
+    "slice_count": 1,
+    "size_bytes": 1,
+    "version": 1,
+    "updated_at": 1,
+    "previous_unit_id": 1,
+    "slices": {"$slice": -1},
+}
+"""What a head read fetches: the derived fields and the last slice, never a message."""
+
+
+@dataclass(frozen=True)
+class UnitHead:
+    """What a unit is without its messages: cheap to read at any unit size."""
+
+    id: str
+    core_id: str
+    message_count: int
+    size_bytes: int
+    version: int
+    updated_at: datetime | None
+    previous_unit_id: str | None
+    last_slice: MemorySlice | None
+    slice_count: int = 0
+
+
+def head_from(document: Mapping[str, Any]) -> UnitHead:
+    """The head of a stored unit read with :data:`HEAD_PROJECTION` (its derived fields present)."""
+    slices = document.get("slices") or []
+    return UnitHead(
+        id=document["_id"],
+        core_id=document["core_id"],
+        message_count=int(document.get("message_count", 0)),
+        size_bytes=int(document.get("size_bytes", 0)),
+        version=int(document.get("version", 0)),
+        updated_at=stored_datetime(document.get("updated_at")),
+        previous_unit_id=document.get("previous_unit_id"),
+        last_slice=slice_from_document(slices[-1]) if slices else None,
+        slice_count=int(document.get("slice_count", 0)),
+    )
+
+
+class HeadCache:
+    """The unit heads one repository last saw, least recently used dropped first.
+
+    Concurrent tasks share a repository, so an entry is only ever replaced by a newer version, and a stale
+    entry is dropped only if nothing newer was learned meanwhile.
+    """
+
+    def __init__(self, size: int) -> None:
+        self._size = size
+        self._heads: OrderedDict[str, UnitHead] = OrderedDict()
+        self._lost: OrderedDict[str, float] = OrderedDict()
+
+    def get(self, unit_id: str) -> UnitHead | None:
+        head = self._heads.get(unit_id)
+        if head is not None:
+            self._heads.move_to_end(unit_id)
+        return head
+
+    def learn(self, head: UnitHead) -> UnitHead:
+        if self._size == 0:
+            return head
+        known = self._heads.get(head.id)
+        if known is None or head.version > known.version:
+            self._heads[head.id] = head
+        self._heads.move_to_end(head.id)
+        while len(self._heads) > self._size:
+            self._heads.popitem(last=False)
+        return head
+
+    def forget(self, unit_id: str, *, up_to: int | None = None) -> None:
+        known = self._heads.get(unit_id)
+        if known is not None and (up_to is None or known.version <= up_to):
+            del self._heads[unit_id]
+
+    def lost(self, unit_id: str) -> None:
+        """Another writer changed the unit first: for :data:`CONTENDED_S` its heads are not pushed to unread.
+
+        Under contention a remembered head is a head start: the last winner pushes in one round trip while
+        the others read first, so it wins again and again and starves them. Once a repository has lost on a
+        unit, it reads before each push there, on equal terms with the other writers.
+        """
+        self._lost[unit_id] = time.monotonic()
+        self._lost.move_to_end(unit_id)
+        while len(self._lost) > max(self._size, 1):
+            self._lost.popitem(last=False)
+
+    def contended(self, unit_id: str) -> bool:
+        at = self._lost.get(unit_id)
+        return at is not None and time.monotonic() - at < CONTENDED_S
+
+
+__all__ = ["CONTENDED_S", "HEAD_CACHE_SIZE", "HEAD_PROJECTION", "HeadCache", "UnitHead", "head_from"]
