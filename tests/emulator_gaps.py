@@ -1,0 +1,43 @@
+"""Where SecantusDB, the MongoDB-compatible server the integration suite runs on in CI, differs from MongoDB.
+
+One list, each entry with the reason. On SecantusDB these tests still run, marked ``xfail`` (strict where the
+gap is certain, so a fixed gap shows up as a failure to remove from this list); on a real MongoDB (the GitHub
+workflow, a developer's replica set) they run as plain tests. The library never works around these: where
+SecantusDB contradicts MongoDB's documentation, the documentation is the spec.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Gap:
+    """Tests (node ids, or a prefix of them) that fail on SecantusDB for ``reason``."""
+
+    tests: str
+    reason: str
+    certain: bool = True
+    """False for a gap seen only sometimes (the test may pass): its ``xfail`` is not strict."""
+
+
+SECANTUSDB_GAPS: tuple[Gap, ...] = (
+    Gap(
+        "tests/contract/test_admin_query_plans.py::",
+        "its query planner reports COLLSCAN or a blocking SORT stage where mongod uses the index",
+    ),
+    Gap(
+        "tests/contract/test_unit_repository_contract.py::test_core_sessions[mongodb]",
+        "concurrent findAndModify upserts of one new _id: some return a null value, where MongoDB returns the "
+        "upserted or matched document (it retries the losing insert as an update)",
+        certain=False,
+    ),
+)
+
+
+def gap_for(nodeid: str) -> Gap | None:
+    """The gap a test id falls under, if any."""
+    for gap in SECANTUSDB_GAPS:
+        if nodeid == gap.tests or (gap.tests.endswith("::") and nodeid.startswith(gap.tests)):
+            return gap
+    return None
