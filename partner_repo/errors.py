@@ -59,6 +59,17 @@ class UnitTooLarge(PartnerRepoError):
         self.limit_bytes = limit_bytes
 
 
+class UnreadableUnit(PartnerRepoError):
+    """A stored document in ``memory_units`` cannot be read as a unit (written by another tool with an id that
+    is not a string, fields of the wrong type...). It is skipped where a walk meets it (the listener, check)
+    and reported by ``partner-repo check``; fix or delete it by hand."""
+
+    def __init__(self, unit_id: object, reason: str) -> None:
+        super().__init__(f"unit {unit_id!r} cannot be read as a memory unit: {reason}")
+        self.unit_id = unit_id
+        self.reason = reason
+
+
 class ConnectionFailed(PartnerRepoError):
     """The MongoDB server at the URI could not be reached; the message names the host, not a password."""
 

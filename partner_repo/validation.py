@@ -28,6 +28,22 @@ def require_id(value: object, what: str) -> str:
     return value
 
 
+def require_encodable(text: str, what: str) -> str:
+    """``text`` if it can be stored (BSON strings are UTF-8), else :class:`InvalidInput`.
+
+    Python strings may hold lone surrogates (half of an emoji's UTF-16 pair, as ``json.loads`` yields from
+    ``"\\ud83d"``); the driver cannot encode them, so they are refused here, before anything is written.
+    """
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise InvalidInput(
+                f"{what} is not valid Unicode text: a lone surrogate at position {exc.start}"
+            ) from None
+    return text
+
+
 def require_count(value: object, what: str) -> int:
     """A non-negative int, or :class:`InvalidInput`."""
     if isinstance(value, bool) or not isinstance(value, int):
