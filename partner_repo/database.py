@@ -27,12 +27,16 @@ DOCUMENT_MODELS: list[type[Any]] = [MemoryUnit, MemoryCore]
 async def init_repository(database: MongoDatabase, *, create_indexes: bool = True) -> MongoDatabase:
     """Register the documents with Beanie on ``database`` and (unless told not to) create the indexes.
 
-    Services that leave index creation to migrations pass ``create_indexes=False``.
+    Services that leave index creation to migrations pass ``create_indexes=False``. Each index is created
+    with its own ``createIndexes`` (idempotent): mongomock's batch form drops partial filter expressions.
     """
     await init_beanie(database=database, document_models=DOCUMENT_MODELS, skip_indexes=True)
     if create_indexes:
         for collection, indexes in ALL_INDEXES.items():
-            await database[collection].create_indexes(indexes)
+            for index in indexes:
+                options = dict(index.document)
+                keys = list(options.pop("key").items())
+                await database[collection].create_index(keys, **options)
     return database
 
 

@@ -1,8 +1,12 @@
 """Every index the library relies on, in one place.
 
-``init_repository`` and the index migration create exactly these. The slice-id index is unique and *partial*:
-without the filter, every unit with no slices would index a null ``slices.id`` and the second such unit would
-collide. mongomock ignores uniqueness on multikey indexes, so the repositories check slice ids in code too.
+``init_repository`` and the index migrations create exactly these. Slice ids are unique across units through
+the index on ``slice_ids`` (the derived array of a unit's slice ids, see :mod:`partner_repo.storage`), not
+on ``slices.id``: a partial filter selects documents, not array elements, so an index on ``slices.id`` gives
+every slice without an id a null key and two such units collide. ``slice_ids`` holds strings only; the filter
+(``$type: "string"``: at least one id) leaves out units without slices, whose empty array would otherwise
+index one shared key. mongomock ignores uniqueness on multikey indexes, so the repositories check slice ids
+in code too.
 """
 
 from __future__ import annotations
@@ -17,10 +21,10 @@ DEAD_LETTERS = "rolling_dead_letters"
 UNIT_INDEXES: list[IndexModel] = [
     IndexModel([("core_id", ASCENDING), ("updated_at", DESCENDING)], name="core_updated"),
     IndexModel(
-        [("slices.id", ASCENDING)],
-        name="slice_id_unique",
+        [("slice_ids", ASCENDING)],
+        name="slice_ids_unique",
         unique=True,
-        partialFilterExpression={"slices.id": {"$exists": True}},
+        partialFilterExpression={"slice_ids": {"$type": "string"}},
     ),
     IndexModel([("slices.created_at", ASCENDING), ("slices.id", ASCENDING)], name="slice_created"),
     IndexModel(

@@ -1,9 +1,11 @@
 """How units are laid out in MongoDB, beyond the model: derived fields and BSON sizes.
 
-A stored unit also carries ``message_count``, ``slice_count`` and ``size_bytes``. They let ``append`` work in
-O(increment): it learns where the new messages start and exactly how many bytes its push adds (an array
-element's key is its index, so the size depends on the counts) without reading the messages. Every write path
-keeps them exact (``save`` recomputes them, ``append`` increments them).
+A stored unit also carries ``message_count``, ``slice_count``, ``slice_ids`` and ``size_bytes``. The counts
+and the size let ``append`` work in O(increment): it learns where the new messages start and exactly how many
+bytes its push adds (an array element's key is its index, so the size depends on the counts) without reading
+the messages. ``slice_ids`` holds the id of every slice and nothing else, so the unique index on it never
+sees a null key (an index on ``slices.id`` gives a slice without an id a null key, and two such units
+collide). Every write path keeps them exact (``save`` recomputes them, ``append`` increments them).
 """
 
 from __future__ import annotations
@@ -21,7 +23,15 @@ from partner_repo.models import MemorySlice, MemoryUnit
 MAX_DOCUMENT_BYTES = 16 * 1024 * 1024
 """MongoDB's document size limit."""
 
-DERIVED_FIELDS = ("message_count", "slice_count", "size_bytes")
+DERIVED_FIELDS = ("message_count", "slice_count", "slice_ids", "size_bytes")
+
+DERIVED_PROJECTION: dict[str, Any] = {
+    "message_count": 1,
+    "slice_count": 1,
+    "size_bytes": 1,
+    "slice_ids": {"$slice": -1},
+}
+"""Projects what :func:`has_derived_fields` looks at, in O(1) bytes (at most one slice id)."""
 
 
 def slice_document(piece: MemorySlice) -> dict[str, Any]:
@@ -34,6 +44,7 @@ def unit_document(unit: MemoryUnit) -> dict[str, Any]:
     document["slices"] = [slice_document(s) for s in unit.complete_slices()]
     document["message_count"] = len(unit.conversation_messages)
     document["slice_count"] = len(document["slices"])
+    document["slice_ids"] = [s["id"] for s in document["slices"]]
     document["size_bytes"] = 0
     document["size_bytes"] = bson_size(document)
     return document
@@ -85,6 +96,14 @@ def array_elements_size(elements: Iterable[Mapping[str, Any]], first_index: int)
     total = 0
     for offset, element in enumerate(elements):
         total += 1 + len(str(first_index + offset)) + 1 + bson_size(element)
+    return total
+
+
+def string_elements_size(values: Iterable[str], first_index: int) -> int:
+    """Bytes that pushing the strings ``values`` onto an array of ``first_index`` elements adds."""
+    total = 0
+    for offset, value in enumerate(values):
+        total += 1 + len(str(first_index + offset)) + 1 + 4 + len(value.encode("utf-8")) + 1
     return total
 
 

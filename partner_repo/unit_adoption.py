@@ -1,9 +1,10 @@
 """Adopting units written by other tools (mongosh, Compass, mongoimport, older versions), once.
 
-Such a unit may lack the derived fields (``message_count``, ``slice_count``, ``size_bytes``) and even a
-``version``. The first repository read that needs them stores the unit normalized, with one replace guarded
-by exactly what was read, so a concurrent writer's change is never overwritten: the loser re-reads and finds
-the unit completed.
+Such a unit may lack some or all of the derived fields (``message_count``, ``slice_count``, ``slice_ids``,
+``size_bytes``; a unit of an older version lacks ``slice_ids``) and even a ``version``. The first repository
+read that needs them stores the unit normalized, with one replace guarded by exactly what was read (the
+version and each derived field as read, or their absence, and the array lengths), so a concurrent writer's
+change is never overwritten: the loser re-reads and finds the unit completed.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from typing import Any
 
 from partner_repo.errors import ConflictError, NotFound
 from partner_repo.normalization import normalize_unit
-from partner_repo.storage import has_derived_fields, unit_document, unit_from_document
+from partner_repo.storage import DERIVED_FIELDS, has_derived_fields, unit_document, unit_from_document
 from partner_repo.unit_heads import HEAD_PROJECTION
 from partner_repo.unit_rules import refuse_foreign_slice_ids, refuse_too_large
 
@@ -50,8 +51,9 @@ class UnitAdoption:
         stored = unit.model_copy(update={"version": (version or 0) + 1})
         document = unit_document(stored)
         refuse_too_large(stored.id, document["size_bytes"], self._max_bytes)
-        guard: dict[str, Any] = {"_id": raw["_id"], "message_count": {"$exists": False}}
-        guard["version"] = version if version is not None else {"$exists": False}
+        guard: dict[str, Any] = {"_id": raw["_id"]}
+        for name in ("version", *DERIVED_FIELDS):
+            guard[name] = raw.get(name, {"$exists": False})
         for name in ("conversation_messages", "slices"):
             value = raw.get(name)
             guard[name] = {"$size": len(value)} if isinstance(value, list) else {"$exists": False}

@@ -36,6 +36,7 @@ from partner_repo.storage import (
     has_derived_fields,
     slice_document,
     stored_datetime,
+    string_elements_size,
     unit_document,
 )
 from partner_repo.unit_heads import HEAD_PROJECTION, HeadCache, UnitHead, head_from
@@ -164,7 +165,7 @@ class UnitAppender:
         unit already holds that id, in one query."""
         if slice_id is None:
             return await self._read_head(unit_id)
-        query = {"$or": [{"_id": unit_id}, {"slices.id": slice_id}]}
+        query = {"$or": [{"_id": unit_id}, {"slice_ids": slice_id}]}
         documents = await self._units.find(query, HEAD_PROJECTION).to_list(length=2)
         mine = None
         for document in documents:
@@ -219,8 +220,10 @@ class UnitAppender:
         placed = piece.model_copy(update={"start_index": start, "end_index": start + len(message_documents)})
         new_slice = slice_document(placed)
         position = await self._slice_position(head, placed)
+        assert placed.id is not None
         added = array_elements_size(message_documents, start)
         added += array_elements_size([new_slice], head.slice_count)
+        added += string_elements_size([placed.id], head.slice_count)
         refuse_too_large(head.id, head.size_bytes + added, self._max_bytes)
         push_slice: dict[str, Any] = {"$each": [new_slice]}
         if position is not None:
@@ -231,12 +234,16 @@ class UnitAppender:
                 message_count=head.message_count, slice_count=head.slice_count, size_bytes=head.size_bytes
             )
         if check_slice_id:
-            guard["slices.id"] = {"$ne": placed.id}
+            guard["slice_ids"] = {"$ne": placed.id}
         try:
             result = await self._units.update_one(
                 guard,
                 {
-                    "$push": {"conversation_messages": {"$each": message_documents}, "slices": push_slice},
+                    "$push": {
+                        "conversation_messages": {"$each": message_documents},
+                        "slices": push_slice,
+                        "slice_ids": placed.id,
+                    },
                     "$inc": {
                         "message_count": len(message_documents),
                         "slice_count": 1,

@@ -14,7 +14,7 @@ from datetime import datetime
 from typing import Any
 
 from partner_repo.models import MemorySlice
-from partner_repo.storage import slice_from_document, stored_datetime
+from partner_repo.storage import DERIVED_PROJECTION, slice_from_document, stored_datetime
 
 HEAD_CACHE_SIZE = 1024
 """How many unit heads a repository remembers to skip the head read of its next append to that unit."""
@@ -24,9 +24,7 @@ CONTENDED_S = 1.0
 
 HEAD_PROJECTION: dict[str, Any] = {
     "core_id": 1,
-    "message_count": 1,
-    "slice_count": 1,
-    "size_bytes": 1,
+    **DERIVED_PROJECTION,
     "version": 1,
     "updated_at": 1,
     "previous_unit_id": 1,

@@ -26,26 +26,30 @@ async def refuse_foreign_slice_ids(units: Any, unit: MemoryUnit) -> None:
     ids = [s.id for s in unit.complete_slices()]
     if not ids:
         return
-    other = await units.find_one(
-        {"_id": {"$ne": unit.id}, "slices.id": {"$in": ids}},
-        {"slices": {"$elemMatch": {"id": {"$in": ids}}}},
-    )
+    other = await units.find_one({"_id": {"$ne": unit.id}, "slice_ids": {"$in": ids}}, {"slice_ids": 1})
     if other is not None:
-        clash = (other.get("slices") or [{}])[0].get("id") or ids[0]
+        theirs = set(other.get("slice_ids") or [])
+        clash = next((i for i in ids if i in theirs), ids[0])
         raise DuplicateSliceId(str(clash), str(other["_id"]))
+
+
+SLICE_ID_KEYS = ("slice_ids", "slices.id")
+"""The unique slice-id index's key: ``slice_ids`` now; ``slices.id`` on databases not migrated yet."""
 
 
 def is_slice_id_collision(exc: DuplicateKeyError) -> bool:
     """Whether a duplicate-key error came from the unique slice-id index (not from ``_id``)."""
     details = exc.details or {}
-    in_key = "slices.id" in (details.get("keyPattern") or {})
-    return in_key or "slice_id_unique" in str(details.get("errmsg", ""))
+    pattern = details.get("keyPattern") or {}
+    message = str(details.get("errmsg", ""))
+    return any(key in pattern for key in SLICE_ID_KEYS) or "slice_id" in message
 
 
 def duplicate_error(exc: DuplicateKeyError, unit_id: str, exists_hint: str) -> Exception:
     """The project's error for a duplicate key: :class:`DuplicateSliceId`, or a conflict on the unit's id."""
     if is_slice_id_collision(exc):
-        value = ((exc.details or {}).get("keyValue") or {}).get("slices.id")
+        values = (exc.details or {}).get("keyValue") or {}
+        value = next((values[key] for key in SLICE_ID_KEYS if values.get(key) is not None), None)
         return DuplicateSliceId(str(value) if value is not None else "?", None)
     return ConflictError(f"unit {unit_id!r} {exists_hint}".strip())
 

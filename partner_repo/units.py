@@ -26,6 +26,7 @@ from partner_repo.indexes import UNIT_FINGERPRINT_INDEX, UNITS
 from partner_repo.models import MemorySlice, MemoryUnit, Message
 from partner_repo.normalization import new_slice_id, normalize_unit
 from partner_repo.storage import (
+    DERIVED_PROJECTION,
     MAX_DOCUMENT_BYTES,
     has_derived_fields,
     slice_from_document,
@@ -178,7 +179,12 @@ class MemoryUnitRepository:
         every slice has an id.
         """
         unit_id = require_id(unit_id, "unit_id")
-        projection = {"core_id": 1, "slices": 1, **dict.fromkeys(_FINGERPRINT_FIELDS, 1)}
+        projection = {
+            "core_id": 1,
+            "slices": 1,
+            **DERIVED_PROJECTION,
+            **dict.fromkeys(_FINGERPRINT_FIELDS, 1),
+        }
         document = await self._units.find_one({"_id": unit_id}, projection)
         if document is not None and not has_derived_fields(document):
             await self._adoption.complete(unit_id)

@@ -3,7 +3,7 @@
 Both walks stream: units are read in ``_id`` order in bounded keyset batches (each its own query with
 ``maxTimeMS``, so no server cursor lives for the whole walk), and only the reports of broken units are kept,
 so memory does not grow with the collection. Slice ids shared between units are found with one indexed
-lookup per unit (``slices.id`` is indexed), not by holding every id in memory.
+lookup per unit (``slice_ids`` is indexed), not by holding every id in memory.
 
 Repair goes through :meth:`MemoryUnitRepository.save`, which normalizes and writes with optimistic
 concurrency: a unit changed by someone else meanwhile is re-read and repaired again, never overwritten. A
@@ -205,12 +205,12 @@ class UnitChecker:
         if not ids:
             return []
         cursor = self._units.find(
-            {"_id": {"$ne": unit.id}, "slices.id": {"$in": ids}}, {"slices.id": 1}
+            {"_id": {"$ne": unit.id}, "slice_ids": {"$in": ids}}, {"slice_ids": 1}
         ).max_time_ms(self._max_time_ms)
         shared: list[tuple[str, str]] = []
         mine = set(ids)
         async for other in cursor:
-            theirs = {p.get("id") for p in other.get("slices") or [] if isinstance(p, dict)}
+            theirs = set(other.get("slice_ids") or [])
             shared += [(slice_id, str(other["_id"])) for slice_id in sorted(mine & theirs)]
         return sorted(shared, key=lambda pair: (pair[1], pair[0]))
 

@@ -300,7 +300,7 @@ class SliceQueries:
         """A slice, its unit and core ids, and the messages of its interval; :class:`NotFound` if absent."""
         slice_id = require_id(slice_id, "slice_id")
         document = await self._units.find_one(
-            {"slices.id": slice_id},
+            {"slice_ids": slice_id},
             {"core_id": 1, "slices": {"$elemMatch": {"id": slice_id}}},
             max_time_ms=self._max_time_ms,
         )

@@ -147,7 +147,7 @@ async def test_get_finds_the_slice_through_the_slice_id_index(populated: Any) ->
     assert unit is not None
     slice_id = unit.complete_slices()[0].id
 
-    assert_index_served(await explain_find(populated, {"slices.id": slice_id}))
+    assert_index_served(await explain_find(populated, {"slice_ids": slice_id}))
 
 
 async def test_stats_of_one_core_and_the_recent_days_use_indexes(populated: Any) -> None:

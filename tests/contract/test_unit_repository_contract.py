@@ -225,8 +225,8 @@ async def test_the_unique_index_itself_refuses_a_slice_id_in_two_units(database:
 @ONLY_MONGODB
 async def test_the_server_reports_the_slice_index_as_unique_and_partial(database: Any) -> None:
     info = await database["memory_units"].index_information()
-    assert info["slice_id_unique"]["unique"] is True
-    assert info["slice_id_unique"]["partialFilterExpression"] == {"slices.id": {"$exists": True}}
+    assert info["slice_ids_unique"]["unique"] is True
+    assert info["slice_ids_unique"]["partialFilterExpression"] == {"slice_ids": {"$type": "string"}}
 
 
 @ONLY_MONGODB
@@ -239,4 +239,4 @@ async def test_a_duplicate_slice_id_that_slips_past_the_check_is_refused_by_the_
     )
     assert sum(not isinstance(o, BaseException) for o in outcomes) == 1
     assert all(isinstance(o, DuplicateSliceId) for o in outcomes if isinstance(o, BaseException))
-    assert await database["memory_units"].count_documents({"slices.id": "contended"}) == 1
+    assert await database["memory_units"].count_documents({"slice_ids": "contended"}) == 1

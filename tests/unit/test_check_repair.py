@@ -45,6 +45,7 @@ async def versioned_raw(database: Any, unit_id: str, **fields: Any) -> None:
     document = raw_unit(unit_id, version=3, **fields)
     document.setdefault("message_count", len(document["conversation_messages"]))
     document.setdefault("slice_count", len(document["slices"]))
+    document.setdefault("slice_ids", [s["id"] for s in document["slices"] if isinstance(s, dict) and "id" in s])
     if "size_bytes" not in document:
         document["size_bytes"] = 0
         document["size_bytes"] = bson_size(document)
@@ -53,7 +54,7 @@ async def versioned_raw(database: Any, unit_id: str, **fields: Any) -> None:
 
 async def without_the_unique_slice_id_index(database: Any) -> None:
     """Shared slice ids can only exist in data from before the unique index (a real server enforces it)."""
-    await database[UNITS].drop_index("slice_id_unique")
+    await database[UNITS].drop_index("slice_ids_unique")
 
 
 # -- check --------------------------------------------------------------------------------------------------
@@ -290,7 +291,7 @@ async def test_repair_leaves_unreadable_units_untouched_and_reports_them(databas
 
 
 async def test_repair_refuses_a_versionless_unit_that_looks_complete(database: Any) -> None:
-    await insert_raw(database, raw_unit("odd", message_count=2, slice_count=0, size_bytes=0))
+    await insert_raw(database, raw_unit("odd", message_count=2, slice_count=0, slice_ids=[], size_bytes=0))
 
     (failure,) = (await UnitChecker(database).repair()).failed
 

@@ -11,7 +11,7 @@ from partner_repo.indexes import ALL_INDEXES, CORES, UNIT_INDEXES, UNITS
 
 REQUIRED_UNIT_INDEXES = {
     "core_updated": [("core_id", 1), ("updated_at", -1)],
-    "slice_id_unique": [("slices.id", 1)],
+    "slice_ids_unique": [("slice_ids", 1)],
     "slice_created": [("slices.created_at", 1), ("slices.id", 1)],
     "core_slice_created": [("core_id", 1), ("slices.created_at", 1), ("slices.id", 1)],
 }
@@ -26,8 +26,8 @@ async def test_init_repository_creates_the_unit_indexes(memory_db: Any) -> None:
 
     for name, expected in REQUIRED_UNIT_INDEXES.items():
         assert keys(info[name]) == expected, name
-    assert info["slice_id_unique"].get("unique") is True
-    assert not any(info[name].get("unique") for name in REQUIRED_UNIT_INDEXES if name != "slice_id_unique")
+    assert info["slice_ids_unique"].get("unique") is True
+    assert not any(info[name].get("unique") for name in REQUIRED_UNIT_INDEXES if name != "slice_ids_unique")
 
 
 async def test_init_repository_creates_every_declared_index(memory_db: Any) -> None:
@@ -45,9 +45,9 @@ def test_the_slice_id_index_is_unique_and_partial_on_existing_ids() -> None:
     mongomock drops ``partialFilterExpression`` from ``index_information``, so the declaration is checked
     here, the command sent to a server in the wire tests, and the server's behaviour in the contract tests.
     """
-    (model,) = [m.document for m in UNIT_INDEXES if m.document["name"] == "slice_id_unique"]
+    (model,) = [m.document for m in UNIT_INDEXES if m.document["name"] == "slice_ids_unique"]
     assert model["unique"] is True
-    assert model["partialFilterExpression"] == {"slices.id": {"$exists": True}}
+    assert model["partialFilterExpression"] == {"slice_ids": {"$type": "string"}}
 
 
 async def test_init_repository_is_idempotent() -> None:

@@ -124,7 +124,7 @@ async def test_get_reads_the_slice_then_only_its_messages(server: MockupDB, quer
     call = asyncio.create_task(queries.get("s2"))
 
     locate = await receive(server)
-    assert plain(locate.doc["filter"]) == {"slices.id": "s2"} and locate.doc["maxTimeMS"] == 2500
+    assert plain(locate.doc["filter"]) == {"slice_ids": "s2"} and locate.doc["maxTimeMS"] == 2500
     assert "conversation_messages" not in plain(locate.doc["projection"])
     locate.replies(
         cursor(

@@ -74,6 +74,7 @@ def head(*, version: int = 7, message_count: int = 40, slice_count: int = 12, si
         "core_id": "c",
         "message_count": message_count,
         "slice_count": slice_count,
+        "slice_ids": ["last"],  # the head projection's ``$slice: -1``: the last id only
         "size_bytes": size_bytes,
         "version": version,
         "updated_at": last_slice_time,
@@ -105,8 +106,8 @@ async def test_append_reads_the_head_then_sends_one_guarded_push_of_only_the_inc
 
     update = await wire.receives()
     statement = the_update(update)
-    slice_id = statement["q"]["slices.id"]["$ne"]
-    assert statement["q"] == {"_id": "u", "version": 7, "slices.id": {"$ne": slice_id}}
+    slice_id = statement["q"]["slice_ids"]["$ne"]
+    assert statement["q"] == {"_id": "u", "version": 7, "slice_ids": {"$ne": slice_id}}
     assert statement.get("multi") in (None, False) and statement.get("upsert") in (None, False)
     operators = statement["u"]
     assert set(operators) == {"$push", "$inc", "$max"}  # operators only: never a replacement document
@@ -180,10 +181,10 @@ async def test_a_retried_append_with_a_stored_slice_id_returns_it_without_pushin
     call = asyncio.create_task(units.append("u", NEW, "s", core_id="c", slice_id="turn-9", created_at=T0))
 
     find = await wire.receives()
-    assert plain(find.doc["filter"]) == {"$or": [{"_id": "u"}, {"slices.id": "turn-9"}]}
+    assert plain(find.doc["filter"]) == {"$or": [{"_id": "u"}, {"slice_ids": "turn-9"}]}
     find.replies(cursor(head(version=9, message_count=42)))
     update = await wire.receives()
-    assert the_update(update)["q"] == {"_id": "u", "version": 9, "slices.id": {"$ne": "turn-9"}}
+    assert the_update(update)["q"] == {"_id": "u", "version": 9, "slice_ids": {"$ne": "turn-9"}}
     update.replies({"n": 0, "nModified": 0})  # the unit already holds turn-9: the first attempt landed
 
     lookup = await wire.receives()
@@ -208,7 +209,7 @@ async def test_a_freshly_minted_slice_id_keeps_every_round_trip_on_the_units_sha
     assert command(find) == "find" and find.doc["filter"] == {"_id": "u"}  # no fan-out query by slice id
     find.replies(cursor(head(version=3, message_count=10)))
     update = await wire.receives()
-    assert the_update(update)["q"] == {"_id": "u", "version": 3, "slices.id": {"$ne": "minted-1"}}
+    assert the_update(update)["q"] == {"_id": "u", "version": 3, "slice_ids": {"$ne": "minted-1"}}
     update.replies({"n": 1, "nModified": 1})
 
     piece = await call
@@ -310,9 +311,9 @@ async def test_a_second_append_from_the_same_repository_is_one_guarded_push(
     assert (query["_id"], query["version"], query["message_count"], query["slice_count"]) == ("u", 8, 42, 13)
     assert query["size_bytes"] > 9_000_000  # the size the first push left, guarded like the version
     if "slice_id" in slice_options:  # a caller's id may be a retry's: its absence is part of the guard
-        assert query["slices.id"] == {"$ne": "minted-2"} and pushed["id"] == "minted-2"
+        assert query["slice_ids"] == {"$ne": "minted-2"} and pushed["id"] == "minted-2"
     else:  # minted by this call: it cannot be in the unit
-        assert "slices.id" not in query
+        assert "slice_ids" not in query
     assert (pushed["start_index"], pushed["end_index"]) == (42, 44)
     update.replies({"n": 1, "nModified": 1})
 
@@ -355,10 +356,10 @@ async def test_a_caller_chosen_slice_id_never_uses_the_remembered_head(wire: Wir
     call = asyncio.create_task(units.append("u", NEW, "s", core_id="c", slice_id="turn-9", created_at=T0))
 
     find = await wire.receives()  # the id must still be checked against every other unit
-    assert plain(find.doc["filter"]) == {"$or": [{"_id": "u"}, {"slices.id": "turn-9"}]}
+    assert plain(find.doc["filter"]) == {"$or": [{"_id": "u"}, {"slice_ids": "turn-9"}]}
     find.replies(cursor(head(version=8, message_count=42, slice_count=13)))
     update = await wire.receives()
-    assert the_update(update)["q"] == {"_id": "u", "version": 8, "slices.id": {"$ne": "turn-9"}}
+    assert the_update(update)["q"] == {"_id": "u", "version": 8, "slice_ids": {"$ne": "turn-9"}}
     update.replies({"n": 1, "nModified": 1})
 
     assert (await call).start_index == 42
@@ -419,7 +420,7 @@ async def test_init_repository_asks_for_a_unique_partial_slice_id_index(wire: Wi
         request = await wire.receives()
         name = command(request)
         if name == "createIndexes":
-            created[request.doc["createIndexes"]] = plain(request.doc["indexes"])
+            created.setdefault(request.doc["createIndexes"], []).extend(plain(request.doc["indexes"]))
             request.replies({})
         elif name == "buildInfo":
             request.replies({"version": "7.0.12", "versionArray": [7, 0, 12, 0]})
@@ -430,9 +431,9 @@ async def test_init_repository_asks_for_a_unique_partial_slice_id_index(wire: Wi
     await call
 
     by_name = {index["name"]: index for index in created["memory_units"]}
-    slice_index = by_name["slice_id_unique"]
-    assert slice_index["key"] == {"slices.id": 1}
+    slice_index = by_name["slice_ids_unique"]
+    assert slice_index["key"] == {"slice_ids": 1}
     assert slice_index["unique"] is True
-    assert slice_index["partialFilterExpression"] == {"slices.id": {"$exists": True}}
+    assert slice_index["partialFilterExpression"] == {"slice_ids": {"$type": "string"}}
     assert by_name["core_updated"]["key"] == {"core_id": 1, "updated_at": -1}
     assert "memory_cores" in created
