@@ -14,6 +14,11 @@ ids, unknown fields) stay as stored. Units already normalized are not written, s
 changes nothing. A unit whose slices cannot be read at all is left untouched and logged. The pre-image of
 every unit it rewrites is kept in ``BACKUP``.
 
+Outside a transaction (the default) one unit that cannot be written now (it kept changing under live
+appends, or the server refused the write) is left as stored, logged, and the others are still normalized; the
+run then fails naming those units, so the migration stays pending and the next run (which skips what is
+already normalized) finishes them. Inside a transaction nothing is skipped: any failure aborts it all.
+
 Backward: normalization is not invertible (dropped ``None`` entries, generated ids, clamped intervals), so it
 restores the pre-images Forward kept, each only if the unit is still exactly the version Forward wrote; a unit
 written since is left normalized (restoring it would lose that write) and its pre-image stays in ``BACKUP``.
@@ -29,13 +34,17 @@ from typing import Annotated, Any
 
 import bson
 from beanie import Document, free_fall_migration
+from bson.errors import InvalidDocument
 from pydantic import AfterValidator, BaseModel, ConfigDict, StrictStr, TypeAdapter, ValidationError
+from pymongo.errors import WriteError
 
 UNITS = "memory_units"
 BACKUP = "migration_backup_20261129120000_normalize_units"
 ATTEMPTS = 50
 """How often one unit is re-read and normalized again when concurrent writers keep changing it."""
 BATCH_SIZE = 100
+NAMED = 5
+"""How many of the units left as stored the final error names (the log names each one)."""
 
 log = logging.getLogger("partner_repo.migrations.normalize_units")
 
@@ -160,21 +169,57 @@ def written_version(pre_image: Mapping[str, Any]) -> int:
 # -- the migration -------------------------------------------------------------------------------------------
 
 
+class KeptChanging(RuntimeError):
+    """Concurrent writers changed the unit before each of its ``ATTEMPTS`` guarded writes."""
+
+
+class UnitsLeft(RuntimeError):
+    """Units this run left as stored; the migration must run again to normalize them."""
+
+
+PER_UNIT_FAILURES = (KeptChanging, WriteError, InvalidDocument)
+"""What leaves one unit for the next run (outside a transaction) instead of stopping the whole run."""
+
+
 async def normalize_all(session: Any) -> dict[str, int]:
     units = UnitCollection.get_motor_collection()
     backup = units.database[BACKUP]
-    counts = {"scanned": 0, "normalized": 0, "unreadable": 0}
+    all_or_nothing = bool(getattr(session, "in_transaction", False))
+    counts = {"scanned": 0, "normalized": 0, "unreadable": 0, "left": 0}
+    left: dict[Any, str] = {}
     cursor = units.find({}, session=session).sort("_id", 1).batch_size(BATCH_SIZE)
     async for document in cursor:
         counts["scanned"] += 1
-        outcome = await _normalize_one(units, backup, document, session)
+        try:
+            outcome = await _normalize_one(units, backup, document, session)
+        except PER_UNIT_FAILURES as exc:
+            if all_or_nothing:
+                raise  # the transaction is lost anyway: skipping would only hide why
+            outcome, left[document["_id"]] = "left", _why(exc)
+            log.warning(
+                "normalize_units: unit %r left as stored for the next run: %s", document["_id"], _why(exc)
+            )
         if outcome in counts:
             counts[outcome] += 1
     log.info(
-        "normalize_units: %(scanned)d units scanned, %(normalized)d normalized, %(unreadable)d unreadable",
+        "normalize_units: %(scanned)d units scanned, %(normalized)d normalized, %(unreadable)d unreadable, "
+        "%(left)d left for the next run",
         counts,
     )
+    if left:
+        named = ", ".join(f"{unit_id!r} ({why})" for unit_id, why in list(left.items())[:NAMED])
+        more = f" and {len(left) - NAMED} more (each logged)" if len(left) > NAMED else ""
+        raise UnitsLeft(f"{len(left)} unit(s) left as stored: {named}{more}; every other unit is normalized")
     return counts
+
+
+def _why(exc: Exception) -> str:
+    if isinstance(exc, WriteError):
+        details = exc.details or {}
+        return f"the server refused the write: {details.get('errmsg', exc)} (code {exc.code})"
+    if isinstance(exc, InvalidDocument):
+        return f"it cannot be encoded: {exc}"
+    return str(exc)
 
 
 async def _normalize_one(units: Any, backup: Any, document: Mapping[str, Any], session: Any) -> str:
@@ -191,15 +236,16 @@ async def _normalize_one(units: Any, backup: Any, document: Mapping[str, Any], s
         update = {"$set": {**fields, "version": written_version(document)}}
         result = await units.update_one(_version_guard(document), update, session=session)
         if result.matched_count:
+            # After the unit, not before: a pre-image saved for a write that then lost its race could later be
+            # restored over another writer's version. A crash in between leaves the unit normalized without a
+            # pre-image, which Backward then leaves normalized (harmless: it is the library's own form).
             await backup.replace_one({"_id": document["_id"]}, dict(document), upsert=True, session=session)
             return "normalized"
         reread = await units.find_one({"_id": document["_id"]}, session=session)
         if reread is None:
             return "deleted"
         document = reread
-    raise RuntimeError(
-        f"unit {document['_id']!r} kept changing while being normalized; run the migration again"
-    )
+    raise KeptChanging(f"it kept changing under concurrent writes, {ATTEMPTS} attempts in a row")
 
 
 async def restore_all(session: Any) -> dict[str, int]:

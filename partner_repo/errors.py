@@ -79,9 +79,10 @@ class ChangeStreamUnavailable(PartnerRepoError):
 
 
 class MigrationError(PartnerRepoError):
-    """A schema migration could not run: a migration failed, or the migrations directory is unusable."""
+    """A schema migration could not run: a migration failed (the message names it, the cause and what to do;
+    it is not recorded as applied), or the migrations directory is unusable."""
 
 
 class TransactionsUnsupported(MigrationError):
     """Migrations were asked to run in transactions on a deployment without them (a standalone server or the
-    in-memory backend); the message says to use ``--no-transaction``."""
+    in-memory backend); the message says to run without ``--transaction``."""

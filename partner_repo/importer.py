@@ -2,51 +2,50 @@
 
 Partner keeps ``core/memory.json`` (the current session id and the set of unit ids) and one
 ``core/memory/memory-unit<ID>.json`` per unit. Everything that can be imported is: a broken file, a unit
-listed without a file, a message or slice Partner's own loader would skip are reported (file and reason),
-never fatal. Units already in the database are left exactly as they are, so running the import again
-changes nothing and reports 0 new. Files are read one at a time, so memory does not grow with the directory.
+listed without a file, a message or slice Partner's own loader would skip, text that is not valid Unicode, a
+timestamp that is no time are reported (file, item and reason), never fatal; whatever else one file's content
+raises is reported for that file too (:data:`CONTENT_ERRORS`), while a database error stops the import.
+Units already in the database are left exactly as they are, so running the import again changes nothing and
+reports 0 new. Files are read one at a time, so memory does not grow with the directory.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable, Mapping
-from datetime import UTC, datetime, timedelta
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
+from bson.errors import InvalidDocument
 from pydantic import BaseModel
+from pymongo.errors import PyMongoError
 
 from partner_repo.admin.inspection import normalization_violations
 from partner_repo.clock import to_utc_ms
 from partner_repo.cores import DEFAULT_CORE_ID, MemoryCoreRepository
 from partner_repo.database import MongoDatabase
 from partner_repo.errors import ConflictError, DuplicateSliceId, InvalidInput, UnitTooLarge
-from partner_repo.models import MemorySlice, MemoryUnit, Message
+from partner_repo.import_format import EPOCH, ImportIssue, partner_unit, printable
+from partner_repo.models import MemoryUnit
 from partner_repo.normalization import new_slice_id, normalize_unit
 from partner_repo.units import MemoryUnitRepository
-from partner_repo.validation import require_id
+from partner_repo.validation import require_encodable, require_id
 
 MEMORY_JSON = Path("core") / "memory.json"
 UNITS_DIR = Path("core") / "memory"
 UNIT_PREFIX = "memory-unit"
-ROLES = ("user", "assistant", "system")
-SLICE_FIELDS = ("id", "start_index", "end_index", "summary", "created_timestamp")
 
+T = TypeVar("T")
 Progress = Callable[[int, int], None]
 """Called after each unit file with (files done, files in total)."""
 
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-
-
-class ImportIssue(BaseModel):
-    """Something the import skipped or wants you to know: the file (relative to the state directory), the
-    item in it (``file``, ``unit``, ``message 3``, ``slice 0``...) and why."""
-
-    file: str
-    item: str
-    reason: str
+CONTENT_ERRORS = (ValueError, ArithmeticError, RecursionError, InvalidDocument, OSError)
+"""What one file can raise anywhere, reported for that file: ``InvalidInput``, ``UnicodeError`` and pydantic's
+``ValidationError`` are ``ValueError`` subclasses, ``OverflowError`` an ``ArithmeticError``, JSON nested too
+deeply a ``RecursionError``, a file gone meanwhile an ``OSError``. Database errors (``PyMongoError``, which
+the driver raises for network errors too) are not the file's: they stop the import."""
 
 
 class ImportReport(BaseModel):
@@ -76,14 +75,17 @@ async def import_partner_state(
 ) -> ImportReport:
     """Import Partner's state directory ``path`` into ``core_id``; see the module docstring for the rules.
 
-    Raises :class:`InvalidInput` only when ``path`` is not a directory; every other problem is reported.
+    Raises :class:`InvalidInput` only for a bad argument (``path`` not a directory, an unusable ``core_id``)
+    and lets database errors through; every problem of the state directory is reported.
     """
     root = Path(path)
     if not await asyncio.to_thread(root.is_dir):
         raise InvalidInput(f"{path} is not a directory (expected Partner's state directory)")
-    core_id = require_id(core_id, "core_id")
+    core_id = require_encodable(require_id(core_id, "core_id"), "core_id")
     report = ImportReport(core_id=core_id)
-    session_id, listed = await asyncio.to_thread(_read_memory_json, root, report)
+    session_id, listed = await _guarded(
+        asyncio.to_thread(_read_memory_json, root, report), (None, None), MEMORY_JSON.as_posix(), report
+    )
     files = await asyncio.to_thread(_unit_files, root)
     missing = [unit_id for unit_id in dict.fromkeys(listed or []) if unit_id not in files]
     for unit_id in missing:
@@ -105,12 +107,31 @@ async def import_partner_state(
                     reason="not listed in core/memory.json (memory_unit_uuid_set); imported anyway",
                 )
             )
-        await _import_file(units, root, file, unit_id, core_id, report)
+        await _guarded(
+            _import_file(units, root, file, unit_id, core_id, report), None, _relative(file, root), report
+        )
         if progress is not None:
             progress(done, total)
     if session_id is not None:
         await _adopt_session(database, units, core_id, session_id, report)
     return report
+
+
+async def _guarded(work: Awaitable[T], fallback: T, name: str, report: ImportReport) -> T:
+    """``work``'s result; when one file's content makes it raise, that is reported, ``fallback`` returned."""
+    try:
+        return await work
+    except PyMongoError:
+        raise  # the database, not the file: nothing else could be imported either
+    except CONTENT_ERRORS as exc:
+        reason = printable(f"cannot be imported: {type(exc).__name__}: {_first_line(exc)}")
+        report.skipped.append(ImportIssue(file=name, item="file", reason=reason))
+        return fallback
+
+
+def _first_line(exc: BaseException) -> str:
+    lines = str(exc).strip().splitlines()
+    return lines[0] if lines else "no detail"
 
 
 # -- reading the state directory -------------------------------------------------------------------------
@@ -128,6 +149,8 @@ def _read_memory_json(root: Path, report: ImportReport) -> tuple[str | None, lis
             ImportIssue(file=name, item="memory_session_id", reason="missing or not a non-blank string")
         )
         session = None
+    elif not _encodable(session, "memory_session_id", name, report):
+        session = None
     raw = data.get("memory_unit_uuid_set")
     if not isinstance(raw, list):
         report.skipped.append(
@@ -137,7 +160,8 @@ def _read_memory_json(root: Path, report: ImportReport) -> tuple[str | None, lis
     listed: list[str] = []
     for position, entry in enumerate(raw):
         if isinstance(entry, str) and entry.strip():
-            listed.append(entry)
+            if _encodable(entry, f"memory_unit_uuid_set[{position}]", name, report):
+                listed.append(entry)
         else:
             report.skipped.append(
                 ImportIssue(
@@ -145,6 +169,16 @@ def _read_memory_json(root: Path, report: ImportReport) -> tuple[str | None, lis
                 )
             )
     return session, listed
+
+
+def _encodable(text: str, item: str, name: str, report: ImportReport, *, what: str = "it") -> bool:
+    """Whether ``text`` can be stored; when not, that is reported as skipped."""
+    try:
+        require_encodable(text, what)
+    except InvalidInput as exc:
+        report.skipped.append(ImportIssue(file=name, item=item, reason=str(exc)))
+        return False
+    return True
 
 
 def _unit_files(root: Path) -> dict[str, Path]:
@@ -194,6 +228,8 @@ async def _import_file(
     name = _relative(file, root)
     if not unit_id.strip():
         report.skipped.append(ImportIssue(file=name, item="unit", reason="the file name carries no unit id"))
+        return
+    if not _encodable(unit_id, "unit", name, report, what="the unit id in the file name"):
         return
     data, modified_at = await asyncio.to_thread(_read_unit_file, file, name, report)
     if data is None:
@@ -259,145 +295,10 @@ async def _save(
     return None
 
 
-def partner_unit(
-    data: Mapping[str, Any], unit_id: str, core_id: str, name: str, issues: list[ImportIssue]
-) -> MemoryUnit:
-    """A unit from a Partner unit object, before normalization. Skipped messages and slices are added to
-    ``issues`` (notes about the whole unit have ``item == "unit"``).
-
-    Slice indexes refer to positions in the file; when messages are skipped they are shifted so each slice
-    still covers the same (kept) messages it summarised.
-    """
-    stated_id = data.get("id")
-    if stated_id is not None and stated_id != unit_id:
-        issues.append(
-            ImportIssue(
-                file=name,
-                item="unit",
-                reason=f"its id field is {stated_id!r}; stored under the file name's id {unit_id!r}, "
-                "as Partner loads it",
-            )
-        )
-    raw_messages = _list_field(data, "conversation_messages", name, issues)
-    messages: list[Message] = []
-    kept_before = [0]
-    for position, raw in enumerate(raw_messages):
-        message = _message(raw, f"message {position}", name, issues)
-        if message is not None:
-            messages.append(message)
-        kept_before.append(len(messages))
-    skipped = len(raw_messages) - len(messages)
-    slices: list[MemorySlice | None] = []
-    for position, raw in enumerate(_list_field(data, "memory_slices", name, issues)):
-        piece = _slice(raw, f"slice {position}", name, issues)
-        if piece is not None:
-            piece.start_index = _shifted(piece.start_index, kept_before)
-            piece.end_index = _shifted(piece.end_index, kept_before)
-            slices.append(piece)
-    if skipped and slices:
-        issues.append(
-            ImportIssue(
-                file=name,
-                item="unit",
-                reason=f"{skipped} skipped message(s): slice indexes shifted to the kept messages",
-            )
-        )
-    return MemoryUnit(
-        id=unit_id,
-        core_id=core_id,
-        conversation_messages=messages,
-        slices=slices,
-        updated_at=_timestamp(data.get("update_timestamp")),
-    )
-
-
-def _list_field(data: Mapping[str, Any], field: str, name: str, issues: list[ImportIssue]) -> list[Any]:
-    value = data.get(field)
-    if value is None:
-        return []
-    if not isinstance(value, list):
-        issues.append(ImportIssue(file=name, item=field, reason=f"not a list (a {type(value).__name__})"))
-        return []
-    return value
-
-
-def _message(raw: Any, item: str, name: str, issues: list[ImportIssue]) -> Message | None:
-    if not isinstance(raw, dict):
-        issues.append(ImportIssue(file=name, item=item, reason="not an object"))
-        return None
-    role, content = raw.get("role"), raw.get("content")
-    if role is None or content is None:
-        lacking = " and ".join(f for f, v in (("role", role), ("content", content)) if v is None)
-        issues.append(ImportIssue(file=name, item=item, reason=f"no {lacking}"))
-        return None
-    if role not in ROLES:
-        issues.append(ImportIssue(file=name, item=item, reason=f"unknown role {role!r}"))
-        return None
-    if not isinstance(content, str):
-        issues.append(ImportIssue(file=name, item=item, reason=f"content is a {type(content).__name__}"))
-        return None
-    return Message(role=role, content=content)
-
-
-def _slice(raw: Any, item: str, name: str, issues: list[ImportIssue]) -> MemorySlice | None:
-    if not isinstance(raw, dict):
-        issues.append(ImportIssue(file=name, item=item, reason="not an object"))
-        return None
-    lacking = [field for field in SLICE_FIELDS if raw.get(field) is None]
-    if lacking:
-        issues.append(ImportIssue(file=name, item=item, reason=f"missing {', '.join(lacking)}"))
-        return None
-    slice_id, start, end = raw["id"], raw["start_index"], raw["end_index"]
-    summary, created = raw["summary"], raw["created_timestamp"]
-    wrong = [
-        field
-        for field, ok in (
-            ("id", isinstance(slice_id, str)),
-            ("start_index", _is_int(start)),
-            ("end_index", _is_int(end)),
-            ("summary", isinstance(summary, str)),
-            ("created_timestamp", _is_int(created) or isinstance(created, float)),
-        )
-        if not ok
-    ]
-    if wrong:
-        issues.append(ImportIssue(file=name, item=item, reason=f"wrong type for {', '.join(wrong)}"))
-        return None
-    created_at = _timestamp(created)
-    if created > 0 and created_at is None:
-        issues.append(
-            ImportIssue(file=name, item=item, reason=f"created_timestamp {created} is out of range")
-        )
-        return None
-    return MemorySlice(id=slice_id, start_index=start, end_index=end, summary=summary, created_at=created_at)
-
-
-def _shifted(index: int | None, kept_before: list[int]) -> int | None:
-    """A file position mapped onto the kept messages; out-of-range positions stay out of range."""
-    if index is None or index <= 0:
-        return index
-    last = len(kept_before) - 1
-    return kept_before[min(index, last)] + max(index - last, 0)
-
-
-def _timestamp(value: Any) -> datetime | None:
-    """Epoch milliseconds as a datetime; missing, non-numeric or <= 0 counts as missing (as in Partner)."""
-    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
-        return None
-    try:
-        return to_utc_ms(_EPOCH + timedelta(milliseconds=value))
-    except OverflowError:
-        return None
-
-
-def _is_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
 def _read_unit_file(file: Path, name: str, report: ImportReport) -> tuple[dict[str, Any] | None, datetime]:
     """The unit object and when Partner last wrote the file (the update time of a unit without one)."""
     data = _load_object(file, name, report)
-    modified_at = to_utc_ms(datetime.fromtimestamp(file.stat().st_mtime, UTC)) if data is not None else _EPOCH
+    modified_at = to_utc_ms(datetime.fromtimestamp(file.stat().st_mtime, UTC)) if data is not None else EPOCH
     return data, modified_at
 
 
@@ -435,10 +336,11 @@ async def _adopt_session(
 
 
 def _relative(file: Path, root: Path) -> str:
+    """The name a report shows: relative to the state directory, bytes that are no UTF-8 escaped."""
     try:
-        return file.relative_to(root).as_posix()
+        return printable(file.relative_to(root).as_posix())
     except ValueError:
-        return file.as_posix()
+        return printable(file.as_posix())
 
 
 __all__ = ["ImportIssue", "ImportReport", "import_partner_state", "partner_unit"]

@@ -7,9 +7,12 @@ one database: the migration files (``Forward``/``Backward`` classes holding ``fr
 ``migrations_log`` collection that records the current migration. It differs in three ways:
 
 - it works on the database it is given (any ``MongoDatabase``, the in-memory one included);
-- without a transaction it passes no session at all, so it runs on every backend;
-- failures are :class:`MigrationError`, and a deployment that cannot run transactions (a standalone server,
-  the in-memory backend) gets :class:`TransactionsUnsupported`, which says to run with ``--no-transaction``.
+- by default it runs without a transaction and passes no session at all: each migration guards its own
+  writes, so it runs on every backend, next to live writers and with no time limit; a transaction is opt-in
+  (``use_transaction=True``), for small databases on a replica set;
+- failures are one :class:`MigrationError` naming the migration, its cause and what to do
+  (:mod:`partner_repo.migration_failures`). A failed migration is never recorded as applied, and the ones
+  after it do not run, so the next run starts with it again.
 """
 
 from __future__ import annotations
@@ -27,10 +30,10 @@ from beanie import init_beanie
 from beanie.migrations.controllers.base import BaseMigrationController
 from beanie.migrations.models import MigrationLog, RunningDirections, RunningMode
 from beanie.migrations.runner import MigrationNode
-from pymongo.errors import ConfigurationError, OperationFailure
 
 from partner_repo.database import MongoDatabase
-from partner_repo.errors import InvalidInput, MigrationError, TransactionsUnsupported
+from partner_repo.errors import InvalidInput, MigrationError
+from partner_repo.migration_failures import first_line, migration_failure
 
 log = logging.getLogger(__name__)
 
@@ -39,18 +42,6 @@ MIGRATION_FILE = re.compile(r"^\d{14}_[A-Za-z0-9_]+\.py$")
 
 ROOT = "root"
 """The name Beanie gives the node before the first migration."""
-
-ILLEGAL_OPERATION = 20
-"""The server's answer to a transaction on a standalone server ("Transaction numbers are only allowed...")."""
-
-STANDALONE_HINT = (
-    "transactions need a replica set or a sharded cluster, and this deployment has neither; run with "
-    "--no-transaction (use_transaction=False): each partner-repo migration is idempotent and safe to re-run"
-)
-NO_SESSIONS_HINT = (
-    "this backend has no transactions (the in-memory backend has no sessions); run with --no-transaction "
-    "(use_transaction=False)"
-)
 
 
 def default_migrations_path() -> Path:
@@ -118,36 +109,14 @@ class _Node(MigrationNode):
                 await self.run_migrations(controllers, self.database, allow_index_dropping, None)  # type: ignore[arg-type]
         except MigrationError:
             raise
-        except NotImplementedError as exc:
-            raise TransactionsUnsupported(f"migration {self.name}: {NO_SESSIONS_HINT}") from exc
-        except ConfigurationError as exc:
-            if "session" in str(exc).lower() or "transaction" in str(exc).lower():
-                raise TransactionsUnsupported(f"migration {self.name}: {STANDALONE_HINT}") from exc
-            raise MigrationError(f"migration {self.name} failed: {_first_line(exc)}") from exc
-        except OperationFailure as exc:
-            if _is_standalone_refusal(exc):
-                raise TransactionsUnsupported(f"migration {self.name}: {STANDALONE_HINT}") from exc
-            raise MigrationError(f"migration {self.name} failed: {_first_line(exc)}") from exc
         except Exception as exc:  # whatever a migration raises is reported naming it, the cause chained
-            raise MigrationError(f"migration {self.name} failed: {_first_line(exc)}") from exc
+            raise migration_failure(self.name, exc, in_transaction=use_transaction) from exc
 
     async def _run_in_transaction(
         self, controllers: list[BaseMigrationController], allow_index_dropping: bool
     ) -> None:
         async with await self.database.client.start_session() as session, session.start_transaction():
             await self.run_migrations(controllers, self.database, allow_index_dropping, session)
-
-
-def _is_standalone_refusal(exc: OperationFailure) -> bool:
-    text = str(exc)
-    return exc.code == ILLEGAL_OPERATION and (
-        "Transaction numbers" in text or "replica set" in text or "retryable writes" in text
-    )
-
-
-def _first_line(exc: BaseException) -> str:
-    lines = str(exc).strip().splitlines()
-    return lines[0] if lines else type(exc).__name__
 
 
 def _migration_files(path: Path) -> list[Path]:
@@ -186,7 +155,7 @@ def _load(file: Path) -> tuple[type | None, type | None]:
     try:
         loader.exec_module(module)
     except Exception as exc:  # a broken migration file must say which file, whatever it raised
-        raise MigrationError(f"cannot load migration {file.name}: {_first_line(exc)}") from exc
+        raise MigrationError(f"cannot load migration {file.name}: {first_line(exc)}") from exc
     forward = getattr(module, "Forward", None)
     backward = getattr(module, "Backward", None)
     if forward is None or backward is None:
@@ -216,14 +185,16 @@ async def run_migrations(
     *,
     backward: bool = False,
     distance: int | None = None,
-    use_transaction: bool = True,
+    use_transaction: bool = False,
 ) -> MigrationRun:
     """Apply the pending migrations (or revert applied ones) and return what ran.
 
     ``distance`` is how many to run; ``0`` means all of them. Forward defaults to all; backward defaults to
-    one, the most recent (reverting everything must be asked for). Each migration runs in its own transaction
-    unless ``use_transaction=False``; the migrations shipped here are idempotent and guard every write, so
-    they are safe without one (and must run without one on a standalone server or the in-memory backend).
+    one, the most recent (reverting everything must be asked for). By default each migration runs without a
+    transaction: the migrations guard every write and are idempotent, so one that fails (a unit that kept
+    changing, a lost connection) stays pending and running again continues. ``use_transaction=True`` runs
+    each in one transaction instead, all or nothing: only for a small, quiet database on a replica set, since
+    MongoDB aborts a transaction after ``transactionLifetimeLimitSeconds`` (60 s) or on a write conflict.
 
     Beanie binds its migration documents (``migrations_log``, the migrations' frozen models) per process, so
     run one migration run at a time per process.

@@ -20,9 +20,11 @@ from partner_repo.settings import connect_from_settings, settings_for
     help="How many migrations to run; 0 means all [default: all forward, 1 backward].",
 )
 @click.option(
-    "--no-transaction",
-    is_flag=True,
-    help="Run each migration without a transaction (needed on a standalone server and in memory).",
+    "--transaction/--no-transaction",
+    default=False,
+    help="Run each migration in one transaction, all or nothing: only for a small, quiet database on a "
+    "replica set (MongoDB aborts a transaction after 60 s and on any concurrent write) [default: "
+    "--no-transaction, which is accepted for compatibility].",
 )
 @click.option(
     "--path",
@@ -36,15 +38,15 @@ def migrate(
     ctx: click.Context,
     backward: bool,
     distance: int | None,
-    no_transaction: bool,
+    transaction: bool,
     path: Path | None,
     status: bool,
 ) -> None:
     """Apply pending schema migrations (or revert with --backward), recorded in `migrations_log`.
 
-    Indexes are not created on connect here: the migrations own them. Each migration runs in a transaction
-    (a replica set or sharded cluster is needed) unless --no-transaction is given; the shipped migrations
-    are idempotent and guard every write, so running them without one is safe.
+    Indexes are not created on connect here: the migrations own them. By default no transaction is used:
+    each write is guarded on its own, so services may keep writing and there is no time limit; a run that
+    fails leaves the migration pending, and running it again continues where it stopped.
     """
     where = connection(ctx)
     directory = path or default_migrations_path()
@@ -60,7 +62,7 @@ def migrate(
             click.echo(f"current: {state.current or '(none applied)'}")
             return
         run = await run_migrations(
-            database, directory, backward=backward, distance=distance, use_transaction=not no_transaction
+            database, directory, backward=backward, distance=distance, use_transaction=transaction
         )
         verb = "reverted" if backward else "applied"
         if not run.ran:

@@ -1,8 +1,10 @@
-"""The migrations on a real replica set (``MONGODB_URI``): in transactions and without, forward and backward,
-with data the in-memory backend cannot index (several units under the unique multikey slice-id index)."""
+"""The migrations on a real replica set (``MONGODB_URI``): without a transaction (the default) and in one,
+forward and backward, next to live appends, with data the in-memory backend cannot index (several units under
+the unique multikey slice-id index)."""
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
@@ -14,6 +16,7 @@ from conftest import real_database
 from pymongo.errors import DuplicateKeyError
 
 from partner_repo import (
+    MemoryUnit,
     MemoryUnitRepository,
     Message,
     default_migrations_path,
@@ -21,6 +24,7 @@ from partner_repo import (
     migration_status,
     run_migrations,
 )
+from partner_repo.admin.inspection import normalization_violations
 from partner_repo.indexes import ALL_INDEXES, UNITS
 
 pytestmark = pytest.mark.integration
@@ -127,3 +131,36 @@ async def test_the_unique_slice_id_index_holds_after_migrating(raw_database: Any
 
     with pytest.raises(DuplicateKeyError):
         await raw_database[UNITS].update_one({"_id": "b"}, {"$push": {"slices": {"id": taken}}})
+
+
+async def test_a_run_next_to_live_appends_completes_and_keeps_every_append(raw_database: Any) -> None:
+    ids = [f"u{i:03d}" for i in range(300)]
+    await raw_database[UNITS].insert_many([legacy_unit(unit_id) for unit_id in ids])
+    units = MemoryUnitRepository(raw_database)
+    appended = dict.fromkeys(ids, 0)
+    migrating = True
+
+    async def live_writer(offset: int) -> None:
+        turn = 0
+        while migrating or turn < 5:  # a few appends at least, even when the run is quick
+            unit_id = ids[(offset + 37 * turn) % len(ids)]
+            await units.append(
+                unit_id, [Message(role="user", content=f"live {offset}.{turn}")], "live", core_id="core"
+            )
+            appended[unit_id] += 1
+            turn += 1
+
+    writers = [asyncio.create_task(live_writer(offset)) for offset in range(4)]
+    try:
+        run = await run_migrations(raw_database)
+        during_the_run = sum(appended.values())
+    finally:
+        migrating = False
+        await asyncio.gather(*writers)
+
+    assert run.ran == NAMES and during_the_run > 0
+    for unit_id in ids:
+        document = await raw_database[UNITS].find_one({"_id": unit_id})
+        assert len(document["conversation_messages"]) == 4 + appended[unit_id], unit_id
+        assert document["message_count"] == len(document["conversation_messages"]), unit_id
+        assert not normalization_violations(MemoryUnit.model_validate(document)), unit_id

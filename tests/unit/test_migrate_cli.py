@@ -1,4 +1,5 @@
-"""``partner-repo migrate``: status, forward, backward, and the way out when transactions are unavailable."""
+"""``partner-repo migrate``: status, forward (without a transaction unless asked), backward, and the way out
+when transactions are unavailable."""
 
 from __future__ import annotations
 
@@ -25,33 +26,37 @@ def test_status_lists_each_migration_as_pending_on_a_new_database() -> None:
     assert "current: (none applied)" in output
 
 
-def test_without_a_transaction_every_migration_is_applied_and_named() -> None:
-    code, output = migrate("--no-transaction")
+def test_by_default_every_migration_is_applied_without_a_transaction_and_named() -> None:
+    code, output = migrate()
 
     assert code == 0
     assert f"applied  {NORMALIZE.name}" in output and f"applied  {INDEXES.name}" in output
     assert f"current: {INDEXES.name}" in output
 
 
+def test_no_transaction_is_still_accepted_and_is_the_default() -> None:
+    assert migrate("--no-transaction") == migrate()
+
+
 def test_a_distance_limits_how_many_run() -> None:
-    code, output = migrate("--no-transaction", "--distance", "1")
+    code, output = migrate("--distance", "1")
 
     assert code == 0
     assert NORMALIZE.name in output and INDEXES.name not in output.split("current:")[0]
 
 
 def test_backward_on_a_new_database_has_nothing_to_revert() -> None:
-    code, output = migrate("--backward", "--no-transaction")
+    code, output = migrate("--backward")
 
     assert code == 0
     assert "nothing to run" in output
 
 
-def test_asking_for_transactions_where_there_are_none_explains_and_suggests_no_transaction() -> None:
-    code, output = migrate()
+def test_asking_for_transactions_where_there_are_none_explains_and_says_to_run_without() -> None:
+    code, output = migrate("--transaction")
 
     assert code == 1
-    assert "has no transactions" in output and "--no-transaction" in output
+    assert "has no transactions" in output and "run without --transaction" in output
     assert "Traceback" not in output
 
 
@@ -63,7 +68,7 @@ def test_a_negative_distance_is_a_usage_error() -> None:
 
 
 def test_a_missing_migrations_directory_is_one_clear_line(tmp_path: Path) -> None:
-    code, output = migrate("--no-transaction", "--path", str(tmp_path / "nowhere"))
+    code, output = migrate("--path", str(tmp_path / "nowhere"))
 
     assert code == 1
     assert "no migrations directory" in output

@@ -71,7 +71,7 @@ async def test_a_new_database_has_every_migration_pending() -> None:
 async def test_forward_applies_every_pending_migration_in_order() -> None:
     database = await fresh_database()
 
-    run = await run_migrations(database, use_transaction=False)
+    run = await run_migrations(database)
 
     assert run.ran == ALL and run.before is None and run.after == INDEXES.name
     assert (await migration_status(database)).pending == ()
@@ -80,7 +80,7 @@ async def test_forward_applies_every_pending_migration_in_order() -> None:
 async def test_forward_with_a_distance_applies_that_many() -> None:
     database = await fresh_database()
 
-    run = await run_migrations(database, distance=1, use_transaction=False)
+    run = await run_migrations(database, distance=1)
 
     assert run.ran == (NORMALIZE.name,)
     assert (await migration_status(database)).pending == (INDEXES.name,)
@@ -88,41 +88,41 @@ async def test_forward_with_a_distance_applies_that_many() -> None:
 
 async def test_forward_when_nothing_is_pending_runs_nothing() -> None:
     database = await fresh_database()
-    await run_migrations(database, use_transaction=False)
+    await run_migrations(database)
 
-    run = await run_migrations(database, use_transaction=False)
+    run = await run_migrations(database)
 
     assert run.ran == () and run.before == run.after == INDEXES.name
 
 
 async def test_backward_reverts_only_the_most_recent_unless_told_otherwise() -> None:
     database = await fresh_database()
-    await run_migrations(database, use_transaction=False)
+    await run_migrations(database)
 
-    run = await run_migrations(database, backward=True, use_transaction=False)
+    run = await run_migrations(database, backward=True)
 
     assert run.ran == (INDEXES.name,) and run.after == NORMALIZE.name
 
 
 async def test_backward_with_distance_zero_reverts_everything_newest_first() -> None:
     database = await fresh_database()
-    await run_migrations(database, use_transaction=False)
+    await run_migrations(database)
 
-    run = await run_migrations(database, backward=True, distance=0, use_transaction=False)
+    run = await run_migrations(database, backward=True, distance=0)
 
     assert run.ran == (INDEXES.name, NORMALIZE.name) and run.after is None
     assert (await migration_status(database)).pending == ALL
 
 
 async def test_backward_with_nothing_applied_runs_nothing() -> None:
-    run = await run_migrations(await fresh_database(), backward=True, use_transaction=False)
+    run = await run_migrations(await fresh_database(), backward=True)
 
     assert run.ran == () and run.after is None
 
 
 async def test_the_log_is_beanies_so_beanie_migrate_continues_where_this_runner_stopped() -> None:
     database = await fresh_database()
-    await run_migrations(database, distance=1, use_transaction=False)
+    await run_migrations(database, distance=1)
     saved = {name: getattr(DBHandler, name) for name in ("client", "database") if hasattr(DBHandler, name)}
     DBHandler.client, DBHandler.database = database.client, database
     try:
@@ -137,11 +137,47 @@ async def test_the_log_is_beanies_so_beanie_migrate_continues_where_this_runner_
     assert node.name == NORMALIZE.name
 
 
-async def test_transactions_on_the_in_memory_backend_are_refused_with_the_way_out() -> None:
+class SessionCounter:
+    """The database, with its client counting the sessions anything starts on it."""
+
+    def __init__(self, database: Any) -> None:
+        self._database = database
+        self.sessions = 0
+
+    def __getitem__(self, name: str) -> Any:
+        return self._database[name]
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._database, name)
+
+    @property
+    def client(self) -> Any:
+        counter, client = self, self._database.client
+
+        class Client:
+            def __getattr__(self, name: str) -> Any:
+                return getattr(client, name)
+
+            async def start_session(self, *args: Any, **kwargs: Any) -> Any:
+                counter.sessions += 1
+                return await client.start_session(*args, **kwargs)
+
+        return Client()
+
+
+async def test_by_default_migrations_run_without_a_session_or_transaction() -> None:
+    database = SessionCounter(await fresh_database())
+
+    run = await run_migrations(database)
+
+    assert run.ran == ALL and database.sessions == 0
+
+
+async def test_asking_for_transactions_on_the_in_memory_backend_is_refused_with_the_way_out() -> None:
     database = await fresh_database()
 
-    with pytest.raises(TransactionsUnsupported, match="--no-transaction"):
-        await run_migrations(database)
+    with pytest.raises(TransactionsUnsupported, match=r"has no transactions.*run without --transaction"):
+        await run_migrations(database, use_transaction=True)
 
     assert (await migration_status(database)).current is None
 
@@ -150,8 +186,12 @@ async def test_a_failing_migration_names_itself_and_stays_pending(own_migrations
     (own_migrations / "20991231000000_explode.py").write_text(FAILING)
     database = await fresh_database()
 
-    with pytest.raises(MigrationError, match=r"20991231000000_explode\.py.*the third migration broke"):
-        await run_migrations(database, own_migrations, use_transaction=False)
+    with pytest.raises(
+        MigrationError,
+        match=r"20991231000000_explode\.py failed: the third migration broke; it is not recorded as applied.*"
+        r"run partner-repo migrate again",
+    ):
+        await run_migrations(database, own_migrations)
 
     assert (await migration_status(database, own_migrations)).current == INDEXES.name
 
@@ -175,26 +215,26 @@ async def test_an_unusable_migration_file_is_refused_before_anything_runs(
     database = await fresh_database()
 
     with pytest.raises(MigrationError, match=complaint):
-        await run_migrations(database, own_migrations, use_transaction=False)
+        await run_migrations(database, own_migrations)
 
     assert await database["migrations_log"].count_documents({}) == 0
 
 
 async def test_a_database_ahead_of_the_migrations_directory_is_refused(own_migrations: Path) -> None:
     database = await fresh_database()
-    await run_migrations(database, use_transaction=False)
+    await run_migrations(database)
     (own_migrations / INDEXES.name).unlink()
 
     with pytest.raises(MigrationError, match="not in 1 known migrations"):
-        await run_migrations(database, own_migrations, use_transaction=False)
+        await run_migrations(database, own_migrations)
 
 
 async def test_a_missing_migrations_directory_is_refused(tmp_path: Path) -> None:
     with pytest.raises(MigrationError, match="no migrations directory"):
-        await run_migrations(await fresh_database(), tmp_path / "absent", use_transaction=False)
+        await run_migrations(await fresh_database(), tmp_path / "absent")
 
 
 @pytest.mark.parametrize("distance", [-1, True, 1.5, "2"])
 async def test_a_distance_that_is_not_a_count_is_refused(distance: Any) -> None:
     with pytest.raises(InvalidInput, match="distance"):
-        await run_migrations(await fresh_database(), distance=distance, use_transaction=False)
+        await run_migrations(await fresh_database(), distance=distance)

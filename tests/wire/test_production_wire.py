@@ -147,13 +147,27 @@ async def test_options_in_the_uri_win_over_the_defaults(replica_set: tuple[Recor
     database.client.close()
 
 
-async def test_a_migration_runs_its_reads_and_writes_in_one_transaction(
+async def test_by_default_a_migration_sends_nothing_in_a_transaction(
     replica_set: tuple[Recorder, str],
 ) -> None:
     recorder, uri = replica_set
     database = await connect_from_settings(PartnerRepoSettings(mongodb_uri=uri), create_indexes=False)
 
-    await run_migrations(database, distance=1)
+    run = await run_migrations(database)
+
+    assert len(run.ran) == 2 and recorder.named("find", "memory_units")
+    assert not any("startTransaction" in c or "autocommit" in c for c in recorder.commands)
+    assert not recorder.named("commitTransaction") and not recorder.named("abortTransaction")
+    database.client.close()
+
+
+async def test_with_use_transaction_a_migration_runs_its_reads_and_writes_in_one_transaction(
+    replica_set: tuple[Recorder, str],
+) -> None:
+    recorder, uri = replica_set
+    database = await connect_from_settings(PartnerRepoSettings(mongodb_uri=uri), create_indexes=False)
+
+    await run_migrations(database, distance=1, use_transaction=True)
 
     (scan,) = recorder.named("find", "memory_units")
     assert scan["startTransaction"] is True and scan["autocommit"] is False and "txnNumber" in scan
@@ -167,33 +181,33 @@ async def test_index_builds_run_outside_the_transaction(replica_set: tuple[Recor
     recorder, uri = replica_set
     database = await connect_from_settings(PartnerRepoSettings(mongodb_uri=uri), create_indexes=False)
 
-    await run_migrations(database)
+    await run_migrations(database, use_transaction=True)
 
     builds = recorder.named("createIndexes")
     assert builds and not any("startTransaction" in c or "txnNumber" in c for c in builds)
     database.client.close()
 
 
-async def test_a_standalone_server_refuses_transactions_and_the_error_suggests_no_transaction(
+async def test_a_standalone_server_refuses_transactions_and_the_error_says_to_run_without(
     standalone: tuple[Recorder, str],
 ) -> None:
     recorder, uri = standalone
     database = await connect_from_settings(PartnerRepoSettings(mongodb_uri=uri), create_indexes=False)
 
-    with pytest.raises(TransactionsUnsupported, match=r"replica set.*--no-transaction"):
-        await run_migrations(database)
+    with pytest.raises(TransactionsUnsupported, match=r"replica set.*run without --transaction"):
+        await run_migrations(database, use_transaction=True)
 
     assert recorder.named("find", "memory_units")[0]["startTransaction"] is True
     database.client.close()
 
 
-async def test_on_a_standalone_server_no_transaction_runs_the_migrations(
+async def test_on_a_standalone_server_the_default_runs_the_migrations(
     standalone: tuple[Recorder, str],
 ) -> None:
     recorder, uri = standalone
     database = await connect_from_settings(PartnerRepoSettings(mongodb_uri=uri), create_indexes=False)
 
-    run = await run_migrations(database, use_transaction=False)
+    run = await run_migrations(database)
 
     assert len(run.ran) == 2
     assert not any("startTransaction" in c for c in recorder.commands)
