@@ -48,8 +48,9 @@ def assert_tiles(unit: MemoryUnit) -> None:
 
 async def test_appends_tile_the_unit_and_read_back(units: MemoryUnitRepository) -> None:
     pieces = [
-        await units.append("u", turn(f"t{i}", size=i + 1), f"turn {i}", core_id="c",
-                           created_at=T0 + timedelta(minutes=i))
+        await units.append(
+            "u", turn(f"t{i}", size=i + 1), f"turn {i}", core_id="c", created_at=T0 + timedelta(minutes=i)
+        )
         for i in range(4)
     ]
 
@@ -133,8 +134,14 @@ async def test_saving_a_stale_copy_is_a_conflict(units: MemoryUnitRepository) ->
 
 async def test_save_normalizes_and_versions(units: MemoryUnitRepository) -> None:
     saved = await units.save(
-        MemoryUnit.model_validate({"id": "u", "core_id": "c", "conversation_messages": turn("a", 3),
-                                   "slices": [None, {"summary": "s", "start_index": -1, "end_index": 99}]})
+        MemoryUnit.model_validate(
+            {
+                "id": "u",
+                "core_id": "c",
+                "conversation_messages": turn("a", 3),
+                "slices": [None, {"summary": "s", "start_index": -1, "end_index": 99}],
+            }
+        )
     )
     assert saved.version == 1
     assert saved.slices[0] is not None and (saved.slices[0].start_index, saved.slices[0].end_index) == (0, 3)
@@ -158,8 +165,12 @@ async def test_a_unit_written_by_another_tool_is_completed_before_an_append(
     database: Any, units: MemoryUnitRepository
 ) -> None:
     await database["memory_units"].insert_one(
-        {"_id": "legacy", "core_id": "c", "conversation_messages": [m.model_dump() for m in turn("old", 3)],
-         "slices": [{"id": "old", "start_index": 0, "end_index": 3, "summary": "old", "created_at": T0}]}
+        {
+            "_id": "legacy",
+            "core_id": "c",
+            "conversation_messages": [m.model_dump() for m in turn("old", 3)],
+            "slices": [{"id": "old", "start_index": 0, "end_index": 3, "summary": "old", "created_at": T0}],
+        }
     )
     piece = await units.append("legacy", turn("new"), "new", core_id="c", created_at=T0 + timedelta(hours=1))
 
@@ -216,10 +227,30 @@ ONLY_MONGODB = pytest.mark.parametrize(
 @ONLY_MONGODB
 async def test_the_unique_index_itself_refuses_a_slice_id_in_two_units(database: Any) -> None:
     collection = database["memory_units"]
-    await collection.insert_one({"_id": "one", "core_id": "c", "slices": [{"id": "dup"}]})
+    await collection.insert_one(
+        {"_id": "one", "core_id": "c", "slices": [{"id": "dup"}], "slice_ids": ["dup"]}
+    )
     with pytest.raises(DuplicateKeyError):
-        await collection.insert_one({"_id": "two", "core_id": "c", "slices": [{"id": "dup"}]})
-    await collection.insert_many([{"_id": "three", "slices": []}, {"_id": "four", "slices": []}])
+        await collection.insert_one(
+            {"_id": "two", "core_id": "c", "slices": [{"id": "dup"}], "slice_ids": ["dup"]}
+        )
+    await collection.insert_many(
+        [{"_id": "three", "slices": [], "slice_ids": []}, {"_id": "four", "slices": [], "slice_ids": []}]
+    )
+
+
+@ONLY_MONGODB
+async def test_units_holding_slices_without_an_id_do_not_collide_on_the_unique_index(database: Any) -> None:
+    """The 0.1.0 index (``slices.id``, partial on ``$exists``) gave each id-less slice a null key: on mongod
+    the second of these inserts failed. ``slice_ids`` holds ids only."""
+    collection = database["memory_units"]
+    for unit_id in ("mixed-1", "mixed-2"):
+        slices = [{"id": f"{unit_id}-s"}, {"summary": "no id yet"}]
+        await collection.insert_one(
+            {"_id": unit_id, "core_id": "c", "slices": slices, "slice_ids": [f"{unit_id}-s"]}
+        )
+
+    assert await collection.count_documents({"_id": {"$in": ["mixed-1", "mixed-2"]}}) == 2
 
 
 @ONLY_MONGODB

@@ -22,6 +22,8 @@ def migration_file(suffix: str) -> Path:
 
 NORMALIZE = migration_file("normalize_units")
 INDEXES = migration_file("create_indexes")
+SLICE_IDS = migration_file("slice_ids")
+SLICE_INDEX = migration_file("slice_ids_index")
 
 
 def load(path: Path) -> types.ModuleType:

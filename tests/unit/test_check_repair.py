@@ -45,7 +45,9 @@ async def versioned_raw(database: Any, unit_id: str, **fields: Any) -> None:
     document = raw_unit(unit_id, version=3, **fields)
     document.setdefault("message_count", len(document["conversation_messages"]))
     document.setdefault("slice_count", len(document["slices"]))
-    document.setdefault("slice_ids", [s["id"] for s in document["slices"] if isinstance(s, dict) and "id" in s])
+    document.setdefault(
+        "slice_ids", [s["id"] for s in document["slices"] if isinstance(s, dict) and "id" in s]
+    )
     if "size_bytes" not in document:
         document["size_bytes"] = 0
         document["size_bytes"] = bson_size(document)

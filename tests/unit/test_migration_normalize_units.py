@@ -16,7 +16,7 @@ import bson
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from migration_support import NORMALIZE, bound, fresh_database, load
+from migration_support import NORMALIZE, SLICE_IDS, bound, fresh_database, load
 
 from partner_repo import MemoryUnit, MemoryUnitRepository, Message, normalize_unit, run_migrations
 from partner_repo.indexes import UNITS
@@ -24,6 +24,7 @@ from partner_repo.storage import unit_document
 
 T0 = datetime(2024, 5, 1, 9, 0, tzinfo=UTC)
 MIGRATION = load(NORMALIZE)
+LAYOUT_0_2 = load(SLICE_IDS)
 
 
 def messages(n: int) -> list[dict[str, str]]:
@@ -156,7 +157,7 @@ async def test_times_read_back_naive_by_another_client_count_as_already_normaliz
 async def test_the_library_appends_to_a_migrated_unit_without_repairing_it_first() -> None:
     database = await fresh_database()
     await database[UNITS].insert_one(legacy_unit())
-    await forward(database)
+    await run_migrations(database, use_transaction=False)  # the whole chain: the library's layout
     version = (await stored(database))["version"]
 
     piece = await MemoryUnitRepository(database).append(
@@ -279,14 +280,18 @@ RAW_SLICES = st.lists(
 def test_the_frozen_rules_agree_with_the_library(
     raw_slices: list[Any], count: int, updated: datetime | None
 ) -> None:
-    """The migration carries a copy of the rules and layout; this fails when the library drifts from it (then
-    ship a new migration for the new rules, and pin this test to the copy it replaces)."""
+    """The migrations carry a copy of the rules and layouts; this fails when the library drifts from them
+    (then ship a new migration for the new rules, and pin this test to the copy it replaces). The library's
+    layout is 0.1.0's normalization (this migration) followed by 0.2.0's ``slice_ids`` (the next one)."""
     unit = MemoryUnit(id="u", core_id="c", conversation_messages=messages(count), updated_at=updated)
     raw = {**unit.model_dump(by_alias=True), "slices": raw_slices}
 
     with same_ids():
         fields = MIGRATION.normalized_fields(raw, T0)
+    normalized = {**raw, **fields, "version": MIGRATION.written_version(raw)}
+    fields.update(LAYOUT_0_2.with_slice_ids(normalized))
     with same_ids():
         expected = library_form(raw, now=T0)
 
     assert fields == {name: expected[name] for name in fields}
+    assert set(expected) - set(fields) <= set(raw) | {"version"}

@@ -66,8 +66,14 @@ def command(request: Request) -> str:
     return str(next(iter(request.doc)))
 
 
-def head(*, version: int = 7, message_count: int = 40, slice_count: int = 12, size_bytes: int = 9_000_000,
-         last_slice_time: datetime = T0) -> dict[str, Any]:
+def head(
+    *,
+    version: int = 7,
+    message_count: int = 40,
+    slice_count: int = 12,
+    size_bytes: int = 9_000_000,
+    last_slice_time: datetime = T0,
+) -> dict[str, Any]:
     """What the server returns for the head projection of a large existing unit."""
     return {
         "_id": "u",
@@ -79,8 +85,15 @@ def head(*, version: int = 7, message_count: int = 40, slice_count: int = 12, si
         "version": version,
         "updated_at": last_slice_time,
         "previous_unit_id": None,
-        "slices": [{"id": "last", "start_index": 30, "end_index": 40, "summary": "stored summary",
-                    "created_at": last_slice_time}],
+        "slices": [
+            {
+                "id": "last",
+                "start_index": 30,
+                "end_index": 40,
+                "summary": "stored summary",
+                "created_at": last_slice_time,
+            }
+        ],
     }
 
 
@@ -116,7 +129,11 @@ async def test_append_reads_the_head_then_sends_one_guarded_push_of_only_the_inc
     (pushed,) = operators["$push"]["slices"]["$each"]
     assert "$position" not in operators["$push"]["slices"]
     assert (pushed["id"], pushed["start_index"], pushed["end_index"], pushed["summary"]) == (
-        slice_id, 40, 42, "the summary")
+        slice_id,
+        40,
+        42,
+        "the summary",
+    )
     assert operators["$inc"]["version"] == 1 and operators["$inc"]["message_count"] == 2
     assert operators["$inc"]["slice_count"] == 1
     assert "stored summary" not in repr(update.doc)
@@ -254,8 +271,14 @@ async def test_slice_messages_fetches_only_the_slices_interval(wire: Wire) -> No
 
     lookup = await wire.receives()
     assert plain(lookup.doc["projection"]) == {"slices": {"$elemMatch": {"id": "s2"}}}
-    lookup.replies(cursor({"_id": "u", "slices": [
-        {"id": "s2", "start_index": 4, "end_index": 7, "summary": "", "created_at": T0}]}))
+    lookup.replies(
+        cursor(
+            {
+                "_id": "u",
+                "slices": [{"id": "s2", "start_index": 4, "end_index": 7, "summary": "", "created_at": T0}],
+            }
+        )
+    )
 
     fetch = await wire.receives()
     assert command(fetch) == "find" and fetch.doc["filter"] == {"_id": "u"}
@@ -278,8 +301,14 @@ async def test_tail_messages_fetches_only_the_last_n(wire: Wire) -> None:
     projection = plain(fetch.doc["projection"])
     assert projection["conversation_messages"] == {"$slice": -3}
     assert "slices" not in projection
-    fetch.replies(cursor({"_id": "u", "conversation_messages": [
-        {"role": "assistant", "content": c} for c in ("x", "y", "z")]}))
+    fetch.replies(
+        cursor(
+            {
+                "_id": "u",
+                "conversation_messages": [{"role": "assistant", "content": c} for c in ("x", "y", "z")],
+            }
+        )
+    )
 
     assert [m.content for m in await call] == ["x", "y", "z"]
     assert wire.round_trips == 1
