@@ -26,7 +26,7 @@ from partner_repo.errors import ConflictError, DuplicateSliceId, InvalidInput, U
 from partner_repo.models import MemorySlice, MemoryUnit, Message
 from partner_repo.normalization import new_slice_id, normalize_unit
 from partner_repo.units import MemoryUnitRepository
-from partner_repo.validation import require_id
+from partner_repo.validation import id_problem, require_id
 
 MEMORY_JSON = Path("core") / "memory.json"
 UNITS_DIR = Path("core") / "memory"
@@ -123,10 +123,10 @@ def _read_memory_json(root: Path, report: ImportReport) -> tuple[str | None, lis
     if data is None:
         return None, None
     session = data.get("memory_session_id")
-    if not isinstance(session, str) or not session.strip():
-        report.skipped.append(
-            ImportIssue(file=name, item="memory_session_id", reason="missing or not a non-blank string")
-        )
+    if (problem := id_problem(session, "it")) is not None:
+        usable = isinstance(session, str) and session.strip()
+        reason = problem if usable else "missing or not a non-blank string"
+        report.skipped.append(ImportIssue(file=name, item="memory_session_id", reason=reason))
         session = None
     raw = data.get("memory_unit_uuid_set")
     if not isinstance(raw, list):
@@ -136,7 +136,7 @@ def _read_memory_json(root: Path, report: ImportReport) -> tuple[str | None, lis
         return session, None
     listed: list[str] = []
     for position, entry in enumerate(raw):
-        if isinstance(entry, str) and entry.strip():
+        if id_problem(entry, "it") is None:
             listed.append(entry)
         else:
             report.skipped.append(
@@ -192,8 +192,8 @@ async def _import_file(
     units: MemoryUnitRepository, root: Path, file: Path, unit_id: str, core_id: str, report: ImportReport
 ) -> None:
     name = _relative(file, root)
-    if not unit_id.strip():
-        report.skipped.append(ImportIssue(file=name, item="unit", reason="the file name carries no unit id"))
+    if (refusal := id_problem(unit_id, "the unit id of the file name")) is not None:
+        report.skipped.append(ImportIssue(file=name, item="unit", reason=refusal))
         return
     data, modified_at = await asyncio.to_thread(_read_unit_file, file, name, report)
     if data is None:
@@ -369,6 +369,11 @@ def _slice(raw: Any, item: str, name: str, issues: list[ImportIssue]) -> MemoryS
             ImportIssue(file=name, item=item, reason=f"created_timestamp {created} is out of range")
         )
         return None
+    if slice_id.strip() and (problem := id_problem(slice_id, "its id")) is not None:
+        slice_id = new_slice_id()
+        issues.append(
+            ImportIssue(file=name, item="unit", reason=f"{item}: {problem}; stored as {slice_id!r}")
+        )
     return MemorySlice(id=slice_id, start_index=start, end_index=end, summary=summary, created_at=created_at)
 
 

@@ -5,6 +5,9 @@ starts strictly after it, whatever was appended meanwhile. It also carries a fin
 filters and order, and an HMAC over both: a cursor that was edited, or that belongs to another query or
 another database, is refused with :class:`partner_repo.InvalidCursor` instead of silently returning a wrong
 page. Pass your own secret to make cursors unforgeable by clients who know this library's default key.
+
+Every id the API accepts (at most :data:`~partner_repo.models.MAX_ID_LENGTH` characters) fits: the payload is
+JSON in UTF-8 without ASCII escapes, and :data:`MAX_CURSOR_LENGTH` is derived from the longest possible one.
 """
 
 from __future__ import annotations
@@ -21,12 +24,12 @@ from typing import Any
 
 from partner_repo.clock import to_utc_ms
 from partner_repo.errors import InvalidCursor, InvalidInput
+from partner_repo.models import MAX_ID_LENGTH
 
 CURSOR_VERSION = 1
 DEFAULT_CURSOR_SECRET = b"partner-repo:slice-cursor:v1"
 """Used when no secret is configured: it detects edits and foreign cursors, not a determined forger."""
 
-MAX_CURSOR_LENGTH = 2048
 _MAC_BYTES = 16
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
@@ -38,6 +41,12 @@ class SliceKey:
     created_at: datetime
     slice_id: str
     unit_id: str
+
+    @property
+    def resumable(self) -> bool:
+        """Whether a cursor can name this position: its ids are within the id limit (a longer one can only
+        have been written by another tool)."""
+        return all(not isinstance(i, str) or len(i) <= MAX_ID_LENGTH for i in (self.slice_id, self.unit_id))
 
 
 def query_fingerprint(filters: Mapping[str, Any]) -> str:
@@ -68,6 +77,7 @@ class CursorCodec:
             },
             sort_keys=True,
             separators=(",", ":"),
+            ensure_ascii=False,
         ).encode()
         return f"{_b64(payload)}.{_b64(self._mac(payload))}"
 
@@ -96,6 +106,18 @@ class CursorCodec:
         return hmac.new(self._key, payload, hashlib.sha256).digest()[:_MAC_BYTES]
 
 
+def _longest_cursor() -> int:
+    """The length of the longest cursor :meth:`CursorCodec.encode` makes for ids within the limit: both ids of
+    the character JSON spells longest (a control character, ``\\u0001``: 6 bytes; astral ones take 4), at
+    the widest time. Older cursors (ASCII-escaped, at most 2048 characters) stay within it."""
+    codec = CursorCodec("")
+    widest = "\x01" * MAX_ID_LENGTH
+    return max(
+        len(codec.encode(SliceKey(created_at=moment, slice_id=widest, unit_id=widest), "0" * 32))
+        for moment in (datetime.min.replace(tzinfo=UTC), datetime.max.replace(tzinfo=UTC))
+    )
+
+
 def _plain(value: Any) -> Any:
     return _epoch_ms(value) if isinstance(value, datetime) else value
 
@@ -117,4 +139,7 @@ def _unb64(text: str) -> bytes | None:
     return raw if _b64(raw) == text else None
 
 
-__all__ = ["CursorCodec", "SliceKey", "query_fingerprint"]
+MAX_CURSOR_LENGTH = _longest_cursor()
+"""Longer tokens are refused before any decoding: no cursor this library issues is longer."""
+
+__all__ = ["MAX_CURSOR_LENGTH", "CursorCodec", "SliceKey", "query_fingerprint"]

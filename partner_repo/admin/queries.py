@@ -33,7 +33,7 @@ from partner_repo.clock import to_utc_ms, utc_now
 from partner_repo.database import MongoDatabase
 from partner_repo.errors import InvalidInput, NotFound
 from partner_repo.indexes import UNITS
-from partner_repo.models import Message
+from partner_repo.models import MAX_ID_LENGTH, Message
 from partner_repo.storage import MAX_DOCUMENT_BYTES
 from partner_repo.validation import optional_datetime, require_id
 
@@ -91,15 +91,11 @@ class SliceQueries:
         size = _page_size(limit)
         position = None if after is None else self._cursors.decode(after, query.fingerprint)
         documents = await self._page_documents(query, position, size + 1)
-        items = SliceView.from_unwound(documents[:size])
         if len(documents) <= size:
-            return SlicePage(items=items, next_cursor=None)
-        last = documents[size - 1]
-        key = SliceKey(
-            created_at=to_utc_ms(last["slices"]["created_at"]),
-            slice_id=last["slices"]["id"],
-            unit_id=last["_id"],
-        )
+            return SlicePage(items=SliceView.from_unwound(documents), next_cursor=None)
+        end = _resumable_end(documents[:size])
+        key = _key(documents[end - 1])
+        items = SliceView.from_unwound(documents[:end])
         return SlicePage(items=items, next_cursor=self._cursors.encode(key, query.fingerprint))
 
     async def _page_documents(
@@ -337,6 +333,27 @@ class SliceQueries:
     async def _aggregate(self, pipeline: list[dict[str, Any]], length: int) -> list[dict[str, Any]]:
         cursor = self._units.aggregate(pipeline, maxTimeMS=self._max_time_ms)
         return list(await cursor.to_list(length=length))
+
+
+def _key(document: dict[str, Any]) -> SliceKey:
+    piece = document["slices"]
+    return SliceKey(created_at=to_utc_ms(piece["created_at"]), slice_id=piece["id"], unit_id=document["_id"])
+
+
+def _resumable_end(documents: list[dict[str, Any]]) -> int:
+    """How many of a full page's slices to return: all of them, unless the last ones have ids over the id
+    limit (written by another tool), which no cursor can name; the page then ends at the last slice one can
+    name, and the next page starts there. A page of nothing but such slices cannot be continued:
+    :class:`InvalidInput`."""
+    for end in range(len(documents), 0, -1):
+        if _key(documents[end - 1]).resumable:
+            return end
+    last = documents[-1]
+    raise InvalidInput(
+        f"cannot page past slice {last['slices']['id']!r} of unit {last['_id']!r}: ids longer than "
+        f"{MAX_ID_LENGTH} characters (written by another tool) cannot be held in a cursor; ask for a larger "
+        "limit, and rename them (partner-repo check lists them)"
+    )
 
 
 def _message_count() -> dict[str, Any]:
