@@ -4,9 +4,10 @@ Slices live inside their units, so every query is an aggregation that first sele
 (a ``$match`` on ``core_id`` / ``_id`` and an ``$elemMatch`` on ``slices.created_at``), then unwinds their
 slices and filters them exactly. Pages are keyset-based on (``created_at``, slice id, unit id): a walk over
 every page returns each matching slice exactly once, in order, even while slices are being appended, and
-costs no ``skip``. Every query carries ``maxTimeMS``; user text is matched literally, never as a regex or an
-operator. ``check``/``repair`` delegate to :class:`partner_repo.UnitChecker` (repairs go through the
-unit repository).
+costs no ``skip``; each page reads no older data than the one before (:mod:`.consistency`: on secondaries of
+different lag a walk would otherwise skip slices). Every query carries ``maxTimeMS``; user text is matched
+literally, never as a regex or an operator. ``check``/``repair`` delegate to
+:class:`partner_repo.UnitChecker` (repairs go through the unit repository).
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ from typing import Any
 from pymongo import ASCENDING, DESCENDING
 
 from partner_repo.admin.check import CheckReport, RepairReport, UnitChecker
-from partner_repo.admin.cursor import CursorCodec, SliceKey
+from partner_repo.admin.consistency import SESSIONS_UNSUPPORTED, CausalReads
+from partner_repo.admin.cursor import CursorCodec, ReadTime, SliceKey
 from partner_repo.admin.filters import Order, SliceFilter, literal_pattern
 from partner_repo.admin.views import (
     DayCount,
@@ -68,6 +70,7 @@ class SliceQueries:
         self._cursors = CursorCodec(str(getattr(database, "name", "")), cursor_secret)
         self._max_time_ms = max_time_ms
         self._anchors = Anchors()
+        self._causal = CausalReads(database)
 
     async def find(
         self,
@@ -85,21 +88,35 @@ class SliceQueries:
 
         ``created_from`` is inclusive and ``created_to`` exclusive; ``text`` is a case-insensitive substring
         of the summary; ``limit`` is capped at :data:`MAX_LIMIT`; ``after`` is a previous page's
-        ``next_cursor`` for the same filters and order (anything else raises :class:`InvalidCursor`).
+        ``next_cursor`` for the same filters and order (anything else raises :class:`InvalidCursor`). The
+        page is read after the cluster time its cursor carries (``afterClusterTime``), where there is one.
         """
         query = SliceFilter.of(core_id, unit_id, created_from, created_to, text, order)
         size = _page_size(limit)
         position = None if after is None else self._cursors.decode(after, query.fingerprint)
-        documents = await self._page_documents(query, position, size + 1)
+        documents, read_at = await self._read_page(query, position, size + 1)
         if len(documents) <= size:
             return SlicePage(items=SliceView.from_unwound(documents), next_cursor=None)
         end = _resumable_end(documents[:size])
-        key = _key(documents[end - 1])
+        key = _key(documents[end - 1], read_at)
         items = SliceView.from_unwound(documents[:end])
         return SlicePage(items=items, next_cursor=self._cursors.encode(key, query.fingerprint))
 
-    async def _page_documents(
+    async def _read_page(
         self, query: SliceFilter, position: SliceKey | None, wanted: int
+    ) -> tuple[list[dict[str, Any]], ReadTime | None]:
+        """The page's documents, read in one causally consistent session after ``position``'s read time,
+        and the cluster time they were read at (None without sessions or on a standalone server)."""
+        try:
+            async with self._causal.session(None if position is None else position.read_at) as session:
+                documents = await self._page_documents(query, position, wanted, session)
+                return documents, CausalReads.read_time(session)
+        except SESSIONS_UNSUPPORTED:  # refused before anything was sent: read this page and the next plainly
+            self._causal.unsupported()
+            return await self._page_documents(query, position, wanted, None), None
+
+    async def _page_documents(
+        self, query: SliceFilter, position: SliceKey | None, wanted: int, session: Any | None
     ) -> list[dict[str, Any]]:
         """The first ``wanted`` unwound slices after ``position``, window by window (:mod:`.windows`), so a
         page reads the units near where it starts rather than every unit holding a matching slice."""
@@ -112,7 +129,7 @@ class SliceQueries:
             key = (query.core_id, query.unit_id, query.order)
             known, anchor = self._anchors.get(key)
             if not known:
-                anchor = await self._edge_time(query)
+                anchor = await self._edge_time(query, session)
                 self._anchors.remember(key, anchor)
         walk = WindowWalk(query.order, anchor, query.created_from if descending else query.created_to)
         documents: list[dict[str, Any]] = []
@@ -120,14 +137,14 @@ class SliceQueries:
         while window is not None:
             needed = wanted - len(documents)
             pipeline = [*query.pipeline(position, window), query.sort(), {"$limit": needed}]
-            found = await self._aggregate(pipeline, needed)
+            found = await self._aggregate(pipeline, needed, session)
             documents += found
             if len(documents) >= wanted:
                 break
             window = walk.advance(len(found), wanted - len(documents))
         return documents
 
-    async def _edge_time(self, query: SliceFilter) -> datetime | None:
+    async def _edge_time(self, query: SliceFilter, session: Any | None) -> datetime | None:
         """Where a page without a start bound begins: the newest (``desc``) or oldest slice time of the first
         unit in scope in slice-time order. Only the windows depend on it, never which slices a page returns.
 
@@ -141,6 +158,7 @@ class SliceQueries:
             {"slices.created_at": 1},
             sort=[("slices.created_at", DESCENDING if descending else ASCENDING)],
             max_time_ms=self._max_time_ms,
+            **_in(session),
         )
         times = [s.get("created_at") for s in (document or {}).get("slices") or [] if isinstance(s, dict)]
         stamps = [to_utc_ms(t) for t in times if isinstance(t, datetime)]
@@ -330,14 +348,22 @@ class SliceQueries:
             for d in documents
         ]
 
-    async def _aggregate(self, pipeline: list[dict[str, Any]], length: int) -> list[dict[str, Any]]:
-        cursor = self._units.aggregate(pipeline, maxTimeMS=self._max_time_ms)
+    async def _aggregate(
+        self, pipeline: list[dict[str, Any]], length: int, session: Any | None = None
+    ) -> list[dict[str, Any]]:
+        cursor = self._units.aggregate(pipeline, maxTimeMS=self._max_time_ms, **_in(session))
         return list(await cursor.to_list(length=length))
 
 
-def _key(document: dict[str, Any]) -> SliceKey:
+def _in(session: Any | None) -> dict[str, Any]:
+    """``session=`` for a read, only when there is one (test doubles and the embedded backend take none)."""
+    return {} if session is None else {"session": session}
+
+
+def _key(document: dict[str, Any], read_at: ReadTime | None = None) -> SliceKey:
     piece = document["slices"]
-    return SliceKey(created_at=to_utc_ms(piece["created_at"]), slice_id=piece["id"], unit_id=document["_id"])
+    moment = to_utc_ms(piece["created_at"])
+    return SliceKey(created_at=moment, slice_id=piece["id"], unit_id=document["_id"], read_at=read_at)
 
 
 def _resumable_end(documents: list[dict[str, Any]]) -> int:

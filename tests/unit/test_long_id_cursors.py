@@ -12,11 +12,12 @@ from typing import Any
 
 import pytest
 from admin_support import T0, insert_raw, raw_unit, seed_unit
+from bson import Timestamp
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from partner_repo import InvalidInput, SliceQueries, in_memory_database, init_repository
-from partner_repo.admin.cursor import MAX_CURSOR_LENGTH, CursorCodec, SliceKey
+from partner_repo.admin.cursor import MAX_CURSOR_LENGTH, CursorCodec, ReadTime, SliceKey
 from partner_repo.models import MAX_ID_LENGTH
 
 FINGERPRINT = "f" * 32
@@ -34,13 +35,21 @@ moments = st.datetimes(
 ).map(lambda moment: moment.replace(microsecond=moment.microsecond // 1000 * 1000))
 
 
+read_times = st.none() | st.builds(
+    ReadTime,
+    st.builds(Timestamp, st.integers(0, 2**32 - 1), st.integers(0, 2**32 - 1)),
+    st.none()
+    | st.fixed_dictionaries({"clusterTime": st.just(Timestamp(1, 1)), "hash": st.binary(max_size=64)}),
+)
+
+
 @settings(max_examples=200)
-@given(slice_id=ids, unit_id=ids, created_at=moments)
+@given(slice_id=ids, unit_id=ids, created_at=moments, read_at=read_times)
 def test_a_cursor_naming_any_ids_within_the_limit_decodes_to_its_position(
-    slice_id: str, unit_id: str, created_at: datetime
+    slice_id: str, unit_id: str, created_at: datetime, read_at: ReadTime | None
 ) -> None:
     codec = CursorCodec("partner")
-    key = SliceKey(created_at=created_at, slice_id=slice_id, unit_id=unit_id)
+    key = SliceKey(created_at=created_at, slice_id=slice_id, unit_id=unit_id, read_at=read_at)
 
     cursor = codec.encode(key, FINGERPRINT)
 
