@@ -28,7 +28,7 @@ from partner_repo.admin.views import (
 )
 from partner_repo.clock import to_utc_ms, utc_now
 from partner_repo.cores import DEFAULT_CORE_ID, MemoryCoreRepository
-from partner_repo.database import MongoDatabase, connect, in_memory_database, init_repository, mask_uri
+from partner_repo.database import MongoDatabase, connect, in_memory_database, init_repository
 from partner_repo.errors import (
     ChangeStreamUnavailable,
     ConflictError,
@@ -61,6 +61,7 @@ from partner_repo.listener import (
     load_consumer,
     replay_dead_letters,
 )
+from partner_repo.masking import mask_library_logs, mask_uri
 from partner_repo.migration_runner import (
     MigrationRun,
     MigrationStatus,
@@ -91,6 +92,8 @@ from partner_repo.settings import (
 from partner_repo.storage import MAX_DOCUMENT_BYTES
 from partner_repo.units import HEAD_CACHE_SIZE, MemoryUnitRepository, UnitFingerprint, UnitHead, UnitOutline
 from partner_repo.window import roll_chat_messages
+
+mask_library_logs()  # records of every partner_repo logger are scrubbed of credentials (partner_repo.masking)
 
 try:
     __version__ = version("partner-repo")

@@ -7,7 +7,7 @@ in-memory one, or a test wrapper around either.
 
 from __future__ import annotations
 
-import re
+import warnings
 from typing import Any, TypeAlias
 
 from beanie import init_beanie
@@ -16,6 +16,8 @@ from pymongo.errors import ConfigurationError, InvalidURI, PyMongoError
 
 from partner_repo.errors import ConnectionFailed
 from partner_repo.indexes import ALL_INDEXES
+from partner_repo.masking import mask_uri as mask_uri  # its home before partner_repo.masking
+from partner_repo.masking import remember_secrets, scrub
 from partner_repo.models import MemoryCore, MemoryUnit
 
 MongoDatabase: TypeAlias = Any
@@ -57,59 +59,45 @@ async def connect(
 ) -> MongoDatabase:
     """Return a ready database: the in-memory backend when ``uri`` is None, the MongoDB at ``uri`` otherwise.
 
-    A server that cannot be reached raises :class:`ConnectionFailed` naming the host (password masked).
+    A server that cannot be reached, or a URI the driver refuses, raises :class:`ConnectionFailed` naming the
+    host; whatever could be a credential is masked (:mod:`partner_repo.masking`), in the URI and in the
+    driver's text, and the secrets of ``uri`` are masked in every later :func:`~partner_repo.masking.scrub`.
     """
     if uri is None:
         database = in_memory_database(db_name)
     else:
-        try:
-            client: AsyncIOMotorClient[Any] = AsyncIOMotorClient(
-                uri,
-                tz_aware=True,
-                serverSelectionTimeoutMS=server_selection_timeout_ms,
-                **client_options,
-            )
-        except (ConfigurationError, InvalidURI, ValueError, TypeError) as exc:
-            # The driver's text may quote parts of the URI, the password included: never show it.
-            raise ConnectionFailed(
-                f"unusable MongoDB URI {mask_uri(uri)} ({type(exc).__name__}); check its options, and escape "
-                "special characters in the user name and password (urllib.parse.quote_plus)"
-            ) from None
+        remember_secrets(uri)
+        client = _client(uri, server_selection_timeout_ms, client_options)
         database = client[db_name]
         try:
             await database.command("ping")
         except PyMongoError as exc:
             client.close()
-            raise ConnectionFailed(f"cannot reach MongoDB at {mask_uri(uri)}: {_first_line(exc)}") from None
+            reason = scrub(_first_line(exc), uri)
+            raise ConnectionFailed(f"cannot reach MongoDB at {mask_uri(uri)}: {reason}") from None
     return await init_repository(database, create_indexes=create_indexes)
 
 
-_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
-_SECRET_OPTIONS = re.compile(r"(?i)(?P<name>[^&=]*password[^&=]*|authmechanismproperties)=(?P<value>[^&]*)")
+def _client(uri: str, timeout_ms: int, options: dict[str, Any]) -> AsyncIOMotorClient[Any]:
+    """The driver's client, or :class:`ConnectionFailed` without the driver's text (it may quote the URI).
 
-
-def mask_uri(uri: str) -> str:
-    """The URI with its secrets replaced by ``***`` so it can be logged or shown.
-
-    Masks the password (everything up to the last ``@`` of the authority, so an unescaped ``@``, ``/``, ``:``
-    or ``?`` in it cannot leak a part), every ``...password...`` option and ``authMechanismProperties`` (AWS
-    session tokens).
+    The driver's warnings (an unknown option) are held back while it parses the URI: shown, scrubbed, when
+    the client is made; dropped when the URI is refused anyway (the error says what to check).
     """
-    scheme = _SCHEME.match(uri)
-    if scheme is None:
-        return uri
-    rest = uri[scheme.end() :]
-    options_start = rest.find("?")
-    at = rest.rfind("@", 0, options_start if options_start >= 0 else len(rest))
-    if at < 0:
-        at = rest.rfind("@")  # an unescaped "?" in the password: mask up to the last "@", the safe side
-    if at >= 0:
-        user, colon, _ = rest[:at].partition(":")
-        if colon:
-            rest = f"{user}:***{rest[at:]}"
-    authority, question, query = rest.partition("?")
-    query = _SECRET_OPTIONS.sub(lambda m: f"{m['name']}=***", query)
-    return f"{scheme.group()}{authority}{question}{query}"
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            client: AsyncIOMotorClient[Any] = AsyncIOMotorClient(
+                uri, tz_aware=True, serverSelectionTimeoutMS=timeout_ms, **options
+            )
+        except (ConfigurationError, InvalidURI, ValueError, TypeError) as exc:
+            raise ConnectionFailed(
+                f"unusable MongoDB URI {mask_uri(uri)} ({type(exc).__name__}); check its options, and escape "
+                "special characters in the user name and password (urllib.parse.quote_plus)"
+            ) from None
+    for warning in caught:
+        warnings.warn(scrub(str(warning.message), uri), warning.category, stacklevel=3)
+    return client
 
 
 def _first_line(exc: BaseException) -> str:

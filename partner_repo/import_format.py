@@ -19,7 +19,8 @@ from pydantic import BaseModel
 from partner_repo.clock import to_utc_ms
 from partner_repo.errors import InvalidInput
 from partner_repo.models import MemorySlice, MemoryUnit, Message
-from partner_repo.validation import require_encodable
+from partner_repo.normalization import new_slice_id
+from partner_repo.validation import id_problem, require_encodable
 
 ROLES = ("user", "assistant", "system")
 SLICE_FIELDS = ("id", "start_index", "end_index", "summary", "created_timestamp")
@@ -188,6 +189,11 @@ def _slice(raw: Any, item: str, name: str, issues: list[ImportIssue]) -> MemoryS
     except InvalidInput as exc:
         issues.append(ImportIssue(file=name, item=item, reason=str(exc)))
         return None
+    if slice_id.strip() and (problem := id_problem(slice_id, "its id")) is not None:
+        slice_id = new_slice_id()
+        issues.append(
+            ImportIssue(file=name, item="unit", reason=f"{item}: {problem}; stored as {slice_id!r}")
+        )
     return MemorySlice(id=slice_id, start_index=start, end_index=end, summary=summary, created_at=created_at)
 
 

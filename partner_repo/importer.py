@@ -31,7 +31,7 @@ from partner_repo.import_format import EPOCH, ImportIssue, partner_unit, printab
 from partner_repo.models import MemoryUnit
 from partner_repo.normalization import new_slice_id, normalize_unit
 from partner_repo.units import MemoryUnitRepository
-from partner_repo.validation import require_encodable, require_id
+from partner_repo.validation import id_problem, require_encodable, require_id
 
 MEMORY_JSON = Path("core") / "memory.json"
 UNITS_DIR = Path("core") / "memory"
@@ -151,6 +151,9 @@ def _read_memory_json(root: Path, report: ImportReport) -> tuple[str | None, lis
         session = None
     elif not _encodable(session, "memory_session_id", name, report):
         session = None
+    elif (problem := id_problem(session, "it")) is not None:
+        report.skipped.append(ImportIssue(file=name, item="memory_session_id", reason=problem))
+        session = None
     raw = data.get("memory_unit_uuid_set")
     if not isinstance(raw, list):
         report.skipped.append(
@@ -161,7 +164,12 @@ def _read_memory_json(root: Path, report: ImportReport) -> tuple[str | None, lis
     for position, entry in enumerate(raw):
         if isinstance(entry, str) and entry.strip():
             if _encodable(entry, f"memory_unit_uuid_set[{position}]", name, report):
-                listed.append(entry)
+                if (problem := id_problem(entry, "it")) is None:
+                    listed.append(entry)
+                else:
+                    report.skipped.append(
+                        ImportIssue(file=name, item=f"memory_unit_uuid_set[{position}]", reason=problem)
+                    )
         else:
             report.skipped.append(
                 ImportIssue(
@@ -229,7 +237,10 @@ async def _import_file(
     if not unit_id.strip():
         report.skipped.append(ImportIssue(file=name, item="unit", reason="the file name carries no unit id"))
         return
-    if not _encodable(unit_id, "unit", name, report, what="the unit id in the file name"):
+    if not _encodable(unit_id, "unit", name, report, what="the unit id of the file name"):
+        return
+    if (refusal := id_problem(unit_id, "the unit id of the file name")) is not None:
+        report.skipped.append(ImportIssue(file=name, item="unit", reason=refusal))
         return
     data, modified_at = await asyncio.to_thread(_read_unit_file, file, name, report)
     if data is None:

@@ -7,6 +7,9 @@ every save. After a save every optional slice field is filled.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Annotated, Any, Literal
 
 from beanie import Document
@@ -20,14 +23,54 @@ Role = Literal["user", "assistant", "system"]
 """Partner's three message roles; anything else is rejected."""
 
 
+MAX_ID_LENGTH = 256
+"""The longest id the library accepts (unit, core, slice, session, lease owner, listener group), in
+characters.
+
+Ids travel inside page cursors, index keys and log lines, so they are bounded: a page cursor holding two ids
+of this length, in any script, always fits within the length a cursor may have (``admin.cursor``).
+"""
+
+_READING_STORED: ContextVar[bool] = ContextVar("partner_repo_reading_stored", default=False)
+
+
+@contextmanager
+def reading_stored() -> Iterator[None]:
+    """Validate documents read back from the database (``storage.unit_from_document``): an id longer than
+    :data:`MAX_ID_LENGTH` that another tool wrote is read as it is (``check`` reports it) instead of making
+    the unit unreadable. Everything the library writes is validated outside it. A context variable rather
+    than pydantic's validation context, which Beanie documents (a custom ``__init__``) do not pass on."""
+    token = _READING_STORED.set(True)
+    try:
+        yield
+    finally:
+        _READING_STORED.reset(token)
+
+
 def _not_blank(value: str) -> str:
     if not value.strip():
         raise ValueError("must not be empty or blank")
     return value
 
 
-Identifier = Annotated[StrictStr, AfterValidator(_not_blank)]
-"""A unit, core, session or slice id: a non-blank string."""
+def _bounded(value: str) -> str:
+    """At most :data:`MAX_ID_LENGTH` characters, and storable (no lone surrogate), unless read back."""
+    if _READING_STORED.get():
+        return value
+    if len(value) > MAX_ID_LENGTH:
+        raise ValueError(f"must be at most {MAX_ID_LENGTH} characters, got {len(value)}")
+    if not value.isascii():
+        from partner_repo.validation import require_encodable  # validation imports this module
+
+        require_encodable(value, "the id")
+    return value
+
+
+Identifier = Annotated[StrictStr, AfterValidator(_not_blank), AfterValidator(_bounded)]
+"""A unit, core or session id: a non-blank string of at most :data:`MAX_ID_LENGTH` characters."""
+
+BoundedId = Annotated[StrictStr, AfterValidator(_bounded)]
+"""An id that may be blank (a slice id normalization replaces, a reference), but not longer than the limit."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True, config=ConfigDict(extra="forbid"))
@@ -69,7 +112,7 @@ class MemorySlice(BaseModel):
 
     model_config = ConfigDict(extra="ignore")
 
-    id: StrictStr | None = None
+    id: BoundedId | None = None
     start_index: int | None = None
     end_index: int | None = None
     summary: StrictStr = ""
@@ -109,7 +152,7 @@ class MemoryUnit(_PlainConstruction):
     conversation_messages: list[Message] = Field(default_factory=list)
     slices: list[MemorySlice | None] = Field(default_factory=list)
     updated_at: UtcDatetime | None = None
-    previous_unit_id: StrictStr | None = None
+    previous_unit_id: BoundedId | None = None
     version: int = 0
 
     class Settings:
@@ -136,7 +179,7 @@ class MemoryCore(_PlainConstruction):
     session_started_at: UtcDatetime
     chat_messages: list[Message] = Field(default_factory=list)
     last_interaction_at: UtcDatetime | None = None
-    lease_owner: StrictStr | None = None
+    lease_owner: BoundedId | None = None
     lease_until: UtcDatetime | None = None
     idle_rolled: bool = False
     version: int = 0

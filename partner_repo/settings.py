@@ -20,8 +20,9 @@ from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_vali
 from pydantic_settings import BaseSettings, SettingsConfigDict
 from pymongo import ReadPreference
 
-from partner_repo.database import MongoDatabase, connect, mask_uri
+from partner_repo.database import MongoDatabase, connect
 from partner_repo.errors import InvalidInput
+from partner_repo.masking import mask_uri
 from partner_repo.rolling.config import DEFAULT_UNIT_SOFT_LIMIT_BYTES, RollingConfig
 
 ReadPreferenceName = Literal["primary", "primaryPreferred", "secondary", "secondaryPreferred", "nearest"]

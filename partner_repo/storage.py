@@ -18,7 +18,7 @@ from typing import Any
 import bson
 
 from partner_repo.clock import to_utc_ms
-from partner_repo.models import MemorySlice, MemoryUnit
+from partner_repo.models import MemorySlice, MemoryUnit, reading_stored
 
 MAX_DOCUMENT_BYTES = 16 * 1024 * 1024
 """MongoDB's document size limit."""
@@ -55,7 +55,8 @@ LARGE_UNIT_MESSAGES = 1_000
 
 
 def unit_from_document(document: Mapping[str, Any]) -> MemoryUnit:
-    """The validated model of a stored unit.
+    """The validated model of a stored unit (ids over :data:`~partner_repo.models.MAX_ID_LENGTH` are read as
+    they are: data other tools wrote stays readable, and ``check`` reports it).
 
     Building a large unit allocates thousands of pydantic objects in one synchronous call; they are all live,
     yet each allocation burst triggers collector passes that rescan them (the dominant cost of a 5,000-message
@@ -64,18 +65,21 @@ def unit_from_document(document: Mapping[str, Any]) -> MemoryUnit:
     """
     messages = document.get("conversation_messages")
     if not isinstance(messages, list) or len(messages) < LARGE_UNIT_MESSAGES or not gc.isenabled():
-        unit: MemoryUnit = MemoryUnit.model_validate(document)
+        with reading_stored():
+            unit: MemoryUnit = MemoryUnit.model_validate(document)
         return unit
     gc.disable()
     try:
-        large: MemoryUnit = MemoryUnit.model_validate(document)
+        with reading_stored():
+            large: MemoryUnit = MemoryUnit.model_validate(document)
     finally:
         gc.enable()
     return large
 
 
 def slice_from_document(document: Mapping[str, Any]) -> MemorySlice:
-    return MemorySlice.model_validate(document)
+    with reading_stored():
+        return MemorySlice.model_validate(document)
 
 
 def has_derived_fields(document: Mapping[str, Any]) -> bool:

@@ -37,7 +37,7 @@ from partner_repo.unit_adoption import UnitAdoption
 from partner_repo.unit_append import AppendRequest, UnitAppender
 from partner_repo.unit_heads import HEAD_CACHE_SIZE, HEAD_PROJECTION, HeadCache, UnitHead, head_from
 from partner_repo.unit_rules import duplicate_error, refuse_foreign_slice_ids, refuse_too_large
-from partner_repo.validation import optional_datetime, parse_messages, require_count, require_id
+from partner_repo.validation import optional_datetime, optional_id, parse_messages, require_count, require_id
 
 UnitFingerprint = tuple[Any, ...]
 """A unit's ``(version, message_count, slice_count, size_bytes)``: every write path changes it (the version
@@ -320,7 +320,7 @@ class MemoryUnitRepository:
             created_at=created_at,
             given_id=given_id,
             fresh_slice_id=fresh_slice_id,
-            previous_unit_id=previous_unit_id,
+            previous_unit_id=optional_id(previous_unit_id, "previous_unit_id"),
         )
         return await self._appender.append(request)
 

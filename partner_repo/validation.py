@@ -14,18 +14,35 @@ from pydantic import TypeAdapter, ValidationError
 
 from partner_repo.clock import to_utc_ms
 from partner_repo.errors import InvalidInput
-from partner_repo.models import Message
+from partner_repo.models import MAX_ID_LENGTH, Message
 
 _MESSAGES: TypeAdapter[list[Message]] = TypeAdapter(list[Message])
 
 
 def require_id(value: object, what: str) -> str:
-    """A non-blank string id, or :class:`InvalidInput`."""
+    """A non-blank, storable string id of at most :data:`~partner_repo.models.MAX_ID_LENGTH` characters, or
+    :class:`InvalidInput` (every id the API accepts must fit in a page cursor: each one is checked here)."""
     if not isinstance(value, str):
         raise InvalidInput(f"{what} must be a string, got {type(value).__name__}")
     if not value.strip():
         raise InvalidInput(f"{what} must not be empty or blank")
-    return value
+    if len(value) > MAX_ID_LENGTH:
+        raise InvalidInput(f"{what} must be at most {MAX_ID_LENGTH} characters, got {len(value)}")
+    return require_encodable(value, what)
+
+
+def optional_id(value: object, what: str) -> str | None:
+    """None, or an id as :func:`require_id` accepts it."""
+    return None if value is None else require_id(value, what)
+
+
+def id_problem(value: object, what: str) -> str | None:
+    """Why ``value`` is not an acceptable id (:func:`require_id`'s message), or None when it is one."""
+    try:
+        require_id(value, what)
+    except InvalidInput as exc:
+        return str(exc)
+    return None
 
 
 def require_encodable(text: str, what: str) -> str:

@@ -21,15 +21,19 @@ from pydantic import BaseModel, ConfigDict
 
 from partner_repo.admin.inspection import (
     DUPLICATE_SLICE_ID,
+    ID_TOO_LONG,
+    UNREADABLE,
     UNVERSIONED,
     InvariantViolation,
+    abbreviated,
     inspect_document,
 )
 from partner_repo.database import MongoDatabase
 from partner_repo.errors import ConflictError, DuplicateSliceId, InvalidInput, NotFound, UnitTooLarge
 from partner_repo.indexes import UNITS
-from partner_repo.models import MemoryUnit
+from partner_repo.models import MAX_ID_LENGTH, MemoryUnit
 from partner_repo.normalization import new_slice_id
+from partner_repo.storage import unit_from_document
 from partner_repo.units import MemoryUnitRepository
 from partner_repo.validation import require_id
 
@@ -196,7 +200,7 @@ class UnitChecker:
             unit_id=str(document["_id"]),
             core_id=_text_or_none(document.get("core_id")),
             violations=violations,
-            repairable=inspection.unit is not None,
+            repairable=inspection.repairable,
         )
 
     async def _shared_ids(self, unit: MemoryUnit) -> list[tuple[str, str]]:
@@ -229,7 +233,12 @@ class UnitChecker:
             )
 
         if not report.repairable:
-            return failure("the stored document is not a valid unit; fix or delete it by hand")
+            if any(p.code == UNREADABLE for p in report.violations):
+                return failure("the stored document is not a valid unit; fix or delete it by hand")
+            return failure(
+                f"a unit's own, core or previous unit id longer than {MAX_ID_LENGTH} characters cannot be "
+                "renamed in place; copy the unit under a shorter id by hand"
+            )
         current = report
         adopted = False
         try:
@@ -243,8 +252,8 @@ class UnitChecker:
                     await self._repository.head(unit_id)  # completes a unit written by another tool, guarded
                     adopted = True
                 else:
-                    unit = _validated(document)
-                    renamed = await self._release_shared_ids(unit)
+                    unit = unit_from_document(document)
+                    renamed = _shorten_slice_ids(unit) + await self._release_shared_ids(unit)
                     try:
                         stored = await self._repository.save(unit)
                     except DuplicateSliceId as exc:
@@ -252,7 +261,8 @@ class UnitChecker:
                     except ConflictError:
                         pass  # changed meanwhile: re-read and look again
                     else:
-                        fixed = [p for p in current.violations if p.code != DUPLICATE_SLICE_ID]
+                        renaming = (DUPLICATE_SLICE_ID, ID_TOO_LONG)
+                        fixed = [p for p in current.violations if p.code not in renaming]
                         return done(fixed + renamed, stored.version)
                 document = await self._reload(unit_id)
                 latest = await self._violations(document)
@@ -293,9 +303,16 @@ class UnitChecker:
         return dict(document)
 
 
-def _validated(document: dict[str, Any]) -> MemoryUnit:
-    unit: MemoryUnit = MemoryUnit.model_validate(document)
-    return unit
+def _shorten_slice_ids(unit: MemoryUnit) -> list[InvariantViolation]:
+    """Fresh ids for slices whose ids are over the id limit (written by another tool)."""
+    changes: list[InvariantViolation] = []
+    for piece in unit.slices:
+        if piece is not None and piece.id is not None and len(piece.id) > MAX_ID_LENGTH:
+            fresh = new_slice_id()
+            detail = f"slice id {abbreviated(piece.id)} is now {fresh!r}"
+            changes.append(InvariantViolation(code=ID_TOO_LONG, detail=detail))
+            piece.id = fresh
+    return changes
 
 
 def _text_or_none(value: Any) -> str | None:

@@ -5,6 +5,13 @@ starts strictly after it, whatever was appended meanwhile. It also carries a fin
 filters and order, and an HMAC over both: a cursor that was edited, or that belongs to another query or
 another database, is refused with :class:`partner_repo.InvalidCursor` instead of silently returning a wrong
 page. Pass your own secret to make cursors unforgeable by clients who know this library's default key.
+
+Every id the API accepts (at most :data:`~partner_repo.models.MAX_ID_LENGTH` characters) fits: the payload is
+JSON in UTF-8 without ASCII escapes, and :data:`MAX_CURSOR_LENGTH` is derived from the longest possible one.
+
+A cursor also carries the cluster time its page was read at (:class:`ReadTime`, where the deployment reports
+one), so the next page reads no older data than this one did, whichever member serves it (see
+:mod:`partner_repo.admin.consistency`). Cursors without one (older releases, standalone servers) are valid.
 """
 
 from __future__ import annotations
@@ -19,16 +26,32 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import bson
+from bson import Timestamp
+
 from partner_repo.clock import to_utc_ms
 from partner_repo.errors import InvalidCursor, InvalidInput
+from partner_repo.models import MAX_ID_LENGTH
 
 CURSOR_VERSION = 1
 DEFAULT_CURSOR_SECRET = b"partner-repo:slice-cursor:v1"
 """Used when no secret is configured: it detects edits and foreign cursors, not a determined forger."""
 
-MAX_CURSOR_LENGTH = 2048
 _MAC_BYTES = 16
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+MAX_CLUSTER_TIME_BYTES = 512
+"""A ``$clusterTime`` document larger than this (BSON) is left out of a cursor (MongoDB's are ~80 bytes)."""
+
+
+@dataclass(frozen=True)
+class ReadTime:
+    """When a page was read: the reply's ``operationTime`` and the signed ``$clusterTime`` gossiped with it
+    (which lets a member that has not heard of that time yet accept ``afterClusterTime``)."""
+
+    operation_time: Timestamp
+    cluster_time: Mapping[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -38,6 +61,14 @@ class SliceKey:
     created_at: datetime
     slice_id: str
     unit_id: str
+    read_at: ReadTime | None = None
+    """When the page ending here was read (None: the deployment reported no time)."""
+
+    @property
+    def resumable(self) -> bool:
+        """Whether a cursor can name this position: its ids are within the id limit (a longer one can only
+        have been written by another tool)."""
+        return all(not isinstance(i, str) or len(i) <= MAX_ID_LENGTH for i in (self.slice_id, self.unit_id))
 
 
 def query_fingerprint(filters: Mapping[str, Any]) -> str:
@@ -58,16 +89,20 @@ class CursorCodec:
         self._key = hmac.new(raw or DEFAULT_CURSOR_SECRET, scope.encode(), hashlib.sha256).digest()
 
     def encode(self, key: SliceKey, fingerprint: str) -> str:
+        fields: dict[str, Any] = {
+            "v": CURSOR_VERSION,
+            "f": fingerprint,
+            "t": _epoch_ms(key.created_at),
+            "s": key.slice_id,
+            "u": key.unit_id,
+        }
+        if key.read_at is not None:
+            fields.update(_read_time_fields(key.read_at))
         payload = json.dumps(
-            {
-                "v": CURSOR_VERSION,
-                "f": fingerprint,
-                "t": _epoch_ms(key.created_at),
-                "s": key.slice_id,
-                "u": key.unit_id,
-            },
+            fields,
             sort_keys=True,
             separators=(",", ":"),
+            ensure_ascii=False,
         ).encode()
         return f"{_b64(payload)}.{_b64(self._mac(payload))}"
 
@@ -89,11 +124,46 @@ class CursorCodec:
                 "cursor belongs to another query (different filters or order); start the walk again"
             )
         return SliceKey(
-            created_at=_EPOCH + timedelta(milliseconds=data["t"]), slice_id=data["s"], unit_id=data["u"]
+            created_at=_EPOCH + timedelta(milliseconds=data["t"]),
+            slice_id=data["s"],
+            unit_id=data["u"],
+            read_at=_read_time(data),
         )
 
     def _mac(self, payload: bytes) -> bytes:
         return hmac.new(self._key, payload, hashlib.sha256).digest()[:_MAC_BYTES]
+
+
+def _read_time_fields(read_at: ReadTime) -> dict[str, Any]:
+    moment = read_at.operation_time
+    fields: dict[str, Any] = {"o": [moment.time, moment.inc]}
+    cluster = None if read_at.cluster_time is None else bson.encode(read_at.cluster_time)
+    if cluster is not None and len(cluster) <= MAX_CLUSTER_TIME_BYTES:
+        fields["k"] = _b64(cluster)
+    return fields
+
+
+def _read_time(data: Mapping[str, Any]) -> ReadTime | None:
+    """The read time of a verified payload (issued by this library, so well-formed), if it has one."""
+    if "o" not in data:
+        return None
+    cluster = _unb64(data["k"]) if "k" in data else None
+    return ReadTime(Timestamp(*data["o"]), None if cluster is None else bson.decode(cluster))
+
+
+def _longest_cursor() -> int:
+    """The length of the longest cursor :meth:`CursorCodec.encode` makes for ids within the limit: both ids of
+    the character JSON spells longest (a control character, ``\\u0001``: 6 bytes; astral ones take 4), at
+    the widest time. Older cursors (ASCII-escaped, at most 2048 characters) stay within it."""
+    codec = CursorCodec("")
+    widest = "\x01" * MAX_ID_LENGTH
+    latest = Timestamp(2**32 - 1, 2**32 - 1)
+    padding = MAX_CLUSTER_TIME_BYTES - len(bson.encode({"p": b""}))
+    read_at = ReadTime(latest, {"p": b"\x00" * padding})  # a cluster time of the largest size a cursor holds
+    return max(
+        len(codec.encode(SliceKey(moment, widest, widest, read_at), "0" * 32))
+        for moment in (datetime.min.replace(tzinfo=UTC), datetime.max.replace(tzinfo=UTC))
+    )
 
 
 def _plain(value: Any) -> Any:
@@ -117,4 +187,7 @@ def _unb64(text: str) -> bytes | None:
     return raw if _b64(raw) == text else None
 
 
-__all__ = ["CursorCodec", "SliceKey", "query_fingerprint"]
+MAX_CURSOR_LENGTH = _longest_cursor()
+"""Longer tokens are refused before any decoding: no cursor this library issues is longer."""
+
+__all__ = ["MAX_CURSOR_LENGTH", "CursorCodec", "ReadTime", "SliceKey", "query_fingerprint"]

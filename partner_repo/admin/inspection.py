@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from partner_repo.models import MemoryUnit
+from partner_repo.models import MAX_ID_LENGTH, MemoryUnit
 from partner_repo.normalization import normalize_unit
 from partner_repo.storage import DERIVED_FIELDS, bson_size, unit_from_document
 
@@ -32,6 +32,10 @@ SLICES_UNSORTED = "slices_unsorted"
 NOT_NORMALIZED = "not_normalized"
 DUPLICATE_SLICE_ID = "duplicate_slice_id"
 """A slice id that another unit uses as well (slice ids are unique across the collection)."""
+ID_TOO_LONG = "id_too_long"
+"""An id over :data:`~partner_repo.models.MAX_ID_LENGTH` characters (only another tool can have written
+it): repair gives such a slice a fresh id; a unit whose own, core or previous unit id is too long is left to
+you."""
 
 _FIXED_NOW = datetime(2000, 1, 1, tzinfo=UTC)
 
@@ -52,6 +56,14 @@ class Inspection:
     unit: MemoryUnit | None
     violations: list[InvariantViolation]
 
+    @property
+    def repairable(self) -> bool:
+        """Readable, and its unit-level ids are within the limit (repair can rename slices, not units)."""
+        unit = self.unit
+        return unit is not None and not any(
+            _too_long(i) for i in (unit.id, unit.core_id, unit.previous_unit_id)
+        )
+
 
 def inspect_document(document: Mapping[str, Any]) -> Inspection:
     """Every problem of one stored unit that can be seen without looking at other units."""
@@ -63,8 +75,29 @@ def inspect_document(document: Mapping[str, Any]) -> Inspection:
         detail = f"not a valid unit: {where}: {first['msg']}"
         return Inspection(None, [InvariantViolation(code=UNREADABLE, detail=detail)])
     violations = _layout_violations(document)
+    violations += id_violations(unit)
     violations += normalization_violations(unit)
     return Inspection(unit, violations)
+
+
+def id_violations(unit: MemoryUnit) -> list[InvariantViolation]:
+    """Every id of the unit (its own, core, previous unit, slices) over the id limit."""
+    named = [("unit id", unit.id), ("core id", unit.core_id), ("previous unit id", unit.previous_unit_id)]
+    named += [(f"slice #{n} id", piece.id) for n, piece in enumerate(unit.slices) if piece is not None]
+    return [
+        InvariantViolation(code=ID_TOO_LONG, detail=f"{what} {abbreviated(value)} is over the limit")
+        for what, value in named
+        if value is not None and _too_long(value)
+    ]
+
+
+def abbreviated(value: str) -> str:
+    """A long id for a report: its start and its length, not all of it."""
+    return f"{value[:32]!r}... ({len(value)} characters, at most {MAX_ID_LENGTH} allowed)"
+
+
+def _too_long(value: str | None) -> bool:
+    return value is not None and len(value) > MAX_ID_LENGTH
 
 
 def normalization_violations(unit: MemoryUnit) -> list[InvariantViolation]:
@@ -156,8 +189,10 @@ def _comparable(value: Any) -> Any:
 
 __all__ = [
     "DUPLICATE_SLICE_ID",
+    "ID_TOO_LONG",
     "Inspection",
     "InvariantViolation",
+    "id_violations",
     "inspect_document",
     "normalization_violations",
 ]

@@ -4,22 +4,23 @@ Slices live inside their units, so every query is an aggregation that first sele
 (a ``$match`` on ``core_id`` / ``_id`` and an ``$elemMatch`` on ``slices.created_at``), then unwinds their
 slices and filters them exactly. Pages are keyset-based on (``created_at``, slice id, unit id): a walk over
 every page returns each matching slice exactly once, in order, even while slices are being appended, and
-costs no ``skip``. Every query carries ``maxTimeMS``; user text is matched literally, never as a regex or an
-operator. ``check``/``repair`` delegate to :class:`partner_repo.UnitChecker` (repairs go through the
-unit repository).
+costs no ``skip``; each page reads no older data than the one before (:mod:`.consistency`: on secondaries of
+different lag a walk would otherwise skip slices). Every query carries ``maxTimeMS``; user text is matched
+literally, never as a regex or an operator. ``check``/``repair`` delegate to
+:class:`partner_repo.UnitChecker` (repairs go through the unit repository).
 """
 
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any, Literal
+from typing import Any
 
 from pymongo import ASCENDING, DESCENDING
 
 from partner_repo.admin.check import CheckReport, RepairReport, UnitChecker
-from partner_repo.admin.cursor import CursorCodec, SliceKey, query_fingerprint
+from partner_repo.admin.consistency import SESSIONS_UNSUPPORTED, CausalReads
+from partner_repo.admin.cursor import CursorCodec, ReadTime, SliceKey
+from partner_repo.admin.filters import Order, SliceFilter, literal_pattern
 from partner_repo.admin.views import (
     DayCount,
     MemoryStats,
@@ -29,152 +30,23 @@ from partner_repo.admin.views import (
     UnitSize,
     UnitView,
 )
-from partner_repo.admin.windows import ALL_TIME, Anchors, Window, WindowWalk
+from partner_repo.admin.windows import Anchors, Window, WindowWalk
 from partner_repo.clock import to_utc_ms, utc_now
 from partner_repo.database import MongoDatabase
 from partner_repo.errors import InvalidInput, NotFound
 from partner_repo.indexes import UNITS
-from partner_repo.models import Message
+from partner_repo.models import MAX_ID_LENGTH, Message
 from partner_repo.storage import MAX_DOCUMENT_BYTES
 from partner_repo.validation import optional_datetime, require_id
-
-Order = Literal["asc", "desc"]
 
 DEFAULT_LIMIT = 50
 MAX_LIMIT = 500
 """``limit`` above this is capped: a page is one bounded aggregation, not an export."""
 DEFAULT_MAX_TIME_MS = 30_000
-MAX_TEXT_LENGTH = 1_000
 STATS_DAYS = 30
 LARGEST_UNITS = 5
 
 _DATE = "date"
-
-
-@dataclass(frozen=True)
-class SliceFilter:
-    """The validated filters of one query; the same filters serve ``find`` and ``count``."""
-
-    core_id: str | None
-    unit_id: str | None
-    created_from: datetime | None
-    created_to: datetime | None
-    text: str | None
-    order: Order
-
-    @classmethod
-    def of(
-        cls,
-        core_id: object,
-        unit_id: object,
-        created_from: object,
-        created_to: object,
-        text: object,
-        order: object = "desc",
-    ) -> SliceFilter:
-        if order not in ("asc", "desc"):
-            raise InvalidInput(f"order must be 'asc' or 'desc', got {order!r}")
-        start = optional_datetime(created_from, "created_from")
-        end = optional_datetime(created_to, "created_to")
-        if start is not None and end is not None and start > end:
-            raise InvalidInput(f"created_from ({start.isoformat()}) is after created_to ({end.isoformat()})")
-        if text is not None and not isinstance(text, str):
-            raise InvalidInput(f"text must be a string, got {type(text).__name__}")
-        if text is not None and len(text) > MAX_TEXT_LENGTH:
-            raise InvalidInput(f"text must be at most {MAX_TEXT_LENGTH} characters")
-        return cls(
-            core_id=None if core_id is None else require_id(core_id, "core_id"),
-            unit_id=None if unit_id is None else require_id(unit_id, "unit_id"),
-            created_from=start,
-            created_to=end,
-            text=text or None,
-            order="asc" if order == "asc" else "desc",
-        )
-
-    @property
-    def fingerprint(self) -> str:
-        return query_fingerprint(
-            {
-                "core_id": self.core_id,
-                "unit_id": self.unit_id,
-                "created_from": self.created_from,
-                "created_to": self.created_to,
-                "text": self.text,
-                "order": self.order,
-            }
-        )
-
-    def pipeline(self, after: SliceKey | None = None, window: Window = ALL_TIME) -> list[dict[str, Any]]:
-        """``$match`` units (index-served), drop the messages, ``$unwind``, ``$match`` the slices exactly."""
-        element = self.element(after, window)
-        slices: dict[str, Any] = {f"slices.{name}": condition for name, condition in element.items()}
-        if after is not None:
-            slices["$or"] = _after(after, "$lt" if self.order == "desc" else "$gt")
-        return [
-            {"$match": self.unit_match(element)},
-            {"$project": {"core_id": 1, "slices": 1}},
-            {"$unwind": "$slices"},
-            {"$match": slices},
-        ]
-
-    def element(self, after: SliceKey | None = None, window: Window = ALL_TIME) -> dict[str, Any]:
-        """What a matching slice satisfies. ``after`` (a keyset position) and ``window`` narrow its time
-        range: bounds of the index range (the exact keyset test follows the unwind)."""
-        descending = self.order == "desc"
-        resume = None if after is None or descending else after.created_at
-        lower = _latest(self.created_from, window.start, resume)
-        upper = _earliest(self.created_to, window.end)
-        when: dict[str, Any] = {"$type": _DATE}
-        if lower is not None:
-            when["$gte"] = lower
-        if upper is not None:
-            when["$lt"] = upper
-        if after is not None and descending:
-            when["$lte"] = after.created_at
-        element: dict[str, Any] = {"created_at": when}
-        if self.text is not None:
-            element["summary"] = literal_pattern(self.text)
-        return element
-
-    def unit_match(self, element: dict[str, Any]) -> dict[str, Any]:
-        """The units in scope holding a slice that satisfies ``element``."""
-        return {**self.scope(), "slices": {"$elemMatch": element}}
-
-    def scope(self) -> dict[str, Any]:
-        """The units the core and unit filters allow, whatever their slices."""
-        units: dict[str, Any] = {}
-        if self.core_id is not None:
-            units["core_id"] = self.core_id
-        if self.unit_id is not None:
-            units["_id"] = self.unit_id
-        return units
-
-    def sort(self) -> dict[str, Any]:
-        direction = -1 if self.order == "desc" else 1
-        return {"$sort": {"slices.created_at": direction, "slices.id": direction, "_id": direction}}
-
-
-def literal_pattern(text: str) -> dict[str, str]:
-    """A case-insensitive substring match of ``text`` taken literally (escaped; NUL spelled as ``\\x00``
-    because BSON cannot carry it in a pattern)."""
-    return {"$regex": re.escape(text).replace("\x00", "\\x00"), "$options": "i"}
-
-
-def _latest(*moments: datetime | None) -> datetime | None:
-    return max((m for m in moments if m is not None), default=None)
-
-
-def _earliest(*moments: datetime | None) -> datetime | None:
-    return min((m for m in moments if m is not None), default=None)
-
-
-def _after(key: SliceKey, beyond: str) -> list[dict[str, Any]]:
-    """Strictly after ``key`` in walk order: by time, then slice id, then unit id."""
-    return [
-        {"slices.created_at": {beyond: key.created_at}},
-        {"slices.created_at": key.created_at, "slices.id": {beyond: key.slice_id}},
-        {"slices.created_at": key.created_at, "slices.id": key.slice_id, "_id": {beyond: key.unit_id}},
-    ]
 
 
 class SliceQueries:
@@ -198,6 +70,7 @@ class SliceQueries:
         self._cursors = CursorCodec(str(getattr(database, "name", "")), cursor_secret)
         self._max_time_ms = max_time_ms
         self._anchors = Anchors()
+        self._causal = CausalReads(database)
 
     async def find(
         self,
@@ -215,25 +88,35 @@ class SliceQueries:
 
         ``created_from`` is inclusive and ``created_to`` exclusive; ``text`` is a case-insensitive substring
         of the summary; ``limit`` is capped at :data:`MAX_LIMIT`; ``after`` is a previous page's
-        ``next_cursor`` for the same filters and order (anything else raises :class:`InvalidCursor`).
+        ``next_cursor`` for the same filters and order (anything else raises :class:`InvalidCursor`). The
+        page is read after the cluster time its cursor carries (``afterClusterTime``), where there is one.
         """
         query = SliceFilter.of(core_id, unit_id, created_from, created_to, text, order)
         size = _page_size(limit)
         position = None if after is None else self._cursors.decode(after, query.fingerprint)
-        documents = await self._page_documents(query, position, size + 1)
-        items = SliceView.from_unwound(documents[:size])
+        documents, read_at = await self._read_page(query, position, size + 1)
         if len(documents) <= size:
-            return SlicePage(items=items, next_cursor=None)
-        last = documents[size - 1]
-        key = SliceKey(
-            created_at=to_utc_ms(last["slices"]["created_at"]),
-            slice_id=last["slices"]["id"],
-            unit_id=last["_id"],
-        )
+            return SlicePage(items=SliceView.from_unwound(documents), next_cursor=None)
+        end = _resumable_end(documents[:size])
+        key = _key(documents[end - 1], read_at)
+        items = SliceView.from_unwound(documents[:end])
         return SlicePage(items=items, next_cursor=self._cursors.encode(key, query.fingerprint))
 
-    async def _page_documents(
+    async def _read_page(
         self, query: SliceFilter, position: SliceKey | None, wanted: int
+    ) -> tuple[list[dict[str, Any]], ReadTime | None]:
+        """The page's documents, read in one causally consistent session after ``position``'s read time,
+        and the cluster time they were read at (None without sessions or on a standalone server)."""
+        try:
+            async with self._causal.session(None if position is None else position.read_at) as session:
+                documents = await self._page_documents(query, position, wanted, session)
+                return documents, CausalReads.read_time(session)
+        except SESSIONS_UNSUPPORTED:  # refused before anything was sent: read this page and the next plainly
+            self._causal.unsupported()
+            return await self._page_documents(query, position, wanted, None), None
+
+    async def _page_documents(
+        self, query: SliceFilter, position: SliceKey | None, wanted: int, session: Any | None
     ) -> list[dict[str, Any]]:
         """The first ``wanted`` unwound slices after ``position``, window by window (:mod:`.windows`), so a
         page reads the units near where it starts rather than every unit holding a matching slice."""
@@ -246,7 +129,7 @@ class SliceQueries:
             key = (query.core_id, query.unit_id, query.order)
             known, anchor = self._anchors.get(key)
             if not known:
-                anchor = await self._edge_time(query)
+                anchor = await self._edge_time(query, session)
                 self._anchors.remember(key, anchor)
         walk = WindowWalk(query.order, anchor, query.created_from if descending else query.created_to)
         documents: list[dict[str, Any]] = []
@@ -254,14 +137,14 @@ class SliceQueries:
         while window is not None:
             needed = wanted - len(documents)
             pipeline = [*query.pipeline(position, window), query.sort(), {"$limit": needed}]
-            found = await self._aggregate(pipeline, needed)
+            found = await self._aggregate(pipeline, needed, session)
             documents += found
             if len(documents) >= wanted:
                 break
             window = walk.advance(len(found), wanted - len(documents))
         return documents
 
-    async def _edge_time(self, query: SliceFilter) -> datetime | None:
+    async def _edge_time(self, query: SliceFilter, session: Any | None) -> datetime | None:
         """Where a page without a start bound begins: the newest (``desc``) or oldest slice time of the first
         unit in scope in slice-time order. Only the windows depend on it, never which slices a page returns.
 
@@ -275,6 +158,7 @@ class SliceQueries:
             {"slices.created_at": 1},
             sort=[("slices.created_at", DESCENDING if descending else ASCENDING)],
             max_time_ms=self._max_time_ms,
+            **_in(session),
         )
         times = [s.get("created_at") for s in (document or {}).get("slices") or [] if isinstance(s, dict)]
         stamps = [to_utc_ms(t) for t in times if isinstance(t, datetime)]
@@ -464,9 +348,38 @@ class SliceQueries:
             for d in documents
         ]
 
-    async def _aggregate(self, pipeline: list[dict[str, Any]], length: int) -> list[dict[str, Any]]:
-        cursor = self._units.aggregate(pipeline, maxTimeMS=self._max_time_ms)
+    async def _aggregate(
+        self, pipeline: list[dict[str, Any]], length: int, session: Any | None = None
+    ) -> list[dict[str, Any]]:
+        cursor = self._units.aggregate(pipeline, maxTimeMS=self._max_time_ms, **_in(session))
         return list(await cursor.to_list(length=length))
+
+
+def _in(session: Any | None) -> dict[str, Any]:
+    """``session=`` for a read, only when there is one (test doubles and the embedded backend take none)."""
+    return {} if session is None else {"session": session}
+
+
+def _key(document: dict[str, Any], read_at: ReadTime | None = None) -> SliceKey:
+    piece = document["slices"]
+    moment = to_utc_ms(piece["created_at"])
+    return SliceKey(created_at=moment, slice_id=piece["id"], unit_id=document["_id"], read_at=read_at)
+
+
+def _resumable_end(documents: list[dict[str, Any]]) -> int:
+    """How many of a full page's slices to return: all of them, unless the last ones have ids over the id
+    limit (written by another tool), which no cursor can name; the page then ends at the last slice one can
+    name, and the next page starts there. A page of nothing but such slices cannot be continued:
+    :class:`InvalidInput`."""
+    for end in range(len(documents), 0, -1):
+        if _key(documents[end - 1]).resumable:
+            return end
+    last = documents[-1]
+    raise InvalidInput(
+        f"cannot page past slice {last['slices']['id']!r} of unit {last['_id']!r}: ids longer than "
+        f"{MAX_ID_LENGTH} characters (written by another tool) cannot be held in a cursor; ask for a larger "
+        "limit, and rename them (partner-repo check lists them)"
+    )
 
 
 def _message_count() -> dict[str, Any]:

@@ -16,6 +16,7 @@ import click
 from partner_repo import __version__
 from partner_repo.database import MongoDatabase
 from partner_repo.errors import ConnectionFailed, PartnerRepoError
+from partner_repo.masking import scrub
 
 T = TypeVar("T")
 
@@ -58,10 +59,10 @@ def run_async(work: Callable[[], Awaitable[T]]) -> T:
     try:
         return asyncio.run(_call(work))
     except ConnectionFailed as exc:
-        click.echo(f"error: {exc}", err=True)
+        click.echo(f"error: {scrub(str(exc))}", err=True)
         raise SystemExit(EXIT_USAGE) from None
-    except PartnerRepoError as exc:
-        click.echo(f"error: {exc}", err=True)
+    except PartnerRepoError as exc:  # may quote the driver, hence the URI: scrubbed like every shown error
+        click.echo(f"error: {scrub(str(exc))}", err=True)
         raise SystemExit(EXIT_NOT_FOUND) from None
 
 

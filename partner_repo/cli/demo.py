@@ -28,9 +28,10 @@ from partner_repo.cli.output import console, short, slices_table
 from partner_repo.cli.slices import stats_tables
 from partner_repo.clock import to_utc_ms, utc_now
 from partner_repo.cores import MemoryCoreRepository
-from partner_repo.database import MongoDatabase, mask_uri
+from partner_repo.database import MongoDatabase
 from partner_repo.listener.listener import RollingListener
 from partner_repo.listener.registry import AfterRollingRegistry
+from partner_repo.masking import mask_uri
 from partner_repo.models import Message
 from partner_repo.rolling.config import RollingConfig
 from partner_repo.rolling.result import RollingResult

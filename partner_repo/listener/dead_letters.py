@@ -22,6 +22,7 @@ from partner_repo.database import MongoDatabase
 from partner_repo.indexes import DEAD_LETTERS
 from partner_repo.listener.registry import AfterRollingRegistry
 from partner_repo.listener.results import load_stored_result
+from partner_repo.masking import scrub
 from partner_repo.units import MemoryUnitRepository
 from partner_repo.validation import require_id
 
@@ -187,7 +188,7 @@ def describe(error: BaseException | str) -> str:
         text = error
     else:
         text = f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
-    return text[:ERROR_TEXT_LIMIT]
+    return scrub(text)[:ERROR_TEXT_LIMIT]
 
 
 def _key(group: str, consumer: str, slice_id: str) -> dict[str, str]:

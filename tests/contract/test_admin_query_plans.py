@@ -13,7 +13,7 @@ from conftest import real_database
 
 from partner_repo import MemoryUnitRepository, Message, init_repository
 from partner_repo.admin.cursor import SliceKey
-from partner_repo.admin.queries import SliceFilter
+from partner_repo.admin.filters import SliceFilter
 from partner_repo.admin.windows import ALL_TIME, Window
 from partner_repo.indexes import UNITS
 

@@ -71,3 +71,49 @@ def test_the_cli_prints_one_masked_line_for_an_unreachable_server() -> None:
     assert result.exit_code == 2
     assert "app:***@127.0.0.1:9" in result.output and SECRET not in result.output
     assert "Traceback" not in result.output
+
+
+MALFORMED = [
+    f"mongodb:/app:{SECRET}@db/",
+    f"mongodb//app:{SECRET}@db",
+    f"app:{SECRET}@db",
+    f"mongodb://app:{SECRET}@",
+    f"mongodb://app:{SECRET}",
+    f"mongodb://app:{SECRET}?x@db/",
+    f"mongodb://app:x@?{SECRET}@db/",
+    f"mongodb://app:{SECRET}@db:notaport/",
+    f"mongodb+srv://app:{SECRET}@db:27017/",
+    f"mongodb://app@127.0.0.1:9/?password={SECRET}",
+]
+UNREACHABLE = [
+    f"mongodb://app:{SECRET}@127.0.0.1:9/?directConnection=true",
+    f"mongodb://127.0.0.1:9/?authMechanism=MONGODB-AWS&authMechanismProperties=AWS_SESSION_TOKEN:{SECRET}",
+    f"mongodb://127.0.0.1:9/?tls=true&tlsCertificateKeyFilePassword={SECRET}",
+]
+
+
+@pytest.mark.parametrize("uri", MALFORMED + UNREACHABLE)
+def test_the_cli_shows_one_line_without_the_password_whatever_the_uri(uri: str) -> None:
+    environment = {"MONGODB_URI": None, "PARTNER_REPO_SERVER_SELECTION_TIMEOUT_MS": "200"}
+
+    result = CliRunner(env=environment).invoke(main, ["--uri", uri, "slices", "list"])
+
+    assert result.exit_code == 2
+    assert SECRET not in result.stderr and SECRET not in result.stdout
+    assert len(result.stderr.splitlines()) == 1 and result.stderr.startswith("error: ")
+
+
+@pytest.mark.parametrize("uri", MALFORMED)
+async def test_a_uri_the_driver_refuses_is_connection_failed_without_the_password(uri: str) -> None:
+    with pytest.raises(ConnectionFailed, match="unusable MongoDB URI") as caught:
+        await connect(uri)
+
+    assert SECRET not in str(caught.value)
+
+
+def test_the_cli_reads_a_malformed_uri_from_the_environment_without_showing_it() -> None:
+    environment = {"MONGODB_URI": f"mongodb:/app:{SECRET}@db/"}
+
+    result = CliRunner(env=environment).invoke(main, ["slices", "list"])
+
+    assert result.exit_code == 2 and SECRET not in result.output

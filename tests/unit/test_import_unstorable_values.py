@@ -126,7 +126,7 @@ UNICODE_ISSUES = {
         "slice 1: summary is not valid Unicode text: a lone surrogate at position 4",
     ],
     "core/memory/memory-unit\\udcff.json": [
-        "unit: the unit id in the file name is not valid Unicode text: a lone surrogate at position 0",
+        "unit: the unit id of the file name is not valid Unicode text: a lone surrogate at position 0",
         "unit: not listed in core/memory.json (memory_unit_uuid_set); imported anyway",
     ],
 }

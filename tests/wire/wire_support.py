@@ -16,14 +16,19 @@ from mockupdb import MockupDB, Request
 from motor.motor_asyncio import AsyncIOMotorClient
 
 UNITS_NS = "partner.memory_units"
+HELLO = {"ismaster": True, "minWireVersion": 0, "maxWireVersion": 21}
+"""The handshake reply: a server without sessions (add ``logicalSessionTimeoutMinutes`` for them)."""
 
 
 @contextmanager
 def scripted_server(
-    *, autoresponder: Callable[[Request], bool] | None = None, **options: Any
+    *,
+    autoresponder: Callable[[Request], bool] | None = None,
+    hello: Mapping[str, Any] = HELLO,
+    **options: Any,
 ) -> Iterator[MockupDB]:
     """A running mockupdb speaking wire version 21; stopping it takes a second, so share it per module."""
-    mock = MockupDB(auto_ismaster={"ismaster": True, "minWireVersion": 0, "maxWireVersion": 21}, **options)
+    mock = MockupDB(auto_ismaster=dict(hello), **options)
     if autoresponder is not None:
         mock.autoresponds(autoresponder)
     mock.run()
@@ -33,12 +38,17 @@ def scripted_server(
         mock.stop()
 
 
-def server_fixture(*, autoresponder: Callable[[Request], bool] | None = None, **options: Any) -> Any:
+def server_fixture(
+    *,
+    autoresponder: Callable[[Request], bool] | None = None,
+    hello: Mapping[str, Any] = HELLO,
+    **options: Any,
+) -> Any:
     """A module-scoped ``server`` fixture; assign it as ``server = server_fixture()`` in a test module."""
 
     @pytest.fixture(scope="module")
     def server() -> Iterator[MockupDB]:
-        with scripted_server(autoresponder=autoresponder, **options) as mock:
+        with scripted_server(autoresponder=autoresponder, hello=hello, **options) as mock:
             yield mock
 
     return server

@@ -1,0 +1,190 @@
+"""Masking credentials in connection strings, and in any text that may quote one, before it is shown.
+
+A URI reaches error messages and log lines in whatever shape the operator typed it, malformed ones included
+(``mongodb:/user:secret@host``, ``user:secret@host``, an unescaped ``@``, ``?`` or ``/`` in the password),
+and the driver's own messages may quote parts of it. So masking does not parse the URI the way the driver
+would; it finds every span that could hold a secret and masks it, erring on the side of masking:
+
+- the password: from the first ``:`` of the user information to the *last* ``@`` (a password may hold
+  ``@``, ``?``, ``/``); in a malformed URI, user information without a ``:`` is masked whole;
+- the value of every option whose name looks secret (``...password...``, ``...token...``, ``...secret...``,
+  ``...key...``, ``authMechanismProperties``), wherever a ``?``, ``&`` or ``;`` starts it;
+- a query component without ``=`` (the tail of a value holding an unescaped ``&``);
+- after a host, a "port" that is not a number, to the end (``mongodb://user:secret`` with the ``@host``
+  forgotten).
+
+:func:`scrub` masks text: every URI-looking word in it, and every secret of the URIs this process connected
+with (:func:`remember_secrets`), so driver messages and log lines cannot show one either. Every record of a
+``partner_repo`` logger (migrations included) is scrubbed as it is made, message and traceback, before any
+handler sees it (:func:`mask_library_logs`); :class:`SecretsFilter` does the same for a handler of yours.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Callable
+from typing import Any
+from urllib.parse import unquote
+
+MASK = "***"
+
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
+_LOOSE_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*(?::/{1,2}|/{1,2})")
+_SECRET_NAME = re.compile(r"(?i)pass|pwd|secret|token|credential|key|signature|authmechanismproperties")
+_OPTION = re.compile(r"(?<=[?&;])(?P<name>[^?&;=]*)=(?P<value>[^&;]*)")
+_URI_IN_TEXT = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:/{1,2}[^\s'\"<>]*|[^\s'\"<>:/@]+:[^\s'\"<>]*@[^\s'\"<>]*")
+
+_known_secrets: set[str] = set()
+
+
+def mask_uri(uri: str) -> str:
+    """The URI with everything that could be a credential replaced by ``***``, whatever its shape."""
+    return _masked(uri, secret_spans(uri))
+
+
+def secret_spans(uri: str) -> list[tuple[int, int]]:
+    """The ``(start, end)`` spans of ``uri`` that may hold a secret (see the module docstring)."""
+    strict = _SCHEME.match(uri)
+    loose = strict or _LOOSE_SCHEME.match(uri)
+    prefix = loose.end() if loose else 0
+    spans: list[tuple[int, int]] = []
+    at = uri.rfind("@")
+    if at >= prefix:
+        colon = uri.find(":", prefix, at)
+        if colon >= 0:
+            spans.append((colon + 1, at))
+        elif strict is None and at > prefix:
+            spans.append((prefix, at))
+    hosts = at + 1 if at >= prefix else prefix
+    first_question = uri.find("?", prefix)
+    if first_question >= 0:
+        for option in _OPTION.finditer(uri, first_question):
+            if _SECRET_NAME.search(option["name"]):
+                spans.append(option.span("value"))
+    query = uri.find("?", hosts)
+    if query >= 0:
+        spans += _bare_components(uri, query + 1)
+    spans += _odd_port(uri, hosts, query)
+    return spans
+
+
+def scrub(text: str, uri: str | None = None) -> str:
+    """``text`` with every URI-looking word masked and every known secret (of ``uri``, and of the URIs this
+    process connected with) replaced by ``***``: for driver messages that may quote a connection string."""
+    secrets = set(_known_secrets)
+    if uri is not None:
+        secrets |= _secrets_of(uri)
+    text = _URI_IN_TEXT.sub(_masked_word, text)
+    for secret in sorted(secrets, key=len, reverse=True):
+        text = text.replace(secret, MASK)
+    return text
+
+
+def remember_secrets(uri: str) -> None:
+    """Mask the secrets of ``uri`` in everything :func:`scrub` cleans from now on (the process connected with
+    it, so driver messages may quote them)."""
+    _known_secrets.update(_secrets_of(uri))
+
+
+def scrub_record(record: logging.LogRecord) -> None:
+    """Scrub a log record's message and traceback in place (:func:`scrub`)."""
+    message = record.getMessage()
+    cleaned = scrub(message)
+    if cleaned != message:
+        record.msg, record.args = cleaned, None
+    if record.exc_info and not record.exc_text:
+        record.exc_text = scrub(logging.Formatter().formatException(record.exc_info))
+
+
+class SecretsFilter(logging.Filter):
+    """Scrubs every record it sees: put it on a handler that also shows other loggers' records (the driver's
+    own, for instance)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        scrub_record(record)
+        return True
+
+
+class _MaskingRecordFactory:
+    """Wraps the record factory in place: records of ``partner_repo`` loggers are scrubbed when made.
+
+    A factory rather than a filter per logger: a logger's filters see only the records logged on it, and
+    loggers keep appearing (each migration module has its own)."""
+
+    def __init__(self, wrapped: Callable[..., logging.LogRecord]) -> None:
+        self.wrapped = wrapped
+
+    def __call__(self, *args: Any, **kwargs: Any) -> logging.LogRecord:
+        record = self.wrapped(*args, **kwargs)
+        if record.name == "partner_repo" or record.name.startswith("partner_repo."):
+            scrub_record(record)
+        return record
+
+
+def mask_library_logs() -> None:
+    """Scrub every record of the library's loggers from now on; done when the package is imported
+    (idempotent; an application that installs its own record factory afterwards should wrap this one)."""
+    current = logging.getLogRecordFactory()
+    if not isinstance(current, _MaskingRecordFactory):
+        logging.setLogRecordFactory(_MaskingRecordFactory(current))
+
+
+def _masked_word(match: re.Match[str]) -> str:
+    """A URI found in text, masked; punctuation that ends the sentence around it is kept."""
+    word = match.group()
+    uri = word.rstrip(":,.;)")
+    return mask_uri(uri) + word[len(uri) :]
+
+
+def _secrets_of(uri: str) -> set[str]:
+    found = {uri[start:end] for start, end in secret_spans(uri)}
+    found |= {unquote(secret) for secret in found}
+    return {secret for secret in found if secret and secret != MASK}
+
+
+def _bare_components(uri: str, start: int) -> list[tuple[int, int]]:
+    spans: list[tuple[int, int]] = []
+    for component in re.finditer(r"[^&;]+", uri[start:]):
+        if "=" not in component.group():
+            spans.append((start + component.start(), start + component.end()))
+    return spans
+
+
+def _odd_port(uri: str, hosts: int, query: int) -> list[tuple[int, int]]:
+    """From the ``:`` of a host whose port is not a number to the end of the text."""
+    end = min((i for i in (uri.find("/", hosts), query) if i >= 0), default=len(uri))
+    position = hosts
+    for host in uri[hosts:end].split(","):
+        colon = host.find(":", host.find("]") + 1 if host.startswith("[") else 0)
+        if colon >= 0 and not host[colon + 1 :].isdigit():
+            return [(position + colon + 1, len(uri))]
+        position += len(host) + 1
+    return []
+
+
+def _masked(text: str, spans: list[tuple[int, int]]) -> str:
+    """``text`` with the (possibly overlapping) spans replaced by one ``***`` each run."""
+    merged: list[list[int]] = []
+    for start, end in sorted(s for s in spans if s[1] > s[0]):
+        if merged and start <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], end)
+        else:
+            merged.append([start, end])
+    pieces, position = [], 0
+    for start, end in merged:
+        pieces += [text[position:start], MASK]
+        position = end
+    return "".join([*pieces, text[position:]])
+
+
+__all__ = [
+    "MASK",
+    "SecretsFilter",
+    "mask_library_logs",
+    "mask_uri",
+    "remember_secrets",
+    "scrub",
+    "scrub_record",
+    "secret_spans",
+]
