@@ -28,8 +28,8 @@ SECANTUSDB_GAPS: tuple[Gap, ...] = (
     ),
     Gap(
         "tests/contract/test_unit_repository_contract.py::test_core_sessions[mongodb]",
-        "concurrent findAndModify upserts of one new _id: some return a null value, where MongoDB returns the "
-        "upserted or matched document (it retries the losing insert as an update)",
+        "concurrent findAndModify upserts of one new _id: some return a null value, where MongoDB returns "
+        "the upserted or matched document (it retries the losing insert as an update)",
         certain=False,
     ),
 )
