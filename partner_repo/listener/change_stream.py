@@ -155,6 +155,13 @@ class ChangeStreamSource:
         self._following = following or asyncio.Event()
         self._open_failures: dict[str, int] = {}
         self._backoff = backoff
+        self._followed = 0
+        """How many times a stream was opened and caught up: a failure after that is a fresh incident."""
+
+    @property
+    def got_going(self) -> bool:
+        """Whether a stream was ever opened and followed (so a failure afterwards starts backoff afresh)."""
+        return self._followed > 0
 
     async def run(self, stopping: asyncio.Event) -> None:
         checkpoint = await self._checkpoints.group()
@@ -165,31 +172,27 @@ class ChangeStreamSource:
         failures = 0
         recoveries = 0
         while not stopping.is_set():
+            followed = self._followed
             try:
                 await self._follow(stopping)
-                failures = 0
             except ChangeStreamUnavailable:
                 raise
-            except _TokenRejected as rejected:
-                recoveries += 1
-                await self._forget_token(rejected.error, recoveries, stopping)
-                continue
-            except OperationFailure as exc:
-                if _is_unavailable(exc):
+            except (_TokenRejected, PyMongoError) as exc:
+                if self._followed != followed:  # the stream got going since the last failure: back off afresh
+                    failures = recoveries = 0
+                if isinstance(exc, OperationFailure) and _is_unavailable(exc):
                     raise ChangeStreamUnavailable(
                         f"change streams are not available: {describe(exc)}"
                     ) from exc
-                if _token_is_dead(exc):
+                dead = _dead_token_error(exc)
+                if dead is not None:
                     recoveries += 1
-                    await self._forget_token(exc, recoveries, stopping)
-                    continue
-                failures += 1
-                await self._pause_after(exc, failures, stopping)
-            except PyMongoError as exc:
-                failures += 1
-                await self._pause_after(exc, failures, stopping)
-            else:
-                recoveries = 0
+                    await self._forget_token(dead, recoveries, stopping)
+                else:
+                    failures += 1
+                    await self._pause_after(exc, failures, stopping)
+            else:  # invalidated: reopened at once, after a catch-up scan
+                failures = recoveries = 0
 
     async def _forget_token(self, exc: OperationFailure, recoveries: int, stopping: asyncio.Event) -> None:
         """The server will never accept the token again: drop it (here and in the checkpoint) and catch up."""
@@ -269,6 +272,7 @@ class ChangeStreamSource:
                 self._position = _Position(opened, kind, catch_up=False)
                 await self._commit_token(opened, kind)
             self._following.set()
+            self._followed += 1
             while not stopping.is_set():
                 event = await stream.try_next()
                 token = stream.resume_token
@@ -333,6 +337,15 @@ class _TokenRejected(Exception):
 
 def _is_unavailable(exc: OperationFailure) -> bool:
     return exc.code in UNAVAILABLE_CODES or "only supported on replica sets" in str(exc)
+
+
+def _dead_token_error(exc: Exception) -> OperationFailure | None:
+    """The server error saying the stream's token can never work again, if ``exc`` is (or wraps) one."""
+    if isinstance(exc, _TokenRejected):
+        return exc.error
+    if isinstance(exc, OperationFailure) and _token_is_dead(exc):
+        return exc
+    return None
 
 
 def _token_is_dead(exc: OperationFailure) -> bool:

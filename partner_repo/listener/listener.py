@@ -301,24 +301,23 @@ class RollingListener:
         scanner = UnitScanner(self._units, self._checkpoints, pipeline)
         failures = 0
         while not stopping.is_set():
+            source: ChangeStreamSource | PollingSource
+            if use_stream:
+                source = ChangeStreamSource(
+                    self._units,
+                    self._checkpoints,
+                    pipeline,
+                    scanner,
+                    max_await_seconds=self._poll_interval,
+                    following=self._source_ready,
+                    backoff=self._backoff,
+                )
+            else:
+                source = self._polling = PollingSource(scanner, self._poll_interval, backoff=self._backoff)
+                self._source_ready.set()
+            pipeline.source = source.name
             try:
-                if use_stream:
-                    pipeline.source = ChangeStreamSource.name
-                    stream = ChangeStreamSource(
-                        self._units,
-                        self._checkpoints,
-                        pipeline,
-                        scanner,
-                        max_await_seconds=self._poll_interval,
-                        following=self._source_ready,
-                        backoff=self._backoff,
-                    )
-                    await stream.run(stopping)
-                else:
-                    pipeline.source = PollingSource.name
-                    self._polling = PollingSource(scanner, self._poll_interval, backoff=self._backoff)
-                    self._source_ready.set()
-                    await self._polling.run(stopping)
+                await source.run(stopping)
             except ChangeStreamUnavailable as exc:
                 logger.info(
                     "listener group %r: %s; polling every %.2fs instead",
@@ -330,7 +329,7 @@ class RollingListener:
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
-                failures += 1
+                failures = 1 if source.got_going else failures + 1  # a source that got going starts afresh
                 delay = self._backoff.delay(failures)
                 logger.exception(
                     "listener group %r: source failed (%s); restarting it in %.1fs",

@@ -102,6 +102,8 @@ class PollingSource:
         self._backoff = backoff
         self._wake = asyncio.Event()
         self._waiting: list[asyncio.Future[None]] = []
+        self.got_going = False
+        """Whether a pass ever completed (so a failure afterwards starts backoff afresh)."""
 
     def request_scan(self) -> asyncio.Future[None]:
         """A future resolved when a full pass that started after this call has offered what it found."""
@@ -129,6 +131,7 @@ class PollingSource:
                 await _sleep_until(stopping, self._wake, delay)
                 continue
             failures = 0
+            self.got_going = True
             if full:
                 last_full = time.monotonic()
             for future in waiting:
