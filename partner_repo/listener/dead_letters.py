@@ -20,7 +20,7 @@ from pymongo import ReturnDocument
 from partner_repo.clock import UtcDatetime, utc_now
 from partner_repo.database import MongoDatabase
 from partner_repo.indexes import DEAD_LETTERS
-from partner_repo.listener.registry import AfterRollingRegistry
+from partner_repo.listener.registry import AfterRollingRegistry, raised_by_consumer
 from partner_repo.listener.results import load_stored_result
 from partner_repo.units import MemoryUnitRepository
 from partner_repo.validation import require_id
@@ -155,7 +155,9 @@ async def replay_dead_letters(
             continue
         try:
             await target.consume(result)
-        except Exception as exc:
+        except BaseException as exc:
+            if not raised_by_consumer(exc):
+                raise
             logger.warning(
                 "replay of slice %s to consumer %r failed again: %s",
                 letter.slice_id,

@@ -31,7 +31,7 @@ from typing import TypeVar
 from partner_repo.clock import utc_now
 from partner_repo.listener.checkpoints import ListenerCheckpoints, UnitProgress
 from partner_repo.listener.dead_letters import DeadLetterRepository, describe
-from partner_repo.listener.registry import AfterRolling
+from partner_repo.listener.registry import AfterRolling, raised_by_consumer
 from partner_repo.listener.results import load_result
 from partner_repo.listener.retry import Backoff
 from partner_repo.models import MemorySlice
@@ -311,12 +311,14 @@ class DeliveryPipeline:
             return delivery.result
 
     async def _deliver(self, consumer: AfterRolling, delivery: _Delivery, result: RollingResult) -> None:
-        error: Exception | None = None
+        error: BaseException | None = None
         for attempt in range(1, self._max_attempts + 1):
             try:
                 await asyncio.wait_for(consumer.consume(result), self._consume_timeout)
                 return
-            except Exception as exc:
+            except BaseException as exc:  # a consumer's CancelledError is its failure, not our stop
+                if not raised_by_consumer(exc):
+                    raise
                 error = exc
                 if attempt < self._max_attempts:
                     delay = self._backoff.delay(attempt)
