@@ -15,10 +15,11 @@ Events and what they mean here:
 Position: the resume token of each event is saved (through the pipeline's ordered commits) once that event's
 slices are delivered, and the post-batch token is saved while the stream is idle, so a quiet collection
 never leaves a stale token behind. A token the server no longer has (``ChangeStreamHistoryLost``, 286, or
-another rejection) is dropped at once (never retried) and the source catches up: it opens a fresh stream
-first (so nothing written during the scan is missed), scans every unit against the checkpoint, then reads
-the stream. A resumable error (network, step-down) is resumed by the driver with its latest token; if that
-fails too, the source reopens from the last token it saw.
+another rejection, see :mod:`partner_repo.listener.stream_errors`) is dropped at once (never retried) and the
+source catches up: it opens a fresh stream first (so nothing written during the scan is missed), scans every
+unit against the checkpoint, then reads the stream. A resumable error (network, step-down, shutdown) is
+resumed by the driver with its latest token; if that fails too, the source reopens from the last token it
+saw, with backoff, for as long as the errors last: a resumable error never costs the token.
 """
 
 from __future__ import annotations
@@ -40,21 +41,16 @@ from partner_repo.listener.dead_letters import describe
 from partner_repo.listener.pipeline import CommitAction, DeliveryPipeline
 from partner_repo.listener.polling import UnitScanner
 from partner_repo.listener.retry import Backoff
+from partner_repo.listener.stream_errors import verdict
 from partner_repo.models import MemorySlice
 from partner_repo.storage import slice_from_document
 from partner_repo.units import MemoryUnitRepository
 
 logger = logging.getLogger("partner_repo.listener")
 
-UNAVAILABLE_CODES = frozenset({40573, 40324})
-"""``$changeStream`` only on replica sets / unknown pipeline stage: this deployment cannot stream."""
-
-DEAD_TOKEN_CODES = frozenset({286, 280, 260})
-"""ChangeStreamHistoryLost, ChangeStreamFatalError, InvalidResumeToken: the token can never work again."""
-
 OPEN_FAILURES_BEFORE_GIVING_UP = 3
-"""Server errors in a row on opening from one token, of a kind not known to mean "dead token", after which
-the token is dropped anyway (and the listener catches up by scan)."""
+"""Server errors in a row on opening from one token, neither resumable nor known to mean "dead token", after
+which the token is dropped anyway (and the listener catches up by scan). Resumable errors never count."""
 
 DEFAULT_BACKOFF = Backoff(initial=0.5, multiplier=2.0, maximum=30.0)
 _SLICE_KEY = re.compile(r"^slices\.(\d+)$")
@@ -180,7 +176,7 @@ class ChangeStreamSource:
             except (_TokenRejected, PyMongoError) as exc:
                 if self._followed != followed:  # the stream got going since the last failure: back off afresh
                     failures = recoveries = 0
-                if isinstance(exc, OperationFailure) and _is_unavailable(exc):
+                if isinstance(exc, PyMongoError) and verdict(exc) == "unavailable":
                     raise ChangeStreamUnavailable(
                         f"change streams are not available: {describe(exc)}"
                     ) from exc
@@ -212,15 +208,15 @@ class ChangeStreamSource:
     def _rejects(self, token: Mapping[str, Any], exc: OperationFailure) -> bool:
         """Whether the server refused to open a stream at ``token`` for good.
 
-        Known codes and messages say so at once. Any other server error on opening from the same token
-        counts too once it has happened :data:`OPEN_FAILURES_BEFORE_GIVING_UP` times in a row, so an
-        unforeseen rejection (a malformed token, a server-specific code) can never keep the listener
-        retrying a dead token; network errors are not server errors and never count.
+        Known codes, labels and messages say so at once, and resumable errors (a step-down, a shutdown, a
+        network error) never do: the token is kept and retried with backoff for as long as they last. Any
+        other server error on opening from the same token counts once it has happened
+        :data:`OPEN_FAILURES_BEFORE_GIVING_UP` times in a row, so an unforeseen rejection (a malformed token,
+        a server-specific code) can never keep the listener retrying a dead token.
         """
-        if _is_unavailable(exc):
-            return False
-        if _token_is_dead(exc):
-            return True
+        found = verdict(exc)
+        if found != "unknown":
+            return found == "dead"
         key = repr(sorted(token.items()))
         self._open_failures[key] = self._open_failures.get(key, 0) + 1
         return self._open_failures[key] >= OPEN_FAILURES_BEFORE_GIVING_UP
@@ -335,24 +331,13 @@ class _TokenRejected(Exception):
         self.error = error
 
 
-def _is_unavailable(exc: OperationFailure) -> bool:
-    return exc.code in UNAVAILABLE_CODES or "only supported on replica sets" in str(exc)
-
-
 def _dead_token_error(exc: Exception) -> OperationFailure | None:
     """The server error saying the stream's token can never work again, if ``exc`` is (or wraps) one."""
     if isinstance(exc, _TokenRejected):
         return exc.error
-    if isinstance(exc, OperationFailure) and _token_is_dead(exc):
+    if isinstance(exc, OperationFailure) and verdict(exc) == "dead":
         return exc
     return None
-
-
-def _token_is_dead(exc: OperationFailure) -> bool:
-    if exc.code in DEAD_TOKEN_CODES:
-        return True
-    text = str(exc).lower()
-    return "resume token" in text or "resume of change stream was not possible" in text
 
 
 __all__: list[str] = []  # internal to the listener: nothing here is public API
