@@ -44,6 +44,50 @@ at least), so an unchanged fingerprint means an unchanged unit. No clock is invo
 
 _FINGERPRINT_FIELDS = ("version", "message_count", "slice_count", "size_bytes")
 
+_NOT_MESSAGES = {
+    "$and": [
+        {"$ne": ["$$this.k", "conversation_messages"]},
+        {"$ne": [{"$indexOfBytes": ["$$this.k", "conversation_messages."]}, 0]},
+    ]
+}
+WATCH_PIPELINE: list[dict[str, Any]] = [
+    {"$project": {"fullDocument.conversation_messages": 0}},
+    {
+        "$set": {
+            "updateDescription": {
+                "$cond": {
+                    "if": {"$eq": ["$operationType", "update"]},
+                    "then": {
+                        "$mergeObjects": [
+                            "$updateDescription",
+                            {
+                                "updatedFields": {
+                                    "$arrayToObject": {
+                                        "$filter": {
+                                            "input": {"$objectToArray": "$updateDescription.updatedFields"},
+                                            "cond": _NOT_MESSAGES,
+                                        }
+                                    }
+                                }
+                            },
+                        ]
+                    },
+                    "else": "$$REMOVE",
+                }
+            }
+        }
+    },
+]
+"""What :meth:`MemoryUnitRepository.watch` asks the server to strip from every event: the messages.
+
+An insert or replace brings the whole unit (``fullDocument``); an append is a ``$push``, reported as
+``updatedFields["conversation_messages.N"]`` per message (or the whole array when pushed into an empty one).
+Left in, every listener would receive every message, and an append near 16 MiB would make an event over the
+limit (``BSONObjectTooLarge``). A dotted key inside ``updatedFields`` cannot be named by ``$project``, so the
+second stage rebuilds ``updatedFields`` without the keys that are, or start with, ``conversation_messages``
+(update events only; others have no ``updateDescription``). The listener reads each slice's messages itself.
+"""
+
 
 @dataclass(frozen=True)
 class UnitOutline:
@@ -203,14 +247,15 @@ class MemoryUnitRepository:
     ) -> Any:
         """A change stream on ``memory_units`` (a Motor change stream: open it with ``async with``).
 
-        Inserted and replaced units arrive without their messages (projected out on the server); update events
-        carry only what the update changed. Raises :class:`ChangeStreamUnavailable` on a backend without
+        Events never carry messages (:data:`WATCH_PIPELINE`, applied on the server): inserted and replaced
+        units arrive without them, update events with what the update changed but the messages appended.
+        Raises :class:`ChangeStreamUnavailable` on a backend without
         change streams (the in-memory one); a standalone server refuses when the stream opens (code 40573).
         """
         if getattr(type(self._units), "watch", None) is None:
             raise ChangeStreamUnavailable("this backend has no change streams (the in-memory backend)")
         return self._units.watch(
-            [{"$project": {"fullDocument.conversation_messages": 0}}],
+            WATCH_PIPELINE,
             resume_after=resume_after,
             start_after=start_after,
             start_at_operation_time=start_at_operation_time,

@@ -19,7 +19,7 @@ from bson import Timestamp
 from conftest import until
 from mockupdb import MockupDB, Request
 from wire_support import UNITS_NS as NS
-from wire_support import motor_client, server_fixture
+from wire_support import motor_client, plain, server_fixture
 from wire_support import receive as next_request
 
 from partner_repo import (
@@ -128,10 +128,57 @@ async def receive(server: MockupDB, name: str) -> Request:
     return request
 
 
+WITHOUT_MESSAGES = [
+    {"$project": {"fullDocument.conversation_messages": 0}},
+    {
+        "$set": {
+            "updateDescription": {
+                "$cond": {
+                    "if": {"$eq": ["$operationType", "update"]},
+                    "then": {
+                        "$mergeObjects": [
+                            "$updateDescription",
+                            {
+                                "updatedFields": {
+                                    "$arrayToObject": {
+                                        "$filter": {
+                                            "input": {"$objectToArray": "$updateDescription.updatedFields"},
+                                            "cond": {
+                                                "$and": [
+                                                    {"$ne": ["$$this.k", "conversation_messages"]},
+                                                    {
+                                                        "$ne": [
+                                                            {
+                                                                "$indexOfBytes": [
+                                                                    "$$this.k",
+                                                                    "conversation_messages.",
+                                                                ]
+                                                            },
+                                                            0,
+                                                        ]
+                                                    },
+                                                ]
+                                            },
+                                        }
+                                    }
+                                }
+                            },
+                        ]
+                    },
+                    "else": "$$REMOVE",
+                }
+            }
+        }
+    },
+]
+"""The stages after ``$changeStream``: messages never travel in an event, neither in ``fullDocument`` nor as
+the ``conversation_messages`` keys of an append's ``updatedFields``."""
+
+
 def change_stream_stage(request: Request) -> dict[str, Any]:
     assert request.doc["aggregate"] == "memory_units"
-    pipeline = request.doc["pipeline"]
-    assert pipeline[1:] == [{"$project": {"fullDocument.conversation_messages": 0}}]
+    pipeline = plain(request.doc["pipeline"])
+    assert pipeline[1:] == WITHOUT_MESSAGES
     return dict(pipeline[0]["$changeStream"])
 
 
@@ -585,5 +632,20 @@ async def test_an_error_labelled_non_resumable_drops_the_token_at_once(
     reopened.replies(first_batch(75, [], token("FRESH")))
     idle = answer_idle(server, 75, token("FRESH"))
     await until(lambda: token_is(database, token("FRESH")))
+    await listener.stop()
+    idle.cancel()
+
+
+async def test_the_stream_asks_the_server_to_leave_messages_out_of_every_event(
+    server: MockupDB, database: Any
+) -> None:
+    await seed_token(database)
+    listener = listener_for(database, Recorder())
+    await listener.start()
+
+    opened = await receive(server, "aggregate")
+    assert plain(opened.doc["pipeline"]) == [{"$changeStream": {"resumeAfter": STORED}}, *WITHOUT_MESSAGES]
+    opened.replies(first_batch(76, [], token("P")))
+    idle = answer_idle(server, 76, token("P"))
     await listener.stop()
     idle.cancel()
