@@ -18,6 +18,7 @@ from typing import Any
 from pydantic import ValidationError
 from pymongo import ASCENDING
 from pymongo.errors import DuplicateKeyError, OperationFailure
+from pymongo.read_concern import ReadConcern
 
 from partner_repo.clock import utc_now
 from partner_repo.database import MongoDatabase
@@ -108,9 +109,13 @@ class MemoryUnitRepository:
         *,
         max_document_bytes: int = MAX_DOCUMENT_BYTES,
         head_cache_size: int = HEAD_CACHE_SIZE,
+        majority_reads: bool = False,
     ) -> None:
         self._database = database
         self._units = database[UNITS]
+        self._reads = _majority(self._units) if majority_reads else self._units
+        """What the change-feed reads and ``messages_between`` use: with ``majority_reads``, they read with
+        ``readConcern: majority`` (as change streams do), so what they return can never be rolled back."""
         self._max_bytes = max_document_bytes
         self._heads = HeadCache(require_count(head_cache_size, "head_cache_size"))
         self._adoption = UnitAdoption(self._units, max_document_bytes)
@@ -161,7 +166,7 @@ class MemoryUnitRepository:
         if end <= start:
             return []
         projection = {"message_count": 1, "conversation_messages": {"$slice": [start, end - start]}}
-        document = await self._units.find_one({"_id": require_id(unit_id, "unit_id")}, projection)
+        document = await self._reads.find_one({"_id": require_id(unit_id, "unit_id")}, projection)
         if document is None:
             raise NotFound(f"no unit {unit_id!r}")
         return _messages(document)
@@ -192,13 +197,13 @@ class MemoryUnitRepository:
         """Every unit's id and fingerprint in id order, read from the ``unit_fingerprint`` index alone."""
         projection = {"_id": 1, **dict.fromkeys(_FINGERPRINT_FIELDS, 1)}
         try:
-            cursor = self._units.find({}, projection).hint(UNIT_FINGERPRINT_INDEX).sort("_id", ASCENDING)
+            cursor = self._reads.find({}, projection).hint(UNIT_FINGERPRINT_INDEX).sort("_id", ASCENDING)
             async for document in cursor:
                 yield document["_id"], _fingerprint(document)
         except OperationFailure as exc:
             if not _is_missing_index(exc):
                 raise
-            async for document in self._units.find({}, projection).sort("_id", ASCENDING):
+            async for document in self._reads.find({}, projection).sort("_id", ASCENDING):
                 yield document["_id"], _fingerprint(document)
 
     async def fingerprint_totals(self) -> tuple[int, ...]:
@@ -207,11 +212,11 @@ class MemoryUnitRepository:
         group.update({name: {"$sum": f"${name}"} for name in _FINGERPRINT_FIELDS})
         pipeline = [{"$group": group}]
         try:
-            rows = await self._units.aggregate(pipeline, hint=UNIT_FINGERPRINT_INDEX).to_list(length=1)
+            rows = await self._reads.aggregate(pipeline, hint=UNIT_FINGERPRINT_INDEX).to_list(length=1)
         except OperationFailure as exc:
             if not _is_missing_index(exc):
                 raise
-            rows = await self._units.aggregate(pipeline).to_list(length=1)
+            rows = await self._reads.aggregate(pipeline).to_list(length=1)
         row = rows[0] if rows else {}
         return (int(row.get("units", 0)), *(int(row.get(name, 0)) for name in _FINGERPRINT_FIELDS))
 
@@ -223,9 +228,9 @@ class MemoryUnitRepository:
         """
         unit_id = require_id(unit_id, "unit_id")
         projection = {"core_id": 1, "slices": 1, **dict.fromkeys(_FINGERPRINT_FIELDS, 1)}
-        document = await self._units.find_one({"_id": unit_id}, projection)
+        document = await self._reads.find_one({"_id": unit_id}, projection)
         if document is not None and not has_derived_fields(document):
-            await self._adoption.complete(unit_id)
+            await self._adoption.complete(unit_id)  # our own write: read back from the primary
             document = await self._units.find_one({"_id": unit_id}, projection)
         if document is None:
             return None
@@ -376,6 +381,20 @@ def _revalidated(unit: MemoryUnit) -> MemoryUnit:
         where = ".".join(str(part) for part in first["loc"])
         raise InvalidInput(f"unit {getattr(unit, 'id', None)!r} is invalid: {where}: {first['msg']}") from exc
     return copy
+
+
+def _majority(collection: Any) -> Any:
+    """``collection`` reading with ``readConcern: majority``.
+
+    Left as it is where ``with_options`` does not give back the same kind of collection: mongomock-motor
+    returns its synchronous core there, and the embedded backend is a single node whose every read is
+    majority-committed anyway (test wrappers around a collection likewise keep what they wrap).
+    """
+    with_options = getattr(collection, "with_options", None)
+    if with_options is None:
+        return collection
+    majority = with_options(read_concern=ReadConcern("majority"))
+    return majority if type(majority) is type(collection) else collection
 
 
 def _fingerprint(document: Mapping[str, Any]) -> UnitFingerprint:

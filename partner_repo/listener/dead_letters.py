@@ -137,7 +137,7 @@ async def replay_dead_letters(
     """
     group = require_id(group, "group")
     letters_repo = DeadLetterRepository(database)
-    units = MemoryUnitRepository(database)
+    units = MemoryUnitRepository(database, majority_reads=True)
     report = ReplayReport()
     for letter in await letters_repo.list(group=group, consumer=consumer):
         target = registry.get(letter.consumer)

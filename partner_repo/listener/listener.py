@@ -99,7 +99,7 @@ class RollingListener:
         self._max_pending = max_pending
         self._consume_timeout = None if consume_timeout is None else float(consume_timeout)
         self._drain_timeout = float(drain_timeout)
-        self._units = MemoryUnitRepository(database)
+        self._units = MemoryUnitRepository(database, majority_reads=True)  # what it hands out stays
         self._checkpoints = ListenerCheckpoints(database, self._group)
         self._dead_letters = DeadLetterRepository(database)
         self._lease = GroupLease(self._checkpoints, owner=new_owner_id(), ttl=float(lease_ttl))
