@@ -11,18 +11,24 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import AsyncIterator, Mapping, Sequence
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from pydantic import ValidationError
 from pymongo import ASCENDING
 from pymongo.errors import DuplicateKeyError, OperationFailure
-from pymongo.read_concern import ReadConcern
 
 from partner_repo.clock import utc_now
 from partner_repo.database import MongoDatabase
-from partner_repo.errors import ChangeStreamUnavailable, ConflictError, InvalidInput, NotFound
+from partner_repo.errors import (
+    ChangeStreamUnavailable,
+    ConflictError,
+    DuplicateSliceId,
+    InvalidInput,
+    NotFound,
+    UnitTooLarge,
+    UnreadableUnit,
+)
 from partner_repo.indexes import UNIT_FINGERPRINT_INDEX, UNITS
 from partner_repo.models import MemorySlice, MemoryUnit, Message
 from partner_repo.normalization import new_slice_id, normalize_unit
@@ -35,69 +41,21 @@ from partner_repo.storage import (
 )
 from partner_repo.unit_adoption import UnitAdoption
 from partner_repo.unit_append import AppendRequest, UnitAppender
+from partner_repo.unit_feed import (
+    FINGERPRINT_FIELDS,
+    OUTLINE_PROJECTION,
+    WATCH_PIPELINE,
+    UnitFingerprint,
+    UnitOutline,
+    fingerprint_of,
+    first_error,
+    id_problem,
+    majority,
+    outline_from,
+)
 from partner_repo.unit_heads import HEAD_CACHE_SIZE, HEAD_PROJECTION, HeadCache, UnitHead, head_from
 from partner_repo.unit_rules import duplicate_error, refuse_foreign_slice_ids, refuse_too_large
 from partner_repo.validation import optional_datetime, parse_messages, require_count, require_id
-
-UnitFingerprint = tuple[Any, ...]
-"""A unit's ``(version, message_count, slice_count, size_bytes)``: every write path changes it (the version
-at least), so an unchanged fingerprint means an unchanged unit. No clock is involved."""
-
-_FINGERPRINT_FIELDS = ("version", "message_count", "slice_count", "size_bytes")
-
-_NOT_MESSAGES = {
-    "$and": [
-        {"$ne": ["$$this.k", "conversation_messages"]},
-        {"$ne": [{"$indexOfBytes": ["$$this.k", "conversation_messages."]}, 0]},
-    ]
-}
-WATCH_PIPELINE: list[dict[str, Any]] = [
-    {"$project": {"fullDocument.conversation_messages": 0}},
-    {
-        "$set": {
-            "updateDescription": {
-                "$cond": {
-                    "if": {"$eq": ["$operationType", "update"]},
-                    "then": {
-                        "$mergeObjects": [
-                            "$updateDescription",
-                            {
-                                "updatedFields": {
-                                    "$arrayToObject": {
-                                        "$filter": {
-                                            "input": {"$objectToArray": "$updateDescription.updatedFields"},
-                                            "cond": _NOT_MESSAGES,
-                                        }
-                                    }
-                                }
-                            },
-                        ]
-                    },
-                    "else": "$$REMOVE",
-                }
-            }
-        }
-    },
-]
-"""What :meth:`MemoryUnitRepository.watch` asks the server to strip from every event: the messages.
-
-An insert or replace brings the whole unit (``fullDocument``); an append is a ``$push``, reported as
-``updatedFields["conversation_messages.N"]`` per message (or the whole array when pushed into an empty one).
-Left in, every listener would receive every message, and an append near 16 MiB would make an event over the
-limit (``BSONObjectTooLarge``). A dotted key inside ``updatedFields`` cannot be named by ``$project``, so the
-second stage rebuilds ``updatedFields`` without the keys that are, or start with, ``conversation_messages``
-(update events only; others have no ``updateDescription``). The listener reads each slice's messages itself.
-"""
-
-
-@dataclass(frozen=True)
-class UnitOutline:
-    """A unit's slices without its messages, and the fingerprint the unit had when they were read."""
-
-    id: str
-    core_id: str
-    fingerprint: UnitFingerprint
-    slices: tuple[MemorySlice, ...]
 
 
 class MemoryUnitRepository:
@@ -113,7 +71,7 @@ class MemoryUnitRepository:
     ) -> None:
         self._database = database
         self._units = database[UNITS]
-        self._reads = _majority(self._units) if majority_reads else self._units
+        self._reads = majority(self._units) if majority_reads else self._units
         """What the change-feed reads and ``messages_between`` use: with ``majority_reads``, they read with
         ``readConcern: majority`` (as change streams do), so what they return can never be rolled back."""
         self._max_bytes = max_document_bytes
@@ -193,23 +151,27 @@ class MemoryUnitRepository:
 
     # -- change feed (what the rolling listener reads) ------------------------------------------------------
 
-    async def fingerprints(self) -> AsyncIterator[tuple[str, UnitFingerprint]]:
-        """Every unit's id and fingerprint in id order, read from the ``unit_fingerprint`` index alone."""
-        projection = {"_id": 1, **dict.fromkeys(_FINGERPRINT_FIELDS, 1)}
+    async def fingerprints(self) -> AsyncIterator[tuple[object, UnitFingerprint]]:
+        """Every unit's id and fingerprint in id order, read from the ``unit_fingerprint`` index alone.
+
+        Ids are as stored: another tool's document may have one that is not a string (``outline`` then
+        raises :class:`UnreadableUnit`), so a walk can skip it and go on.
+        """
+        projection = {"_id": 1, **dict.fromkeys(FINGERPRINT_FIELDS, 1)}
         try:
             cursor = self._reads.find({}, projection).hint(UNIT_FINGERPRINT_INDEX).sort("_id", ASCENDING)
             async for document in cursor:
-                yield document["_id"], _fingerprint(document)
+                yield document["_id"], fingerprint_of(document)
         except OperationFailure as exc:
             if not _is_missing_index(exc):
                 raise
             async for document in self._reads.find({}, projection).sort("_id", ASCENDING):
-                yield document["_id"], _fingerprint(document)
+                yield document["_id"], fingerprint_of(document)
 
     async def fingerprint_totals(self) -> tuple[int, ...]:
         """``(units, sum of each fingerprint field)``: a constant-size probe of whether any unit changed."""
         group: dict[str, Any] = {"_id": None, "units": {"$sum": 1}}
-        group.update({name: {"$sum": f"${name}"} for name in _FINGERPRINT_FIELDS})
+        group.update({name: {"$sum": f"${name}"} for name in FINGERPRINT_FIELDS})
         pipeline = [{"$group": group}]
         try:
             rows = await self._reads.aggregate(pipeline, hint=UNIT_FINGERPRINT_INDEX).to_list(length=1)
@@ -218,29 +180,34 @@ class MemoryUnitRepository:
                 raise
             rows = await self._reads.aggregate(pipeline).to_list(length=1)
         row = rows[0] if rows else {}
-        return (int(row.get("units", 0)), *(int(row.get(name, 0)) for name in _FINGERPRINT_FIELDS))
+        return (int(row.get("units", 0)), *(int(row.get(name, 0)) for name in FINGERPRINT_FIELDS))
 
-    async def outline(self, unit_id: str) -> UnitOutline | None:
+    async def outline(self, unit_id: object) -> UnitOutline | None:
         """The unit's slices (no messages) and fingerprint in one read, or None when there is no such unit.
 
         A unit written by another tool is completed (normalized, derived fields) first, as ``head`` does, so
-        every slice has an id.
+        every slice has an id. A stored document that cannot be read as a unit (an ``_id`` that is not a
+        string, an invalid slice or core id, a completion that fails) raises :class:`UnreadableUnit`; an id
+        no document has and no unit could have raises :class:`InvalidInput`.
         """
-        unit_id = require_id(unit_id, "unit_id")
-        projection = {"core_id": 1, "slices": 1, **dict.fromkeys(_FINGERPRINT_FIELDS, 1)}
-        document = await self._reads.find_one({"_id": unit_id}, projection)
+        problem = id_problem(unit_id)
+        if problem is not None:
+            if await self._reads.find_one({"_id": {"$eq": unit_id}}, {"_id": 1}) is None:
+                require_id(unit_id, "unit_id")
+                return None
+            raise UnreadableUnit(unit_id, problem)
+        assert isinstance(unit_id, str)
+        document = await self._reads.find_one({"_id": unit_id}, OUTLINE_PROJECTION)
         if document is not None and not has_derived_fields(document):
-            await self._adoption.complete(unit_id)  # our own write: read back from the primary
-            document = await self._units.find_one({"_id": unit_id}, projection)
-        if document is None:
-            return None
-        pieces = tuple(slice_from_document(s) for s in document.get("slices") or [] if s is not None)
-        return UnitOutline(
-            id=unit_id,
-            core_id=document["core_id"],
-            fingerprint=_fingerprint(document),
-            slices=tuple(p for p in pieces if p.id is not None),
-        )
+            try:
+                await self._adoption.complete(unit_id)
+            except NotFound:
+                return None  # deleted meanwhile
+            except (InvalidInput, ValidationError, UnitTooLarge, DuplicateSliceId) as exc:
+                reason = first_error(exc) if isinstance(exc, ValidationError) else str(exc)
+                raise UnreadableUnit(unit_id, f"it cannot be completed: {reason}") from exc
+            document = await self._units.find_one({"_id": unit_id}, OUTLINE_PROJECTION)  # our write: primary
+        return None if document is None else outline_from(unit_id, document)
 
     def watch(
         self,
@@ -381,24 +348,6 @@ def _revalidated(unit: MemoryUnit) -> MemoryUnit:
         where = ".".join(str(part) for part in first["loc"])
         raise InvalidInput(f"unit {getattr(unit, 'id', None)!r} is invalid: {where}: {first['msg']}") from exc
     return copy
-
-
-def _majority(collection: Any) -> Any:
-    """``collection`` reading with ``readConcern: majority``.
-
-    Left as it is where ``with_options`` does not give back the same kind of collection: mongomock-motor
-    returns its synchronous core there, and the embedded backend is a single node whose every read is
-    majority-committed anyway (test wrappers around a collection likewise keep what they wrap).
-    """
-    with_options = getattr(collection, "with_options", None)
-    if with_options is None:
-        return collection
-    majority = with_options(read_concern=ReadConcern("majority"))
-    return majority if type(majority) is type(collection) else collection
-
-
-def _fingerprint(document: Mapping[str, Any]) -> UnitFingerprint:
-    return tuple(document.get(name) for name in _FINGERPRINT_FIELDS)
 
 
 def _is_missing_index(exc: OperationFailure) -> bool:

@@ -35,16 +35,18 @@ from typing import Any, Literal
 from pydantic import ValidationError
 from pymongo.errors import OperationFailure, PyMongoError
 
-from partner_repo.errors import ChangeStreamUnavailable
+from partner_repo.errors import ChangeStreamUnavailable, InvalidInput, UnreadableUnit
 from partner_repo.listener.checkpoints import ListenerCheckpoints, TokenKind
 from partner_repo.listener.dead_letters import describe
-from partner_repo.listener.pipeline import CommitAction, DeliveryPipeline
+from partner_repo.listener.pipeline import DeliveryPipeline
 from partner_repo.listener.polling import UnitScanner
+from partner_repo.listener.progress import CommitAction
 from partner_repo.listener.retry import Backoff
 from partner_repo.listener.stream_errors import verdict
 from partner_repo.models import MemorySlice
 from partner_repo.storage import slice_from_document
-from partner_repo.units import MemoryUnitRepository
+from partner_repo.unit_feed import id_problem
+from partner_repo.units import MemoryUnitRepository, UnitOutline
 
 logger = logging.getLogger("partner_repo.listener")
 
@@ -294,8 +296,10 @@ class ChangeStreamSource:
         if token is not None:
             self._queued_token = token
         unit_id = change.unit_id
-        if change.kind == "resync" and isinstance(unit_id, str):
-            outline = await self._units.outline(unit_id)
+        if change.kind in ("resync", "slices") and unit_id is not None and id_problem(unit_id) is not None:
+            await self._outline(unit_id)  # another tool's id: logged as unreadable (once) and skipped
+        elif change.kind == "resync" and isinstance(unit_id, str):
+            outline = await self._outline(unit_id)
             if outline is not None:
                 await self._pipeline.offer(
                     unit_id, outline.core_id, outline.slices, on_commit=commit, commit_key="token"
@@ -308,6 +312,16 @@ class ChangeStreamSource:
             return
         if commit is not None:
             await self._pipeline.barrier(commit, commit_key="token")
+
+    async def _outline(self, unit_id: object) -> UnitOutline | None:
+        """The unit's outline, or None when it is gone or unreadable (skipped: the stream goes on)."""
+        try:
+            return await self._units.outline(unit_id)
+        except UnreadableUnit as exc:
+            self._scanner.unreadable.skip(exc)
+        except InvalidInput:  # an id no unit can have, and its document is gone already
+            pass
+        return None
 
     async def _commit_token(self, token: Mapping[str, Any], kind: TokenKind) -> None:
         self._queued_token = token

@@ -14,7 +14,7 @@ from pymongo.errors import AutoReconnect, OperationFailure
 from stream_support import Outage, OutageDatabase, RecordingBackoff, ScriptedStreams, StreamScript
 
 from partner_repo import Backoff, ListenerCheckpoints, MemoryUnitRepository
-from partner_repo.listener import pipeline as pipeline_module
+from partner_repo.listener import attempts as attempts_module
 
 
 class FlakyCollection:
@@ -109,7 +109,7 @@ async def test_a_listener_survives_an_outage_of_more_than_a_thousand_failures_an
 async def test_a_checkpoint_write_failing_more_than_a_thousand_times_in_a_row_is_still_retried(
     memory_db: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(pipeline_module, "STORAGE_BACKOFF", TINY)
+    monkeypatch.setattr(attempts_module, "STORAGE_BACKOFF", TINY)
     flaky = FlakyDatabase(memory_db, "listener_checkpoints", "update_one", failures=1_100)
     recorder = Recorder()
     piece = await append(MemoryUnitRepository(memory_db), "u1")
