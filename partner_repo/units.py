@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import AsyncIterator, Mapping, Sequence
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -21,12 +20,19 @@ from pymongo.errors import DuplicateKeyError, OperationFailure
 
 from partner_repo.clock import utc_now
 from partner_repo.database import MongoDatabase
-from partner_repo.errors import ChangeStreamUnavailable, ConflictError, InvalidInput, NotFound
+from partner_repo.errors import (
+    ChangeStreamUnavailable,
+    ConflictError,
+    DuplicateSliceId,
+    InvalidInput,
+    NotFound,
+    UnitTooLarge,
+    UnreadableUnit,
+)
 from partner_repo.indexes import UNIT_FINGERPRINT_INDEX, UNITS
 from partner_repo.models import MemorySlice, MemoryUnit, Message
 from partner_repo.normalization import new_slice_id, normalize_unit
 from partner_repo.storage import (
-    DERIVED_PROJECTION,
     MAX_DOCUMENT_BYTES,
     has_derived_fields,
     slice_from_document,
@@ -35,25 +41,21 @@ from partner_repo.storage import (
 )
 from partner_repo.unit_adoption import UnitAdoption
 from partner_repo.unit_append import AppendRequest, UnitAppender
+from partner_repo.unit_feed import (
+    FINGERPRINT_FIELDS,
+    OUTLINE_PROJECTION,
+    WATCH_PIPELINE,
+    UnitFingerprint,
+    UnitOutline,
+    fingerprint_of,
+    first_error,
+    id_problem,
+    majority,
+    outline_from,
+)
 from partner_repo.unit_heads import HEAD_CACHE_SIZE, HEAD_PROJECTION, HeadCache, UnitHead, head_from
 from partner_repo.unit_rules import duplicate_error, refuse_foreign_slice_ids, refuse_too_large
 from partner_repo.validation import optional_datetime, optional_id, parse_messages, require_count, require_id
-
-UnitFingerprint = tuple[Any, ...]
-"""A unit's ``(version, message_count, slice_count, size_bytes)``: every write path changes it (the version
-at least), so an unchanged fingerprint means an unchanged unit. No clock is involved."""
-
-_FINGERPRINT_FIELDS = ("version", "message_count", "slice_count", "size_bytes")
-
-
-@dataclass(frozen=True)
-class UnitOutline:
-    """A unit's slices without its messages, and the fingerprint the unit had when they were read."""
-
-    id: str
-    core_id: str
-    fingerprint: UnitFingerprint
-    slices: tuple[MemorySlice, ...]
 
 
 class MemoryUnitRepository:
@@ -65,9 +67,13 @@ class MemoryUnitRepository:
         *,
         max_document_bytes: int = MAX_DOCUMENT_BYTES,
         head_cache_size: int = HEAD_CACHE_SIZE,
+        majority_reads: bool = False,
     ) -> None:
         self._database = database
         self._units = database[UNITS]
+        self._reads = majority(self._units) if majority_reads else self._units
+        """What the change-feed reads and ``messages_between`` use: with ``majority_reads``, they read with
+        ``readConcern: majority`` (as change streams do), so what they return can never be rolled back."""
         self._max_bytes = max_document_bytes
         self._heads = HeadCache(require_count(head_cache_size, "head_cache_size"))
         self._adoption = UnitAdoption(self._units, max_document_bytes)
@@ -118,7 +124,7 @@ class MemoryUnitRepository:
         if end <= start:
             return []
         projection = {"message_count": 1, "conversation_messages": {"$slice": [start, end - start]}}
-        document = await self._units.find_one({"_id": require_id(unit_id, "unit_id")}, projection)
+        document = await self._reads.find_one({"_id": require_id(unit_id, "unit_id")}, projection)
         if document is None:
             raise NotFound(f"no unit {unit_id!r}")
         return _messages(document)
@@ -145,59 +151,63 @@ class MemoryUnitRepository:
 
     # -- change feed (what the rolling listener reads) ------------------------------------------------------
 
-    async def fingerprints(self) -> AsyncIterator[tuple[str, UnitFingerprint]]:
-        """Every unit's id and fingerprint in id order, read from the ``unit_fingerprint`` index alone."""
-        projection = {"_id": 1, **dict.fromkeys(_FINGERPRINT_FIELDS, 1)}
+    async def fingerprints(self) -> AsyncIterator[tuple[object, UnitFingerprint]]:
+        """Every unit's id and fingerprint in id order, read from the ``unit_fingerprint`` index alone.
+
+        Ids are as stored: another tool's document may have one that is not a string (``outline`` then
+        raises :class:`UnreadableUnit`), so a walk can skip it and go on.
+        """
+        projection = {"_id": 1, **dict.fromkeys(FINGERPRINT_FIELDS, 1)}
         try:
-            cursor = self._units.find({}, projection).hint(UNIT_FINGERPRINT_INDEX).sort("_id", ASCENDING)
+            cursor = self._reads.find({}, projection).hint(UNIT_FINGERPRINT_INDEX).sort("_id", ASCENDING)
             async for document in cursor:
-                yield document["_id"], _fingerprint(document)
+                yield document["_id"], fingerprint_of(document)
         except OperationFailure as exc:
             if not _is_missing_index(exc):
                 raise
-            async for document in self._units.find({}, projection).sort("_id", ASCENDING):
-                yield document["_id"], _fingerprint(document)
+            async for document in self._reads.find({}, projection).sort("_id", ASCENDING):
+                yield document["_id"], fingerprint_of(document)
 
     async def fingerprint_totals(self) -> tuple[int, ...]:
         """``(units, sum of each fingerprint field)``: a constant-size probe of whether any unit changed."""
         group: dict[str, Any] = {"_id": None, "units": {"$sum": 1}}
-        group.update({name: {"$sum": f"${name}"} for name in _FINGERPRINT_FIELDS})
+        group.update({name: {"$sum": f"${name}"} for name in FINGERPRINT_FIELDS})
         pipeline = [{"$group": group}]
         try:
-            rows = await self._units.aggregate(pipeline, hint=UNIT_FINGERPRINT_INDEX).to_list(length=1)
+            rows = await self._reads.aggregate(pipeline, hint=UNIT_FINGERPRINT_INDEX).to_list(length=1)
         except OperationFailure as exc:
             if not _is_missing_index(exc):
                 raise
-            rows = await self._units.aggregate(pipeline).to_list(length=1)
+            rows = await self._reads.aggregate(pipeline).to_list(length=1)
         row = rows[0] if rows else {}
-        return (int(row.get("units", 0)), *(int(row.get(name, 0)) for name in _FINGERPRINT_FIELDS))
+        return (int(row.get("units", 0)), *(int(row.get(name, 0)) for name in FINGERPRINT_FIELDS))
 
-    async def outline(self, unit_id: str) -> UnitOutline | None:
+    async def outline(self, unit_id: object) -> UnitOutline | None:
         """The unit's slices (no messages) and fingerprint in one read, or None when there is no such unit.
 
         A unit written by another tool is completed (normalized, derived fields) first, as ``head`` does, so
-        every slice has an id.
+        every slice has an id. A stored document that cannot be read as a unit (an ``_id`` that is not a
+        string, an invalid slice or core id, a completion that fails) raises :class:`UnreadableUnit`; an id
+        no document has and no unit could have raises :class:`InvalidInput`.
         """
-        unit_id = require_id(unit_id, "unit_id")
-        projection = {
-            "core_id": 1,
-            "slices": 1,
-            **DERIVED_PROJECTION,
-            **dict.fromkeys(_FINGERPRINT_FIELDS, 1),
-        }
-        document = await self._units.find_one({"_id": unit_id}, projection)
+        problem = id_problem(unit_id)
+        if problem is not None:
+            if await self._reads.find_one({"_id": {"$eq": unit_id}}, {"_id": 1}) is None:
+                require_id(unit_id, "unit_id")
+                return None
+            raise UnreadableUnit(unit_id, problem)
+        assert isinstance(unit_id, str)
+        document = await self._reads.find_one({"_id": unit_id}, OUTLINE_PROJECTION)
         if document is not None and not has_derived_fields(document):
-            await self._adoption.complete(unit_id)
-            document = await self._units.find_one({"_id": unit_id}, projection)
-        if document is None:
-            return None
-        pieces = tuple(slice_from_document(s) for s in document.get("slices") or [] if s is not None)
-        return UnitOutline(
-            id=unit_id,
-            core_id=document["core_id"],
-            fingerprint=_fingerprint(document),
-            slices=tuple(p for p in pieces if p.id is not None),
-        )
+            try:
+                await self._adoption.complete(unit_id)
+            except NotFound:
+                return None  # deleted meanwhile
+            except (InvalidInput, ValidationError, UnitTooLarge, DuplicateSliceId) as exc:
+                reason = first_error(exc) if isinstance(exc, ValidationError) else str(exc)
+                raise UnreadableUnit(unit_id, f"it cannot be completed: {reason}") from exc
+            document = await self._units.find_one({"_id": unit_id}, OUTLINE_PROJECTION)  # our write: primary
+        return None if document is None else outline_from(unit_id, document)
 
     def watch(
         self,
@@ -209,14 +219,15 @@ class MemoryUnitRepository:
     ) -> Any:
         """A change stream on ``memory_units`` (a Motor change stream: open it with ``async with``).
 
-        Inserted and replaced units arrive without their messages (projected out on the server); update events
-        carry only what the update changed. Raises :class:`ChangeStreamUnavailable` on a backend without
+        Events never carry messages (:data:`WATCH_PIPELINE`, applied on the server): inserted and replaced
+        units arrive without them, update events with what the update changed but the messages appended.
+        Raises :class:`ChangeStreamUnavailable` on a backend without
         change streams (the in-memory one); a standalone server refuses when the stream opens (code 40573).
         """
         if getattr(type(self._units), "watch", None) is None:
             raise ChangeStreamUnavailable("this backend has no change streams (the in-memory backend)")
         return self._units.watch(
-            [{"$project": {"fullDocument.conversation_messages": 0}}],
+            WATCH_PIPELINE,
             resume_after=resume_after,
             start_after=start_after,
             start_at_operation_time=start_at_operation_time,
@@ -337,10 +348,6 @@ def _revalidated(unit: MemoryUnit) -> MemoryUnit:
         where = ".".join(str(part) for part in first["loc"])
         raise InvalidInput(f"unit {getattr(unit, 'id', None)!r} is invalid: {where}: {first['msg']}") from exc
     return copy
-
-
-def _fingerprint(document: Mapping[str, Any]) -> UnitFingerprint:
-    return tuple(document.get(name) for name in _FINGERPRINT_FIELDS)
 
 
 def _is_missing_index(exc: OperationFailure) -> bool:

@@ -126,7 +126,7 @@ class YieldingCollection:
 
     def __getattr__(self, name: str) -> Any:
         attribute = getattr(self._collection, name)
-        if not callable(attribute):
+        if not callable(attribute) or name == "with_options":
             return attribute
         if name in {"find", "aggregate"}:
 

@@ -10,7 +10,7 @@ from partner_repo.listener.dead_letters import (
 from partner_repo.listener.examples import LoggingConsumer, PrintConsumer
 from partner_repo.listener.listener import RollingListener
 from partner_repo.listener.loading import load_consumer
-from partner_repo.listener.pipeline import ListenerLag
+from partner_repo.listener.progress import ListenerLag
 from partner_repo.listener.registry import AfterRolling, AfterRollingRegistry
 from partner_repo.listener.retry import Backoff
 

@@ -15,10 +15,11 @@ Events and what they mean here:
 Position: the resume token of each event is saved (through the pipeline's ordered commits) once that event's
 slices are delivered, and the post-batch token is saved while the stream is idle, so a quiet collection
 never leaves a stale token behind. A token the server no longer has (``ChangeStreamHistoryLost``, 286, or
-another rejection) is dropped at once (never retried) and the source catches up: it opens a fresh stream
-first (so nothing written during the scan is missed), scans every unit against the checkpoint, then reads
-the stream. A resumable error (network, step-down) is resumed by the driver with its latest token; if that
-fails too, the source reopens from the last token it saw.
+another rejection, see :mod:`partner_repo.listener.stream_errors`) is dropped at once (never retried) and the
+source catches up: it opens a fresh stream first (so nothing written during the scan is missed), scans every
+unit against the checkpoint, then reads the stream. A resumable error (network, step-down, shutdown) is
+resumed by the driver with its latest token; if that fails too, the source reopens from the last token it
+saw, with backoff, for as long as the errors last: a resumable error never costs the token.
 """
 
 from __future__ import annotations
@@ -34,27 +35,24 @@ from typing import Any, Literal
 from pydantic import ValidationError
 from pymongo.errors import OperationFailure, PyMongoError
 
-from partner_repo.errors import ChangeStreamUnavailable
+from partner_repo.errors import ChangeStreamUnavailable, InvalidInput, UnreadableUnit
 from partner_repo.listener.checkpoints import ListenerCheckpoints, TokenKind
 from partner_repo.listener.dead_letters import describe
-from partner_repo.listener.pipeline import CommitAction, DeliveryPipeline
+from partner_repo.listener.pipeline import DeliveryPipeline
 from partner_repo.listener.polling import UnitScanner
+from partner_repo.listener.progress import CommitAction
 from partner_repo.listener.retry import Backoff
+from partner_repo.listener.stream_errors import verdict
 from partner_repo.models import MemorySlice
 from partner_repo.storage import slice_from_document
-from partner_repo.units import MemoryUnitRepository
+from partner_repo.unit_feed import id_problem
+from partner_repo.units import MemoryUnitRepository, UnitOutline
 
 logger = logging.getLogger("partner_repo.listener")
 
-UNAVAILABLE_CODES = frozenset({40573, 40324})
-"""``$changeStream`` only on replica sets / unknown pipeline stage: this deployment cannot stream."""
-
-DEAD_TOKEN_CODES = frozenset({286, 280, 260})
-"""ChangeStreamHistoryLost, ChangeStreamFatalError, InvalidResumeToken: the token can never work again."""
-
 OPEN_FAILURES_BEFORE_GIVING_UP = 3
-"""Server errors in a row on opening from one token, of a kind not known to mean "dead token", after which
-the token is dropped anyway (and the listener catches up by scan)."""
+"""Server errors in a row on opening from one token, neither resumable nor known to mean "dead token", after
+which the token is dropped anyway (and the listener catches up by scan). Resumable errors never count."""
 
 DEFAULT_BACKOFF = Backoff(initial=0.5, multiplier=2.0, maximum=30.0)
 _SLICE_KEY = re.compile(r"^slices\.(\d+)$")
@@ -155,6 +153,13 @@ class ChangeStreamSource:
         self._following = following or asyncio.Event()
         self._open_failures: dict[str, int] = {}
         self._backoff = backoff
+        self._followed = 0
+        """How many times a stream was opened and caught up: a failure after that is a fresh incident."""
+
+    @property
+    def got_going(self) -> bool:
+        """Whether a stream was ever opened and followed (so a failure afterwards starts backoff afresh)."""
+        return self._followed > 0
 
     async def run(self, stopping: asyncio.Event) -> None:
         checkpoint = await self._checkpoints.group()
@@ -165,31 +170,27 @@ class ChangeStreamSource:
         failures = 0
         recoveries = 0
         while not stopping.is_set():
+            followed = self._followed
             try:
                 await self._follow(stopping)
-                failures = 0
             except ChangeStreamUnavailable:
                 raise
-            except _TokenRejected as rejected:
-                recoveries += 1
-                await self._forget_token(rejected.error, recoveries, stopping)
-                continue
-            except OperationFailure as exc:
-                if _is_unavailable(exc):
+            except (_TokenRejected, PyMongoError) as exc:
+                if self._followed != followed:  # the stream got going since the last failure: back off afresh
+                    failures = recoveries = 0
+                if isinstance(exc, PyMongoError) and verdict(exc) == "unavailable":
                     raise ChangeStreamUnavailable(
                         f"change streams are not available: {describe(exc)}"
                     ) from exc
-                if _token_is_dead(exc):
+                dead = _dead_token_error(exc)
+                if dead is not None:
                     recoveries += 1
-                    await self._forget_token(exc, recoveries, stopping)
-                    continue
-                failures += 1
-                await self._pause_after(exc, failures, stopping)
-            except PyMongoError as exc:
-                failures += 1
-                await self._pause_after(exc, failures, stopping)
-            else:
-                recoveries = 0
+                    await self._forget_token(dead, recoveries, stopping)
+                else:
+                    failures += 1
+                    await self._pause_after(exc, failures, stopping)
+            else:  # invalidated: reopened at once, after a catch-up scan
+                failures = recoveries = 0
 
     async def _forget_token(self, exc: OperationFailure, recoveries: int, stopping: asyncio.Event) -> None:
         """The server will never accept the token again: drop it (here and in the checkpoint) and catch up."""
@@ -209,15 +210,15 @@ class ChangeStreamSource:
     def _rejects(self, token: Mapping[str, Any], exc: OperationFailure) -> bool:
         """Whether the server refused to open a stream at ``token`` for good.
 
-        Known codes and messages say so at once. Any other server error on opening from the same token
-        counts too once it has happened :data:`OPEN_FAILURES_BEFORE_GIVING_UP` times in a row, so an
-        unforeseen rejection (a malformed token, a server-specific code) can never keep the listener
-        retrying a dead token; network errors are not server errors and never count.
+        Known codes, labels and messages say so at once, and resumable errors (a step-down, a shutdown, a
+        network error) never do: the token is kept and retried with backoff for as long as they last. Any
+        other server error on opening from the same token counts once it has happened
+        :data:`OPEN_FAILURES_BEFORE_GIVING_UP` times in a row, so an unforeseen rejection (a malformed token,
+        a server-specific code) can never keep the listener retrying a dead token.
         """
-        if _is_unavailable(exc):
-            return False
-        if _token_is_dead(exc):
-            return True
+        found = verdict(exc)
+        if found != "unknown":
+            return found == "dead"
         key = repr(sorted(token.items()))
         self._open_failures[key] = self._open_failures.get(key, 0) + 1
         return self._open_failures[key] >= OPEN_FAILURES_BEFORE_GIVING_UP
@@ -269,6 +270,7 @@ class ChangeStreamSource:
                 self._position = _Position(opened, kind, catch_up=False)
                 await self._commit_token(opened, kind)
             self._following.set()
+            self._followed += 1
             while not stopping.is_set():
                 event = await stream.try_next()
                 token = stream.resume_token
@@ -294,8 +296,10 @@ class ChangeStreamSource:
         if token is not None:
             self._queued_token = token
         unit_id = change.unit_id
-        if change.kind == "resync" and isinstance(unit_id, str):
-            outline = await self._units.outline(unit_id)
+        if change.kind in ("resync", "slices") and unit_id is not None and id_problem(unit_id) is not None:
+            await self._outline(unit_id)  # another tool's id: logged as unreadable (once) and skipped
+        elif change.kind == "resync" and isinstance(unit_id, str):
+            outline = await self._outline(unit_id)
             if outline is not None:
                 await self._pipeline.offer(
                     unit_id, outline.core_id, outline.slices, on_commit=commit, commit_key="token"
@@ -308,6 +312,16 @@ class ChangeStreamSource:
             return
         if commit is not None:
             await self._pipeline.barrier(commit, commit_key="token")
+
+    async def _outline(self, unit_id: object) -> UnitOutline | None:
+        """The unit's outline, or None when it is gone or unreadable (skipped: the stream goes on)."""
+        try:
+            return await self._units.outline(unit_id)
+        except UnreadableUnit as exc:
+            self._scanner.unreadable.skip(exc)
+        except InvalidInput:  # an id no unit can have, and its document is gone already
+            pass
+        return None
 
     async def _commit_token(self, token: Mapping[str, Any], kind: TokenKind) -> None:
         self._queued_token = token
@@ -331,15 +345,13 @@ class _TokenRejected(Exception):
         self.error = error
 
 
-def _is_unavailable(exc: OperationFailure) -> bool:
-    return exc.code in UNAVAILABLE_CODES or "only supported on replica sets" in str(exc)
-
-
-def _token_is_dead(exc: OperationFailure) -> bool:
-    if exc.code in DEAD_TOKEN_CODES:
-        return True
-    text = str(exc).lower()
-    return "resume token" in text or "resume of change stream was not possible" in text
+def _dead_token_error(exc: Exception) -> OperationFailure | None:
+    """The server error saying the stream's token can never work again, if ``exc`` is (or wraps) one."""
+    if isinstance(exc, _TokenRejected):
+        return exc.error
+    if isinstance(exc, OperationFailure) and verdict(exc) == "dead":
+        return exc
+    return None
 
 
 __all__: list[str] = []  # internal to the listener: nothing here is public API

@@ -19,8 +19,9 @@ from pymongo import ReturnDocument
 
 from partner_repo.clock import UtcDatetime, utc_now
 from partner_repo.database import MongoDatabase
+from partner_repo.errors import UnreadableUnit
 from partner_repo.indexes import DEAD_LETTERS
-from partner_repo.listener.registry import AfterRollingRegistry
+from partner_repo.listener.registry import AfterRollingRegistry, raised_by_consumer
 from partner_repo.listener.results import load_stored_result
 from partner_repo.masking import scrub
 from partner_repo.units import MemoryUnitRepository
@@ -133,19 +134,24 @@ async def replay_dead_letters(
     """Deliver the group's dead letters again (those of ``consumer`` only, when given), oldest first.
 
     Each letter gets one attempt with the result rebuilt from the unit: success removes the letter, failure
-    updates it (error, one more attempt, one more replay). Letters whose consumer is not in ``registry`` or
-    whose slice was deleted are kept and reported.
+    updates it (error, one more attempt, one more replay); a letter whose unit still cannot be read counts
+    as failed again (its error says why). Letters whose consumer is not in ``registry`` or whose slice was
+    deleted are kept and reported.
     """
     group = require_id(group, "group")
     letters_repo = DeadLetterRepository(database)
-    units = MemoryUnitRepository(database)
+    units = MemoryUnitRepository(database, majority_reads=True)
     report = ReplayReport()
     for letter in await letters_repo.list(group=group, consumer=consumer):
         target = registry.get(letter.consumer)
         if target is None:
             report.no_consumer.append(letter)
             continue
-        result = await load_stored_result(units, letter.unit_id, letter.core_id, letter.slice_id)
+        try:
+            result = await load_stored_result(units, letter.unit_id, letter.core_id, letter.slice_id)
+        except UnreadableUnit as exc:  # not repaired yet: kept, with the reason
+            report.failed.append(await _failed_again(letters_repo, letter, exc, attempts=0))
+            continue
         if result is None:
             logger.warning(
                 "dead letter for slice %s of unit %s: the slice no longer exists; kept",
@@ -156,29 +162,36 @@ async def replay_dead_letters(
             continue
         try:
             await target.consume(result)
-        except Exception as exc:
-            logger.warning(
-                "replay of slice %s to consumer %r failed again: %s",
-                letter.slice_id,
-                letter.consumer,
-                describe(exc),
-            )
-            updated = await letters_repo.record(
-                group=letter.group,
-                consumer=letter.consumer,
-                unit_id=letter.unit_id,
-                core_id=letter.core_id,
-                slice_id=letter.slice_id,
-                error=exc,
-                attempts=1,
-                replay=True,
-            )
-            report.failed.append(updated)
+        except BaseException as exc:
+            if not raised_by_consumer(exc):
+                raise
+            report.failed.append(await _failed_again(letters_repo, letter, exc, attempts=1))
             continue
         await letters_repo.remove(letter)
         logger.info("replayed slice %s to consumer %r", letter.slice_id, letter.consumer)
         report.delivered.append(letter)
     return report
+
+
+async def _failed_again(
+    letters: DeadLetterRepository, letter: DeadLetter, error: BaseException, *, attempts: int
+) -> DeadLetter:
+    logger.warning(
+        "replay of slice %s to consumer %r failed again: %s",
+        letter.slice_id,
+        letter.consumer,
+        describe(error),
+    )
+    return await letters.record(
+        group=letter.group,
+        consumer=letter.consumer,
+        unit_id=letter.unit_id,
+        core_id=letter.core_id,
+        slice_id=letter.slice_id,
+        error=error,
+        attempts=attempts,
+        replay=True,
+    )
 
 
 def describe(error: BaseException | str) -> str:

@@ -15,7 +15,7 @@ from types import TracebackType
 from typing import Literal
 
 from partner_repo.database import MongoDatabase
-from partner_repo.errors import ChangeStreamUnavailable, InvalidInput, PartnerRepoError
+from partner_repo.errors import ChangeStreamUnavailable, InvalidInput, PartnerRepoError, UnreadableUnit
 from partner_repo.listener.change_stream import ChangeStreamSource
 from partner_repo.listener.checkpoints import ListenerCheckpoints, StartFrom
 from partner_repo.listener.dead_letters import (
@@ -30,6 +30,7 @@ from partner_repo.listener.pipeline import DeliveryPipeline, ListenerLag
 from partner_repo.listener.polling import PollingSource, UnitScanner
 from partner_repo.listener.registry import AfterRollingRegistry
 from partner_repo.listener.retry import Backoff
+from partner_repo.listener.unreadable import UnreadableUnits
 from partner_repo.units import MemoryUnitRepository
 from partner_repo.validation import require_id
 
@@ -99,10 +100,11 @@ class RollingListener:
         self._max_pending = max_pending
         self._consume_timeout = None if consume_timeout is None else float(consume_timeout)
         self._drain_timeout = float(drain_timeout)
-        self._units = MemoryUnitRepository(database)
+        self._units = MemoryUnitRepository(database, majority_reads=True)  # what it hands out stays
         self._checkpoints = ListenerCheckpoints(database, self._group)
         self._dead_letters = DeadLetterRepository(database)
         self._lease = GroupLease(self._checkpoints, owner=new_owner_id(), ttl=float(lease_ttl))
+        self._unreadable = UnreadableUnits(self._group)
         self._pipeline: DeliveryPipeline | None = None
         self._polling: PollingSource | None = None
         self._stopping = asyncio.Event()
@@ -298,27 +300,26 @@ class RollingListener:
     ) -> bool:
         """Run a source until ``stopping``; a source that breaks is logged and started again. Returns whether
         change streams are still worth trying."""
-        scanner = UnitScanner(self._units, self._checkpoints, pipeline)
+        scanner = UnitScanner(self._units, self._checkpoints, pipeline, self._unreadable)
         failures = 0
         while not stopping.is_set():
+            source: ChangeStreamSource | PollingSource
+            if use_stream:
+                source = ChangeStreamSource(
+                    self._units,
+                    self._checkpoints,
+                    pipeline,
+                    scanner,
+                    max_await_seconds=self._poll_interval,
+                    following=self._source_ready,
+                    backoff=self._backoff,
+                )
+            else:
+                source = self._polling = PollingSource(scanner, self._poll_interval, backoff=self._backoff)
+                self._source_ready.set()
+            pipeline.source = source.name
             try:
-                if use_stream:
-                    pipeline.source = ChangeStreamSource.name
-                    stream = ChangeStreamSource(
-                        self._units,
-                        self._checkpoints,
-                        pipeline,
-                        scanner,
-                        max_await_seconds=self._poll_interval,
-                        following=self._source_ready,
-                        backoff=self._backoff,
-                    )
-                    await stream.run(stopping)
-                else:
-                    pipeline.source = PollingSource.name
-                    self._polling = PollingSource(scanner, self._poll_interval, backoff=self._backoff)
-                    self._source_ready.set()
-                    await self._polling.run(stopping)
+                await source.run(stopping)
             except ChangeStreamUnavailable as exc:
                 logger.info(
                     "listener group %r: %s; polling every %.2fs instead",
@@ -330,7 +331,7 @@ class RollingListener:
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
-                failures += 1
+                failures = 1 if source.got_going else failures + 1  # a source that got going starts afresh
                 delay = self._backoff.delay(failures)
                 logger.exception(
                     "listener group %r: source failed (%s); restarting it in %.1fs",
@@ -345,8 +346,12 @@ class RollingListener:
     async def _take_history_as_delivered(self) -> None:
         """First start of a ``start_from="now"`` group: every slice stored now counts as delivered."""
         count = 0
-        async for unit_id, _ in self._units.fingerprints():
-            outline = await self._units.outline(unit_id)
+        async for unit_id, fingerprint in self._units.fingerprints():
+            try:
+                outline = await self._units.outline(unit_id)
+            except UnreadableUnit as exc:  # nothing of it can be delivered: once repaired, it counts as new
+                self._unreadable.skip(exc, fingerprint)
+                continue
             if outline is None:
                 continue
             ids = [s.id for s in outline.slices if s.id is not None]

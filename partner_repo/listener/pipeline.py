@@ -21,52 +21,28 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import time
 from collections import OrderedDict, deque
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TypeVar
 
 from partner_repo.clock import utc_now
+from partner_repo.errors import UnreadableUnit
+from partner_repo.listener.attempts import ConsumerAttempts, retry_storage
 from partner_repo.listener.checkpoints import ListenerCheckpoints, UnitProgress
-from partner_repo.listener.dead_letters import DeadLetterRepository, describe
+from partner_repo.listener.dead_letters import DeadLetterRepository
+from partner_repo.listener.progress import CommitAction, ListenerLag, in_slice_order
 from partner_repo.listener.registry import AfterRolling
 from partner_repo.listener.results import load_result
 from partner_repo.listener.retry import Backoff
 from partner_repo.models import MemorySlice
 from partner_repo.rolling.result import RollingResult
-from partner_repo.units import MemoryUnitRepository, UnitFingerprint
+from partner_repo.units import MemoryUnitRepository
 
 logger = logging.getLogger("partner_repo.listener")
 
-CommitAction = Callable[[], Awaitable[None]]
-T = TypeVar("T")
-
-STORAGE_BACKOFF = Backoff(initial=0.1, multiplier=2.0, maximum=5.0)
-"""How checkpoint and dead-letter writes are retried while the database is unreachable (forever: they are
-idempotent, and giving up would lose the delivery's record)."""
-
 PROGRESS_CACHE_UNITS = 4096
 """Per-unit progress kept in memory; older entries are re-read from the checkpoints when needed."""
-
-
-@dataclass(frozen=True)
-class ListenerLag:
-    """How far behind a listener is, for monitoring.
-
-    ``pending`` counts slices found but not yet finished by every consumer (``pending_by_consumer`` per
-    consumer); ``last_delivered_slice_at`` is the ``created_at`` of the newest slice every consumer finished
-    (a writer's clock: compare it with care); ``last_delivered_at`` is when that happened here.
-    """
-
-    source: str | None
-    pending: int
-    pending_by_consumer: dict[str, int]
-    last_delivered_slice_at: datetime | None
-    last_delivered_at: datetime | None
-    delivered: int
-    dead_lettered: int
 
 
 @dataclass(eq=False)
@@ -87,6 +63,7 @@ class _Delivery:
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     loaded: bool = False
     result: RollingResult | None = None
+    unreadable: UnreadableUnit | None = None
 
     @property
     def slice_id(self) -> str:
@@ -112,12 +89,15 @@ class DeliveryPipeline:
     ) -> None:
         self._checkpoints = checkpoints
         self._units = units
-        self._dead_letters = dead_letters
+        self._attempts = ConsumerAttempts(
+            dead_letters,
+            checkpoints.group_name,
+            max_attempts=max_attempts,
+            backoff=backoff,
+            consume_timeout=consume_timeout,
+        )
         self._consumers = list(consumers)
-        self._max_attempts = max_attempts
-        self._backoff = backoff
         self._max_pending = max_pending
-        self._consume_timeout = consume_timeout
         self._queues: dict[str, asyncio.Queue[_Delivery]] = {c.name: asyncio.Queue() for c in consumers}
         self._in_flight: dict[str, _Delivery] = {}
         self._progress: OrderedDict[str, UnitProgress] = OrderedDict()
@@ -277,7 +257,21 @@ class DeliveryPipeline:
             try:
                 result = await self._result(delivery)
                 if result is not None:
-                    await self._deliver(consumer, delivery, result)
+                    if not await self._attempts.deliver(
+                        consumer, delivery.unit_id, delivery.slice_id, result
+                    ):
+                        self._dead_lettered += 1
+                elif delivery.unreadable is not None:  # no attempt could succeed: visible, replayable
+                    core_id = delivery.progress.core_id or ""
+                    await self._attempts.dead_letter(
+                        consumer,
+                        delivery.unit_id,
+                        core_id,
+                        delivery.slice_id,
+                        delivery.unreadable,
+                        attempts=0,
+                    )
+                    self._dead_lettered += 1
                 await self._consumer_done(consumer.name, delivery)
             except asyncio.CancelledError:
                 raise
@@ -293,12 +287,22 @@ class DeliveryPipeline:
     async def _result(self, delivery: _Delivery) -> RollingResult | None:
         async with delivery.lock:
             if not delivery.loaded:
-                delivery.result = await self._retry_storage(
-                    f"loading slice {delivery.slice_id}",
-                    lambda: load_result(
-                        self._units, delivery.unit_id, delivery.progress.core_id, delivery.piece
-                    ),
-                )
+                try:
+                    delivery.result = await retry_storage(
+                        f"loading slice {delivery.slice_id}",
+                        lambda: load_result(
+                            self._units, delivery.unit_id, delivery.progress.core_id, delivery.piece
+                        ),
+                    )
+                except UnreadableUnit as exc:
+                    delivery.unreadable, delivery.loaded = exc, True
+                    logger.warning(
+                        "listener: slice %s cannot be delivered (%s); a dead letter is written for each "
+                        "consumer, to replay once the unit is repaired",
+                        delivery.slice_id,
+                        exc,
+                    )
+                    return None
                 delivery.loaded = True
                 if delivery.result is None:
                     logger.warning(
@@ -310,52 +314,10 @@ class DeliveryPipeline:
                     delivery.progress.core_id = delivery.result.memory_unit.core_id
             return delivery.result
 
-    async def _deliver(self, consumer: AfterRolling, delivery: _Delivery, result: RollingResult) -> None:
-        error: Exception | None = None
-        for attempt in range(1, self._max_attempts + 1):
-            try:
-                await asyncio.wait_for(consumer.consume(result), self._consume_timeout)
-                return
-            except Exception as exc:
-                error = exc
-                if attempt < self._max_attempts:
-                    delay = self._backoff.delay(attempt)
-                    logger.warning(
-                        "AfterRolling consumer %r failed on slice %s (attempt %d of %d): %s; retry in %.2fs",
-                        consumer.name,
-                        delivery.slice_id,
-                        attempt,
-                        self._max_attempts,
-                        describe(exc),
-                        delay,
-                    )
-                    await asyncio.sleep(delay)
-        assert error is not None
-        logger.error(
-            "AfterRolling consumer %r failed on slice %s %d times; writing a dead letter and moving on",
-            consumer.name,
-            delivery.slice_id,
-            self._max_attempts,
-            exc_info=error,
-        )
-        await self._retry_storage(
-            f"dead letter for slice {delivery.slice_id}",
-            lambda: self._dead_letters.record(
-                group=self._checkpoints.group_name,
-                consumer=consumer.name,
-                unit_id=delivery.unit_id,
-                core_id=result.memory_unit.core_id,
-                slice_id=delivery.slice_id,
-                error=error,
-                attempts=self._max_attempts,
-            ),
-        )
-        self._dead_lettered += 1
-
     async def _consumer_done(self, name: str, delivery: _Delivery) -> None:
         core_id = delivery.progress.core_id or ""
         if delivery.pending - {name}:
-            await self._retry_storage(
+            await retry_storage(
                 f"progress of consumer {name!r}",
                 lambda: self._checkpoints.mark_consumer_done(
                     delivery.unit_id, core_id, delivery.slice_id, name
@@ -368,7 +330,7 @@ class DeliveryPipeline:
 
     async def _complete(self, delivery: _Delivery) -> None:
         core_id = delivery.progress.core_id or ""
-        await self._retry_storage(
+        await retry_storage(
             f"delivery of slice {delivery.slice_id}",
             lambda: self._checkpoints.mark_delivered(delivery.unit_id, core_id, delivery.slice_id),
         )
@@ -401,30 +363,10 @@ class DeliveryPipeline:
                     and self._commits[1].key == commit.key
                 )
                 if commit.action is not None and not superseded:
-                    await self._retry_storage("checkpoint", commit.action)
+                    await retry_storage("checkpoint", commit.action)
                 self._commits.popleft()
             if not self._commits and not self._in_flight:
                 self._idle.set()
-
-    async def _retry_storage(self, what: str, call: Callable[[], Awaitable[T]]) -> T:
-        attempt = 0
-        started = time.monotonic()
-        while True:
-            try:
-                return await call()
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:
-                attempt += 1
-                delay = STORAGE_BACKOFF.delay(attempt)
-                logger.warning(
-                    "listener: %s failed (%s); retrying in %.2fs (failing for %.0fs)",
-                    what,
-                    describe(exc),
-                    delay,
-                    time.monotonic() - started,
-                )
-                await asyncio.sleep(delay)
 
     def _evict_one(self) -> bool:
         busy = {d.unit_id for d in self._in_flight.values()}
@@ -437,27 +379,6 @@ class DeliveryPipeline:
 
 def _ready(commit: _Commit) -> bool:
     return commit.sealed and commit.outstanding == 0
-
-
-def in_slice_order(slices: Iterable[MemorySlice]) -> list[MemorySlice]:
-    """Slices in the order their appends happened: by interval (``start_index``, then ``end_index``), ties in
-    array order. Never by ``created_at``: that is a writer's clock."""
-    indexed = list(enumerate(slices))
-    indexed.sort(key=lambda pair: (pair[1].start_index or 0, pair[1].end_index or 0, pair[0]))
-    return [piece for _, piece in indexed]
-
-
-def fingerprint_commit(
-    checkpoints: ListenerCheckpoints, progress: UnitProgress, fingerprint: UnitFingerprint
-) -> CommitAction:
-    """The commit that records "every slice the unit held at ``fingerprint`` is delivered"."""
-
-    async def save() -> None:
-        if progress.fingerprint != fingerprint:
-            await checkpoints.save_fingerprint(progress.unit_id, progress.core_id or "", fingerprint)
-            progress.fingerprint = fingerprint
-
-    return save
 
 
 __all__ = ["ListenerLag"]

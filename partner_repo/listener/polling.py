@@ -22,10 +22,13 @@ import logging
 import time
 from typing import Any
 
+from partner_repo.errors import UnreadableUnit
 from partner_repo.listener.checkpoints import ListenerCheckpoints
 from partner_repo.listener.dead_letters import describe
-from partner_repo.listener.pipeline import DeliveryPipeline, fingerprint_commit
+from partner_repo.listener.pipeline import DeliveryPipeline
+from partner_repo.listener.progress import fingerprint_commit
 from partner_repo.listener.retry import Backoff
+from partner_repo.listener.unreadable import UnitKey, UnreadableUnits, unit_key
 from partner_repo.units import MemoryUnitRepository, UnitFingerprint, UnitOutline
 
 logger = logging.getLogger("partner_repo.listener")
@@ -40,15 +43,25 @@ DEFAULT_BACKOFF = Backoff(initial=0.5, multiplier=2.0, maximum=30.0)
 
 
 class UnitScanner:
-    """One pass over every unit: polling's each pass and the change stream's catch-up scan."""
+    """One pass over every unit: polling's each pass and the change stream's catch-up scan.
+
+    A unit that cannot be read as a unit is skipped (see :mod:`partner_repo.listener.unreadable`): passes
+    that stop at the probe never read it again, and a full pass tries it again (it may have been repaired
+    in place) without logging it again while it stays as it was.
+    """
 
     def __init__(
-        self, units: MemoryUnitRepository, checkpoints: ListenerCheckpoints, pipeline: DeliveryPipeline
+        self,
+        units: MemoryUnitRepository,
+        checkpoints: ListenerCheckpoints,
+        pipeline: DeliveryPipeline,
+        unreadable: UnreadableUnits | None = None,
     ) -> None:
         self._units = units
         self._checkpoints = checkpoints
         self._pipeline = pipeline
         self._known: dict[str, UnitFingerprint] | None = None
+        self.unreadable = unreadable or UnreadableUnits(checkpoints.group_name)
 
     async def scan(self, *, probe: bool = True) -> int:
         """Offer every slice the group has not delivered; returns how many deliveries were started.
@@ -57,25 +70,44 @@ class UnitScanner:
         """
         if self._known is None:
             self._known = await self._checkpoints.fingerprints()
-        known = self._known
-        if probe and await self._units.fingerprint_totals() == _totals(known):
+        known, unreadable = self._known, self.unreadable
+        if probe and await self._units.fingerprint_totals() == _totals(
+            [*known.values(), *unreadable.fingerprints()]
+        ):
             return 0
-        present: set[str] = set()
-        changed: list[str] = []
+        present: set[UnitKey] = set()
+        changed: list[tuple[object, UnitFingerprint]] = []
         async for unit_id, fingerprint in self._units.fingerprints():
-            present.add(unit_id)
-            if known.get(unit_id) != fingerprint:
-                changed.append(unit_id)
+            key = unit_key(unit_id)
+            present.add(key)
+            if key in unreadable:
+                if not probe or unreadable.fingerprint(key) != fingerprint:
+                    changed.append((unit_id, fingerprint))
+            elif not isinstance(unit_id, str) or known.get(unit_id) != fingerprint:
+                changed.append((unit_id, fingerprint))
         for unit_id in [u for u in known if u not in present]:
             del known[unit_id]  # deleted: a unit created again under its id is read afresh
+        for key in [k for k in unreadable.known() if k not in present]:
+            unreadable.readable(key)
         started = 0
         for first in range(0, len(changed), SCAN_PAGE):
-            outlines = [o for u in changed[first : first + SCAN_PAGE] if (o := await self._units.outline(u))]
+            outlines = [o for u, f in changed[first : first + SCAN_PAGE] if (o := await self._outline(u, f))]
             outlines.sort(key=_oldest_first)
             for outline in outlines:
                 started += await self._offer(outline)
                 known[outline.id] = outline.fingerprint
         return started
+
+    async def _outline(self, unit_id: object, fingerprint: UnitFingerprint) -> UnitOutline | None:
+        try:
+            outline = await self._units.outline(unit_id)
+        except UnreadableUnit as exc:
+            self.unreadable.skip(exc, fingerprint)
+            if isinstance(unit_id, str) and self._known is not None:
+                self._known.pop(unit_id, None)
+            return None
+        self.unreadable.readable(unit_key(unit_id))
+        return outline
 
     async def _offer(self, outline: UnitOutline) -> int:
         progress = await self._pipeline.progress(outline.id)
@@ -102,6 +134,8 @@ class PollingSource:
         self._backoff = backoff
         self._wake = asyncio.Event()
         self._waiting: list[asyncio.Future[None]] = []
+        self.got_going = False
+        """Whether a pass ever completed (so a failure afterwards starts backoff afresh)."""
 
     def request_scan(self) -> asyncio.Future[None]:
         """A future resolved when a full pass that started after this call has offered what it found."""
@@ -129,6 +163,7 @@ class PollingSource:
                 await _sleep_until(stopping, self._wake, delay)
                 continue
             failures = 0
+            self.got_going = True
             if full:
                 last_full = time.monotonic()
             for future in waiting:
@@ -152,12 +187,12 @@ async def _sleep_until(stopping: asyncio.Event, wake: asyncio.Event, seconds: fl
     wake.clear()
 
 
-def _totals(known: dict[str, UnitFingerprint]) -> tuple[int, ...]:
+def _totals(fingerprints: list[UnitFingerprint]) -> tuple[int, ...]:
     sums = [0, 0, 0, 0]
-    for fingerprint in known.values():
+    for fingerprint in fingerprints:
         for index, value in enumerate(fingerprint[:4]):
             sums[index] += _as_int(value)
-    return (len(known), *sums)
+    return (len(fingerprints), *sums)
 
 
 def _as_int(value: Any) -> int:

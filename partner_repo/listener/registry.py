@@ -6,6 +6,7 @@ stable across restarts and unique within a registry) and an ``async consume(resu
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import Protocol, runtime_checkable
 
@@ -80,7 +81,9 @@ class AfterRollingRegistry:
         for consumer in list(self._consumers):
             try:
                 await consumer.consume(result)
-            except Exception:
+            except BaseException as exc:
+                if not raised_by_consumer(exc):
+                    raise
                 failed.append(consumer.name)
                 logger.exception(
                     "AfterRolling consumer %r failed on slice %s (unit %s)",
@@ -89,6 +92,20 @@ class AfterRollingRegistry:
                     result.memory_unit.id,
                 )
         return failed
+
+
+def raised_by_consumer(exc: BaseException) -> bool:
+    """Whether ``exc``, raised out of ``consume``, is that consumer's failure rather than ours to propagate.
+
+    A consumer may raise anything, ``asyncio.CancelledError`` included (a cancelled inner task, a timeout
+    library): that is its failure, retried and dead-lettered like any exception, never a reason to stop
+    delivering. Only the cancellation of the task running it (``cancelling()``: the listener stopping) and
+    the process-level ``KeyboardInterrupt``/``SystemExit`` propagate.
+    """
+    if isinstance(exc, KeyboardInterrupt | SystemExit):
+        return False
+    task = asyncio.current_task()
+    return task is None or task.cancelling() == 0
 
 
 def _consumer_name(consumer: AfterRolling) -> str:

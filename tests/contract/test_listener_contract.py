@@ -23,6 +23,7 @@ from partner_repo import (
     ListenerCheckpoints,
     MemoryCoreRepository,
     MemorySlice,
+    MemoryUnit,
     MemoryUnitRepository,
     Message,
     RollingListener,
@@ -78,6 +79,10 @@ async def append(units: MemoryUnitRepository, unit_id: str, minute: int) -> Memo
     return await units.append(
         unit_id, batch, f"s{minute}", core_id="core", created_at=T0 + timedelta(minutes=minute)
     )
+
+
+def messages(count: int, label: str) -> list[Message]:
+    return [Message(role="user", content=f"{label} {n}") for n in range(count)]
 
 
 async def settled(listener: RollingListener) -> None:
@@ -262,5 +267,27 @@ async def test_dropping_memory_units_invalidates_the_stream_and_the_listener_car
             assert listener.source == "change_stream"
 
         assert recorder.slice_ids == [before.id, after.id]
+    finally:
+        await dropped(database)
+
+
+@pytest.mark.integration
+async def test_change_events_carry_no_messages_yet_every_appended_slice_is_delivered() -> None:
+    database = await fresh_real_database()
+    try:
+        units = MemoryUnitRepository(database)
+        await units.save(MemoryUnit(id="u1", core_id="core"))  # a push into an empty array: the whole array
+        recorder = Recorder()
+        async with listener_for(database, recorder), units.watch() as raw:
+            first = await units.append("u1", messages(3, "first"), "s1", core_id="core", created_at=T0)
+            second = await units.append("u1", messages(2, "second"), "s2", core_id="core", created_at=T0)
+            events = [await raw.next() for _ in range(2)]
+            await until(lambda: len(recorder.results) == 2)
+
+        fields = [event["updateDescription"]["updatedFields"] for event in events]
+        assert [[key for key in f if key.startswith("conversation_messages")] for f in fields] == [[], []]
+        assert "slices" in fields[0] and "slices.1" in fields[1]  # the slices still travel
+        assert recorder.slice_ids == [first.id, second.id]
+        assert [len(result.increment_messages) for result in recorder.results] == [3, 2]
     finally:
         await dropped(database)

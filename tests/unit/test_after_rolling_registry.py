@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from datetime import UTC, datetime
 
@@ -102,3 +103,18 @@ def test_something_that_is_not_a_named_consumer_is_refused(bad: object) -> None:
 
 def test_a_plain_class_with_name_and_consume_is_an_after_rolling() -> None:
     assert isinstance(Named("n", []), AfterRolling)
+
+
+async def test_a_consumer_raising_cancelled_error_does_not_stop_the_others() -> None:
+    log: list[str] = []
+
+    class Cancelling:
+        name = "cancelling"
+
+        async def consume(self, result: RollingResult) -> None:
+            raise asyncio.CancelledError
+
+    registry = AfterRollingRegistry([Named("first", log), Cancelling(), Named("last", log)])
+
+    assert await registry.trigger(RESULT) == ["cancelling"]
+    assert log == ["first:slice-1", "last:slice-1"]

@@ -19,7 +19,7 @@ from bson import Timestamp
 from conftest import until
 from mockupdb import MockupDB, Request
 from wire_support import UNITS_NS as NS
-from wire_support import motor_client, server_fixture
+from wire_support import motor_client, plain, server_fixture
 from wire_support import receive as next_request
 
 from partner_repo import (
@@ -128,10 +128,57 @@ async def receive(server: MockupDB, name: str) -> Request:
     return request
 
 
+WITHOUT_MESSAGES = [
+    {"$project": {"fullDocument.conversation_messages": 0}},
+    {
+        "$set": {
+            "updateDescription": {
+                "$cond": {
+                    "if": {"$eq": ["$operationType", "update"]},
+                    "then": {
+                        "$mergeObjects": [
+                            "$updateDescription",
+                            {
+                                "updatedFields": {
+                                    "$arrayToObject": {
+                                        "$filter": {
+                                            "input": {"$objectToArray": "$updateDescription.updatedFields"},
+                                            "cond": {
+                                                "$and": [
+                                                    {"$ne": ["$$this.k", "conversation_messages"]},
+                                                    {
+                                                        "$ne": [
+                                                            {
+                                                                "$indexOfBytes": [
+                                                                    "$$this.k",
+                                                                    "conversation_messages.",
+                                                                ]
+                                                            },
+                                                            0,
+                                                        ]
+                                                    },
+                                                ]
+                                            },
+                                        }
+                                    }
+                                }
+                            },
+                        ]
+                    },
+                    "else": "$$REMOVE",
+                }
+            }
+        }
+    },
+]
+"""The stages after ``$changeStream``: messages never travel in an event, neither in ``fullDocument`` nor as
+the ``conversation_messages`` keys of an append's ``updatedFields``."""
+
+
 def change_stream_stage(request: Request) -> dict[str, Any]:
     assert request.doc["aggregate"] == "memory_units"
-    pipeline = request.doc["pipeline"]
-    assert pipeline[1:] == [{"$project": {"fullDocument.conversation_messages": 0}}]
+    pipeline = plain(request.doc["pipeline"])
+    assert pipeline[1:] == WITHOUT_MESSAGES
     return dict(pipeline[0]["$changeStream"])
 
 
@@ -524,3 +571,81 @@ async def test_a_standalone_server_makes_the_listener_poll(
     await listener.stop()
 
     assert recorder.slice_ids == [piece.id]
+
+
+RESUMABLE = "ResumableChangeStreamError"
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        {"code": 11600, "codeName": "InterruptedAtShutdown", "errorLabels": [RESUMABLE]},
+        {"code": 6, "codeName": "HostUnreachable", "errorLabels": [RESUMABLE]},
+        {"code": 234, "codeName": "RetryChangeStream", "errorLabels": [RESUMABLE]},
+        {"code": 262, "codeName": "ExceededTimeLimit"},  # a server too old for labels: the spec's codes
+        {"code": 13388, "codeName": "StaleConfig"},
+        {"code": 13436, "codeName": "NotPrimaryOrSecondary"},
+    ],
+    ids=lambda error: f"{error['codeName']}{'-labelled' if 'errorLabels' in error else ''}",
+)
+async def test_resumable_errors_opening_the_stream_keep_the_token_however_many_in_a_row(
+    server: MockupDB, database: Any, error: dict[str, Any]
+) -> None:
+    await seed_token(database)
+    listener = listener_for(database, Recorder())
+    await listener.start()
+
+    for _ in range(8):  # the driver may retry a retryable read once itself: four or more listener attempts
+        refused = await receive(server, "aggregate")
+        assert change_stream_stage(refused) == {"resumeAfter": STORED}
+        assert await stored_token(database) == (STORED, "resume_after")
+        refused.replies({"ok": 0, "errmsg": "not now", **error})
+    reopened = await receive(server, "aggregate")
+    assert change_stream_stage(reopened) == {"resumeAfter": STORED}
+    assert await stored_token(database) == (STORED, "resume_after")
+    reopened.replies(first_batch(73, [], token("BACK")))
+    idle = answer_idle(server, 73, token("BACK"))
+    await until(lambda: token_is(database, token("BACK")))
+    await listener.stop()
+    idle.cancel()
+
+
+async def test_an_error_labelled_non_resumable_drops_the_token_at_once(
+    server: MockupDB, database: Any
+) -> None:
+    await seed_token(database)
+    listener = listener_for(database, Recorder())
+    await listener.start()
+
+    (await receive(server, "aggregate")).replies(
+        {
+            "ok": 0,
+            "code": 9,
+            "codeName": "FailedToParse",
+            "errmsg": "cannot parse the resume position",
+            "errorLabels": ["NonResumableChangeStreamError"],
+        }
+    )
+    reopened = await receive(server, "aggregate")
+    assert change_stream_stage(reopened) == {}
+    assert await stored_token(database) == (None, None)
+    reopened.replies(first_batch(75, [], token("FRESH")))
+    idle = answer_idle(server, 75, token("FRESH"))
+    await until(lambda: token_is(database, token("FRESH")))
+    await listener.stop()
+    idle.cancel()
+
+
+async def test_the_stream_asks_the_server_to_leave_messages_out_of_every_event(
+    server: MockupDB, database: Any
+) -> None:
+    await seed_token(database)
+    listener = listener_for(database, Recorder())
+    await listener.start()
+
+    opened = await receive(server, "aggregate")
+    assert plain(opened.doc["pipeline"]) == [{"$changeStream": {"resumeAfter": STORED}}, *WITHOUT_MESSAGES]
+    opened.replies(first_batch(76, [], token("P")))
+    idle = answer_idle(server, 76, token("P"))
+    await listener.stop()
+    idle.cancel()

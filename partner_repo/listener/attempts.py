@@ -1,0 +1,132 @@
+"""Trying again: a consumer's attempts at one delivery, and the listener's own writes through an outage.
+
+A consumer gets ``max_attempts`` tries with backoff, then a dead letter, so one bad slice never blocks it.
+The listener's checkpoint and dead-letter writes are retried for ever instead (they are idempotent, and
+giving up would lose the delivery's record); only an :class:`~partner_repo.errors.UnreadableUnit` is never
+retried, since no retry could change it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
+
+from partner_repo.errors import UnreadableUnit
+from partner_repo.listener.dead_letters import DeadLetterRepository, describe
+from partner_repo.listener.registry import AfterRolling, raised_by_consumer
+from partner_repo.listener.retry import Backoff
+from partner_repo.rolling.result import RollingResult
+
+logger = logging.getLogger("partner_repo.listener")
+
+T = TypeVar("T")
+
+STORAGE_BACKOFF = Backoff(initial=0.1, multiplier=2.0, maximum=5.0)
+"""How checkpoint and dead-letter writes are retried while the database is unreachable (for ever)."""
+
+
+async def retry_storage(what: str, call: Callable[[], Awaitable[T]]) -> T:
+    """``call()``, retried with :data:`STORAGE_BACKOFF` until it succeeds (or raises UnreadableUnit)."""
+    attempt = 0
+    started = time.monotonic()
+    while True:
+        try:
+            return await call()
+        except (asyncio.CancelledError, UnreadableUnit):
+            raise
+        except Exception as exc:
+            attempt += 1
+            delay = STORAGE_BACKOFF.delay(attempt)
+            logger.warning(
+                "listener: %s failed (%s); retrying in %.2fs (failing for %.0fs)",
+                what,
+                describe(exc),
+                delay,
+                time.monotonic() - started,
+            )
+            await asyncio.sleep(delay)
+
+
+class ConsumerAttempts:
+    """Delivers a result to a consumer with retries, and writes the dead letter when every attempt failed."""
+
+    def __init__(
+        self,
+        dead_letters: DeadLetterRepository,
+        group: str,
+        *,
+        max_attempts: int,
+        backoff: Backoff,
+        consume_timeout: float | None,
+    ) -> None:
+        self._dead_letters = dead_letters
+        self._group = group
+        self._max_attempts = max_attempts
+        self._backoff = backoff
+        self._consume_timeout = consume_timeout
+
+    async def deliver(
+        self, consumer: AfterRolling, unit_id: str, slice_id: str, result: RollingResult
+    ) -> bool:
+        """Deliver ``result``; False when every attempt failed and a dead letter was written instead."""
+        error: BaseException | None = None
+        for attempt in range(1, self._max_attempts + 1):
+            try:
+                await asyncio.wait_for(consumer.consume(result), self._consume_timeout)
+                return True
+            except BaseException as exc:  # a consumer's CancelledError is its failure, not our stop
+                if not raised_by_consumer(exc):
+                    raise
+                error = exc
+                if attempt < self._max_attempts:
+                    delay = self._backoff.delay(attempt)
+                    logger.warning(
+                        "AfterRolling consumer %r failed on slice %s (attempt %d of %d): %s; retry in %.2fs",
+                        consumer.name,
+                        slice_id,
+                        attempt,
+                        self._max_attempts,
+                        describe(exc),
+                        delay,
+                    )
+                    await asyncio.sleep(delay)
+        assert error is not None
+        logger.error(
+            "AfterRolling consumer %r failed on slice %s %d times; writing a dead letter and moving on",
+            consumer.name,
+            slice_id,
+            self._max_attempts,
+            exc_info=error,
+        )
+        core_id = result.memory_unit.core_id
+        await self.dead_letter(consumer, unit_id, core_id, slice_id, error, attempts=self._max_attempts)
+        return False
+
+    async def dead_letter(
+        self,
+        consumer: AfterRolling,
+        unit_id: str,
+        core_id: str,
+        slice_id: str,
+        error: BaseException,
+        *,
+        attempts: int,
+    ) -> None:
+        await retry_storage(
+            f"dead letter for slice {slice_id}",
+            lambda: self._dead_letters.record(
+                group=self._group,
+                consumer=consumer.name,
+                unit_id=unit_id,
+                core_id=core_id,
+                slice_id=slice_id,
+                error=error,
+                attempts=attempts,
+            ),
+        )
+
+
+__all__: list[str] = []  # internal to the listener: nothing here is public API
