@@ -40,8 +40,10 @@ from partner_repo.errors import (
     MigrationError,
     NotFound,
     PartnerRepoError,
+    StaleIncrement,
     TransactionsUnsupported,
     UnitTooLarge,
+    UnreadableUnit,
 )
 from partner_repo.importer import ImportIssue, ImportReport, import_partner_state, partner_unit
 from partner_repo.listener import (
@@ -155,6 +157,7 @@ __all__ = [
     "SlicePage",
     "SliceQueries",
     "SliceView",
+    "StaleIncrement",
     "Summarizer",
     "TransactionsUnsupported",
     "UnitChecker",
@@ -168,6 +171,7 @@ __all__ = [
     "UnitTooLarge",
     "UnitView",
     "UnitViolations",
+    "UnreadableUnit",
     "__version__",
     "admin_database",
     "connect",

@@ -1,4 +1,6 @@
-"""MemoryCoreRepository: per agent, the current memory session, the live chat window and the rolling lease.
+"""MemoryCoreRepository: per agent, the current memory session and the live chat window.
+
+(The rolling lease on the same document is :mod:`partner_repo.core_lease`.)
 
 Every write is a single atomic update on the core document, so several service processes can share a core.
 The window only grows at the end (``record``) and only shrinks at the front (``trim_window``), so a trim
@@ -11,7 +13,7 @@ import asyncio
 import random
 import uuid
 from collections.abc import Iterable
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from pymongo import ASCENDING, ReturnDocument
@@ -19,7 +21,7 @@ from pymongo.errors import DuplicateKeyError
 
 from partner_repo.clock import utc_now
 from partner_repo.database import MongoDatabase
-from partner_repo.errors import ConflictError, InvalidInput, LeaseLost, NotFound
+from partner_repo.errors import ConflictError, LeaseLost, NotFound
 from partner_repo.indexes import CORES
 from partner_repo.models import MemoryCore, Message
 from partner_repo.validation import optional_datetime, parse_messages, require_count, require_id
@@ -75,11 +77,43 @@ class MemoryCoreRepository:
         await self._upsert(
             core_id,
             {
-                "$set": {"memory_session_id": session, "session_started_at": stamp},
+                "$set": {
+                    "memory_session_id": session,
+                    "session_started_at": stamp,
+                    "session_continues": None,
+                },
                 "$inc": {"version": 1},
                 "$setOnInsert": fresh,
             },
         )
+        return session
+
+    async def switch_session(
+        self, core_id: str, *, lease_owner: str, continues: str | None = None, now: datetime | None = None
+    ) -> str:
+        """A roller's session switch, fenced by its lease: start a new memory session only while
+        ``lease_owner`` still holds the core's lease, else :class:`LeaseLost` (nothing written).
+
+        ``continues`` names the unit the new session's unit continues (a roll opening a continuation because
+        the current unit is full); None for an idle refresh (a new conversation session starts afresh).
+        """
+        core_id = require_id(core_id, "core_id")
+        owner = require_id(lease_owner, "lease_owner")
+        stamp = optional_datetime(now, "now") or utc_now()
+        session = new_session_id()
+        result = await self._cores.update_one(
+            {"_id": core_id, "lease_owner": owner},
+            {
+                "$set": {
+                    "memory_session_id": session,
+                    "session_started_at": stamp,
+                    "session_continues": None if continues is None else require_id(continues, "continues"),
+                },
+                "$inc": {"version": 1},
+            },
+        )
+        if not result.matched_count:
+            raise LeaseLost(core_id, owner)
         return session
 
     async def set_session(
@@ -103,7 +137,14 @@ class MemoryCoreRepository:
             return False
         result = await self._cores.update_one(
             {"_id": core_id, "memory_session_id": current},
-            {"$set": {"memory_session_id": session_id, "session_started_at": stamp}, "$inc": {"version": 1}},
+            {
+                "$set": {
+                    "memory_session_id": session_id,
+                    "session_started_at": stamp,
+                    "session_continues": None,
+                },
+                "$inc": {"version": 1},
+            },
         )
         if result.matched_count or expected is not None:
             return bool(result.matched_count)
@@ -234,59 +275,6 @@ class MemoryCoreRepository:
         cursor = self._cores.find(query, {"_id": 1}).sort("last_interaction_at", ASCENDING)
         return [document["_id"] async for document in cursor]
 
-    # -- the rolling lease -------------------------------------------------------------------------------
-
-    async def acquire_lease(
-        self, core_id: str, owner: str, *, duration: timedelta, now: datetime | None = None
-    ) -> MemoryCore | None:
-        """Take the core's rolling lease if it is free or expired; the core at that instant, else None.
-
-        One atomic ``find_one_and_update`` on ``lease_until``, so of several callers at once exactly one wins.
-        The returned window is the roller's snapshot. None also when the core does not exist.
-        """
-        core_id = require_id(core_id, "core_id")
-        owner = require_id(owner, "owner")
-        stamp = optional_datetime(now, "now") or utc_now()
-        until = self._lease_end(stamp, duration)
-        document = await self._cores.find_one_and_update(
-            {"_id": core_id, "$or": [{"lease_until": None}, {"lease_until": {"$lte": stamp}}]},
-            {"$set": {"lease_owner": owner, "lease_until": until}, "$inc": {"version": 1}},
-            return_document=ReturnDocument.AFTER,
-        )
-        if document is None:
-            return None
-        core: MemoryCore = MemoryCore.model_validate(document)
-        return core
-
-    async def renew_lease(
-        self, core_id: str, owner: str, *, duration: timedelta, now: datetime | None = None
-    ) -> bool:
-        """Extend ``owner``'s lease to ``now + duration``; False when another roller holds it by now."""
-        core_id = require_id(core_id, "core_id")
-        owner = require_id(owner, "owner")
-        until = self._lease_end(optional_datetime(now, "now") or utc_now(), duration)
-        result = await self._cores.update_one(
-            {"_id": core_id, "lease_owner": owner},
-            {"$set": {"lease_until": until}, "$inc": {"version": 1}},
-        )
-        return bool(result.matched_count)
-
-    async def release_lease(self, core_id: str, owner: str) -> bool:
-        """Give the lease back so the next roll need not wait for it to expire; False if owner lost it."""
-        core_id = require_id(core_id, "core_id")
-        owner = require_id(owner, "owner")
-        result = await self._cores.update_one(
-            {"_id": core_id, "lease_owner": owner},
-            {"$set": {"lease_owner": None, "lease_until": None}, "$inc": {"version": 1}},
-        )
-        return bool(result.matched_count)
-
-    @staticmethod
-    def _lease_end(stamp: datetime, duration: timedelta) -> datetime:
-        if not isinstance(duration, timedelta) or duration <= timedelta(0):
-            raise InvalidInput(f"lease duration must be a positive timedelta, got {duration!r}")
-        return stamp + duration
-
     async def _upsert(self, core_id: str, update: dict[str, Any]) -> dict[str, Any]:
         for _ in range(2):  # two first-time upserts may race on the insert; the loser retries as an update
             try:
@@ -306,7 +294,7 @@ class MemoryCoreRepository:
             "chat_messages": [],
             "last_interaction_at": None,
             "lease_owner": None,
-            "lease_until": None,
+            "lease_beat": 0,
             "idle_rolled": False,
             "version": 0,
         }

@@ -36,6 +36,21 @@ class LeaseLost(ConflictError):
         self.owner = owner
 
 
+class StaleIncrement(ConflictError):
+    """A fenced append found its unit no longer ending where the increment was resolved (another writer
+    appended first); nothing was written: resolve the increment again."""
+
+    def __init__(self, unit_id: str, expected: int, found: int | None) -> None:
+        where = "no longer exists" if found is None else f"holds {found} messages"
+        super().__init__(
+            f"unit {unit_id!r} {where}, not the {expected} the increment was resolved against; "
+            "resolve it again"
+        )
+        self.unit_id = unit_id
+        self.expected = expected
+        self.found = found
+
+
 class DuplicateSliceId(ConflictError):
     """A slice id is already used by another unit; slice ids are unique across the whole collection."""
 

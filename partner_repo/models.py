@@ -169,7 +169,10 @@ class MemoryUnit(_PlainConstruction):
 class MemoryCore(_PlainConstruction):
     """Per agent: the current memory session and the live chat window shared by every service process.
 
-    ``lease_owner``/``lease_until`` make rolling single-flight across processes; an expired lease is free.
+    ``lease_owner``/``lease_beat``/``lease_ttl_ms`` make rolling single-flight across processes without
+    comparing clocks (see :mod:`partner_repo.core_lease`). ``session_continues`` names the unit the current
+    session's unit continues when a roll opened it because the previous one was full (None after an idle
+    refresh: a new conversation session starts afresh).
     ``idle_rolled`` is set once an idle roll has covered the window's last interaction and cleared by the next
     ``record``, so an idle window is rolled once, not again at every scheduler pass.
     """
@@ -179,8 +182,10 @@ class MemoryCore(_PlainConstruction):
     session_started_at: UtcDatetime
     chat_messages: list[Message] = Field(default_factory=list)
     last_interaction_at: UtcDatetime | None = None
+    session_continues: BoundedId | None = None
     lease_owner: BoundedId | None = None
-    lease_until: UtcDatetime | None = None
+    lease_beat: int = 0
+    lease_ttl_ms: int | None = None
     idle_rolled: bool = False
     version: int = 0
 

@@ -23,6 +23,16 @@ from partner_repo.models import MemorySlice, MemoryUnit, reading_stored
 MAX_DOCUMENT_BYTES = 16 * 1024 * 1024
 """MongoDB's document size limit."""
 
+MAX_SUMMARY_BYTES = 256 * 1024
+"""The longest slice summary stored (UTF-8 bytes); a longer one is cut, and the cut logged."""
+
+ROLL_RESERVE_BYTES = 64 * 1024
+"""Room a unit keeps for its own fields and one slice's, besides the messages and the summary."""
+
+MAX_MESSAGE_BYTES = MAX_DOCUMENT_BYTES - ROLL_RESERVE_BYTES - MAX_SUMMARY_BYTES
+"""The largest message (BSON bytes) the library accepts: one that fits a fresh unit with its slice, so every
+message can be rolled, and a window never holds one that would wedge its core."""
+
 DERIVED_FIELDS = ("message_count", "slice_count", "slice_ids", "size_bytes")
 
 DERIVED_PROJECTION: dict[str, Any] = {
@@ -101,6 +111,19 @@ def array_elements_size(elements: Iterable[Mapping[str, Any]], first_index: int)
     for offset, element in enumerate(elements):
         total += 1 + len(str(first_index + offset)) + 1 + bson_size(element)
     return total
+
+
+def append_size(
+    message_documents: list[dict[str, Any]],
+    message_count: int,
+    slice_doc: Mapping[str, Any],
+    slice_count: int,
+) -> int:
+    """Bytes one append adds to a unit of ``message_count`` messages and ``slice_count`` slices: the messages,
+    the slice and its id in ``slice_ids`` (exact, so ``size_bytes`` stays exact)."""
+    added = array_elements_size(message_documents, message_count)
+    added += array_elements_size([slice_doc], slice_count)
+    return added + string_elements_size([str(slice_doc["id"])], slice_count)
 
 
 def string_elements_size(values: Iterable[str], first_index: int) -> int:

@@ -29,14 +29,13 @@ from typing import Any
 from pymongo.errors import DuplicateKeyError
 
 from partner_repo.clock import utc_now
-from partner_repo.errors import ConflictError, DuplicateSliceId, InvalidInput, UnitTooLarge
+from partner_repo.errors import ConflictError, DuplicateSliceId, InvalidInput, StaleIncrement, UnitTooLarge
 from partner_repo.models import MemorySlice, MemoryUnit, Message
 from partner_repo.storage import (
-    array_elements_size,
+    append_size,
     has_derived_fields,
     slice_document,
     stored_datetime,
-    string_elements_size,
     unit_document,
 )
 from partner_repo.unit_heads import HEAD_PROJECTION, HeadCache, UnitHead, head_from
@@ -62,6 +61,8 @@ class AppendRequest:
     given_id: str | None
     fresh_slice_id: bool
     previous_unit_id: str | None
+    expected_start: int | None = None
+    """The fence: the unit must hold exactly this many messages (None: wherever it ends)."""
 
 
 ReadHead = Callable[[str], Awaitable[UnitHead | None]]
@@ -101,7 +102,8 @@ class UnitAppender:
         message_documents = [m.model_dump() for m in request.increment]
         cacheable = (given_id is None or request.fresh_slice_id) and not self._heads.contended(unit_id)
         known = self._heads.get(unit_id) if cacheable else None
-        if known is not None and known.core_id == request.core_id:
+        fenced = request.expected_start
+        if known is not None and known.core_id == request.core_id and fenced in (None, known.message_count):
             stored = await self._push_to_known_head(known, message_documents, piece, minted=given_id is None)
             if stored is not None:
                 return stored
@@ -117,6 +119,12 @@ class UnitAppender:
             head = await self._append_head(unit_id, None if request.fresh_slice_id else given_id)
             if head is not None:
                 self._heads.learn(head)
+            found = None if head is None else head.message_count
+            if fenced is not None and found != fenced and not (found is None and fenced == 0):
+                existing = None if given_id is None else await self._get_slice(unit_id, given_id)
+                if existing is not None:  # this very append landed before (a retry after a lost reply)
+                    return existing
+                raise StaleIncrement(unit_id, fenced, found)
             if head is None:
                 stored = await self._create_with(request, piece)
             else:
@@ -221,9 +229,7 @@ class UnitAppender:
         new_slice = slice_document(placed)
         position = await self._slice_position(head, placed)
         assert placed.id is not None
-        added = array_elements_size(message_documents, start)
-        added += array_elements_size([new_slice], head.slice_count)
-        added += string_elements_size([placed.id], head.slice_count)
+        added = append_size(message_documents, start, new_slice, head.slice_count)
         refuse_too_large(head.id, head.size_bytes + added, self._max_bytes)
         push_slice: dict[str, Any] = {"$each": [new_slice]}
         if position is not None:

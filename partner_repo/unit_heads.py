@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from partner_repo.models import MemorySlice
+from partner_repo.models import MemorySlice, Message
 from partner_repo.storage import DERIVED_PROJECTION, slice_from_document, stored_datetime
 
 HEAD_CACHE_SIZE = 1024
@@ -46,6 +46,30 @@ class UnitHead:
     previous_unit_id: str | None
     last_slice: MemorySlice | None
     slice_count: int = 0
+
+
+@dataclass(frozen=True)
+class UnitTail:
+    """A unit's last messages and its head, read together: all a roll decides and appends with."""
+
+    head: UnitHead
+    messages: list[Message]
+
+    @property
+    def message_count(self) -> int:
+        return self.head.message_count
+
+    @property
+    def slice_count(self) -> int:
+        return self.head.slice_count
+
+    @property
+    def size_bytes(self) -> int:
+        return self.head.size_bytes
+
+    @property
+    def previous_unit_id(self) -> str | None:
+        return self.head.previous_unit_id
 
 
 def head_from(document: Mapping[str, Any]) -> UnitHead:

@@ -53,7 +53,14 @@ from partner_repo.unit_feed import (
     majority,
     outline_from,
 )
-from partner_repo.unit_heads import HEAD_CACHE_SIZE, HEAD_PROJECTION, HeadCache, UnitHead, head_from
+from partner_repo.unit_heads import (
+    HEAD_CACHE_SIZE,
+    HEAD_PROJECTION,
+    HeadCache,
+    UnitHead,
+    UnitTail,
+    head_from,
+)
 from partner_repo.unit_rules import duplicate_error, refuse_foreign_slice_ids, refuse_too_large
 from partner_repo.validation import optional_datetime, optional_id, parse_messages, require_count, require_id
 
@@ -131,13 +138,24 @@ class MemoryUnitRepository:
 
     async def tail_messages(self, unit_id: str, n: int) -> list[Message]:
         """The last ``n`` messages of a unit (empty when there is no such unit), without reading the rest."""
+        tail = await self.tail(unit_id, n)
+        return [] if tail is None else tail.messages
+
+    async def tail(self, unit_id: str, n: int) -> UnitTail | None:
+        """The last ``n`` messages of a unit and its head, in one read (the head is remembered, so an append
+        that follows pushes at once)."""
         n = require_count(n, "n")
         unit_id = require_id(unit_id, "unit_id")
-        if n == 0:
-            return []
-        projection = {"message_count": 1, "conversation_messages": {"$slice": -n}}
+        projection = {**HEAD_PROJECTION, "conversation_messages": {"$slice": -max(n, 1)}}
         document = await self._units.find_one({"_id": unit_id}, projection)
-        return [] if document is None else _messages(document)
+        if document is not None and not has_derived_fields(document):
+            await self._adoption.complete(unit_id)
+            document = await self._units.find_one({"_id": unit_id}, projection)
+        if document is None:
+            return None
+        return UnitTail(
+            head=self._heads.learn(head_from(document)), messages=_messages(document) if n else []
+        )
 
     async def list_units(self, core_id: str) -> list[MemoryUnit]:
         """Every unit of a core, oldest update first."""
@@ -289,6 +307,7 @@ class MemoryUnitRepository:
         retain_divisor: int | None = None,
         previous_unit_id: str | None = None,
         fresh_slice_id: bool = False,
+        expected_start: int | None = None,
     ) -> MemorySlice:
         """Append ``messages`` and one slice covering exactly them; Partner's ``updateMemoryUnit``.
 
@@ -303,6 +322,12 @@ class MemoryUnitRepository:
         on a sharded cluster). ``fresh_slice_id=True`` says the id was just minted with :func:`new_slice_id`
         for this append alone (the rolling service does this for its retry key): no other unit can hold it,
         so the check is skipped and every round trip stays on the unit's shard.
+
+        ``expected_start`` fences the append: it lands only while the unit holds exactly that many messages
+        (0: the unit is new), i.e. while it still ends where the caller resolved the increment; otherwise
+        :class:`StaleIncrement` is raised and nothing is written (a repeat of an append that did land, same
+        ``slice_id``, still returns the stored slice). The rolling service relies on it, so a roller delayed
+        past its lease never stores an increment that the roller who took over stored meanwhile.
         """
         unit_id = require_id(unit_id, "unit_id")
         core_id = require_id(core_id, "core_id")
@@ -311,7 +336,11 @@ class MemoryUnitRepository:
             raise InvalidInput(f"summary must be a string, got {type(summary).__name__}")
         given_id = None if slice_id is None else require_id(slice_id, "slice_id")
         stamp = optional_datetime(created_at, "created_at") or utc_now()
-        for name, value in (("rolling_size", rolling_size), ("retain_divisor", retain_divisor)):
+        for name, value in (
+            ("rolling_size", rolling_size),
+            ("retain_divisor", retain_divisor),
+            ("expected_start", expected_start),
+        ):
             if value is not None:
                 require_count(value, name)
         piece = MemorySlice(
@@ -332,6 +361,7 @@ class MemoryUnitRepository:
             given_id=given_id,
             fresh_slice_id=fresh_slice_id,
             previous_unit_id=optional_id(previous_unit_id, "previous_unit_id"),
+            expected_start=expected_start,
         )
         return await self._appender.append(request)
 

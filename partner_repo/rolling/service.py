@@ -2,10 +2,11 @@
 
 A roll turns the start of a core's chat window into memory: the part of the window the current unit does not
 hold yet (the increment) is summarized and appended to the unit as one slice, then the window is trimmed to
-the context it keeps. Every process may roll any core: a lease on the core document makes a roll single-flight
-(a roll that finds it held returns None at once), the lease is renewed while the summarizer runs and checked
-again before the append, and the trim is fenced by it, so two rollers never store one increment twice. A
-roller that crashed leaves a lease that simply expires.
+the context it keeps. Every process may roll any core. A lease on the core makes a roll single-flight (a roll
+that finds it held returns None at once) without comparing clocks (:mod:`partner_repo.core_lease`); it is
+renewed while the summarizer runs. The lease only saves work: every write of the roll is fenced on its own
+(:mod:`partner_repo.rolling.leased_roll`), so one increment is stored once whatever the timing, and a roller
+that crashed leaves a lease another roller takes over once it has watched it stay silent for its ttl.
 """
 
 from __future__ import annotations
@@ -14,35 +15,34 @@ import asyncio
 import contextlib
 import inspect
 import logging
+import time
 import uuid
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from datetime import datetime
 from typing import Any, Literal
 
-from pymongo.errors import ConnectionFailure
-
 from partner_repo.clock import to_utc_ms, utc_now
+from partner_repo.core_lease import CoreLease, lease_of
 from partner_repo.cores import DEFAULT_CORE_ID, MemoryCoreRepository
 from partner_repo.database import MongoDatabase
-from partner_repo.errors import ConflictError, InvalidInput, LeaseLost
-from partner_repo.models import MemoryCore, MemorySlice, Message
-from partner_repo.normalization import new_slice_id
+from partner_repo.errors import InvalidInput
+from partner_repo.leases import LeaseState, SilenceWatch
+from partner_repo.models import MemoryCore, Message
 from partner_repo.rolling.config import RollingConfig
-from partner_repo.rolling.increment import resolve_chat_increment
+from partner_repo.rolling.leased_roll import APPEND_ATTEMPTS, LeasedRoll, resolve
 from partner_repo.rolling.result import RollingResult
 from partner_repo.rolling.summarizer import SUMMARY_ON_EMPTY, SUMMARY_ON_EXCEPTION, Summarizer
-from partner_repo.storage import array_elements_size, slice_document
 from partner_repo.units import MemoryUnitRepository
 from partner_repo.validation import optional_datetime, parse_messages, require_id
-from partner_repo.window import dropped_count
 
 logger = logging.getLogger(__name__)
 
-APPEND_ATTEMPTS = 3
-"""How often a roll sends its append when the reply is lost; the same slice id makes a repeat a no-op."""
-
 Clock = Callable[[], datetime]
-"""Where the service reads the current time: leases always, ``now`` when the caller gives none."""
+"""Where the service reads the current time for ``now`` when the caller gives none."""
+
+Monotonic = Callable[[], float]
+"""Where the service measures how long a held lease has stayed silent (never compared across processes)."""
 
 RolledCallback = Callable[[RollingResult], Any]
 """Called by the idle scheduler with each result; may be a coroutine function."""
@@ -60,18 +60,23 @@ class RollingService:
         config: RollingConfig | None = None,
         *,
         clock: Clock = utc_now,
+        monotonic: Monotonic = time.monotonic,
     ) -> None:
         if not callable(summarizer):
             raise InvalidInput(f"summarizer must be an async callable, got {type(summarizer).__name__}")
         if config is not None and not isinstance(config, RollingConfig):
             raise InvalidInput(f"config must be a RollingConfig, got {type(config).__name__}")
-        if not callable(clock):
-            raise InvalidInput(f"clock must be callable, got {type(clock).__name__}")
+        for name, value in (("clock", clock), ("monotonic", monotonic)):
+            if not callable(value):
+                raise InvalidInput(f"{name} must be callable, got {type(value).__name__}")
         self._cores = MemoryCoreRepository(database)
         self._units = MemoryUnitRepository(database)
+        self._lease = CoreLease(database)
         self._summarizer = summarizer
         self._config = config if config is not None else RollingConfig()
         self._clock = clock
+        self._watch = SilenceWatch(monotonic)
+        self._roll = LeasedRoll(self._cores, self._units, self._lease, self._config, self._summarize_leased)
 
     @property
     def config(self) -> RollingConfig:
@@ -98,7 +103,7 @@ class RollingService:
             trigger = self.trigger(leased, stamp)
             return None if trigger is None else trigger == "idle"
 
-        return await self._leased_roll(core_id, stamp, decide)
+        return await self._leased_roll(core_id, stamp, decide, seen=core)
 
     def trigger(self, core: MemoryCore, now: datetime) -> Trigger | None:
         """Which trigger holds for ``core`` at ``now``: ``"idle"``, ``"count"`` or None."""
@@ -130,180 +135,96 @@ class RollingService:
         core_id = require_id(core_id, "core_id")
         if not isinstance(refresh_session, bool):
             raise InvalidInput(f"refresh_session must be a bool, got {type(refresh_session).__name__}")
-        return await self._leased_roll(core_id, self._now(now), lambda _core: refresh_session)
+        return await self._leased_roll(core_id, self._now(now), lambda _core: refresh_session, seen=None)
 
     async def resolve_increment(self, core_id: str, snapshot: Sequence[Message]) -> list[Message]:
         """Partner's ``resolveChatIncrement``: what of ``snapshot`` the core's current unit does not end with.
 
-        Reads only the unit's last ``len(snapshot)`` messages. No unit, or an empty one: the whole snapshot.
+        Reads only the unit's last ``len(snapshot)`` messages (and, for a continuation unit holding fewer,
+        the last ones of the unit it continues). No unit, or an empty one: the whole snapshot.
         """
         core_id = require_id(core_id, "core_id")
         messages = parse_messages(snapshot)
         core = await self._cores.get(core_id)
         if core is None:
             return messages
-        return await self._increment(core.memory_session_id, messages)
+        resolution = await resolve(self._units, core.memory_session_id, core.session_continues, messages)
+        return resolution.increment
 
     async def _leased_roll(
-        self, core_id: str, stamp: datetime, decide: Callable[[MemoryCore], bool | None]
+        self,
+        core_id: str,
+        stamp: datetime,
+        decide: Callable[[MemoryCore], bool | None],
+        *,
+        seen: MemoryCore | None,
     ) -> RollingResult | None:
         owner = f"roll-{uuid.uuid4()}"
-        core = await self._cores.acquire_lease(
-            core_id, owner, duration=self._config.lease_duration, now=self._lease_clock()
-        )
+        core = await self._take_lease(core_id, owner, seen)
         if core is None:
-            logger.debug("core %r: lease held by another roller (or no such core); not rolling", core_id)
             return None
         try:
             refresh = decide(core)
             if refresh is None:
                 return None
-            return await self._roll_leased(core, owner, refresh, stamp)
+            return await self._roll.run(core, owner, refresh, stamp)
         finally:
             await self._release(core_id, owner)
 
-    async def _roll_leased(
-        self, core: MemoryCore, owner: str, refresh_session: bool, stamp: datetime
-    ) -> RollingResult | None:
-        snapshot = list(core.chat_messages)
-        if len(snapshot) <= 1:
+    async def _take_lease(self, core_id: str, owner: str, seen: MemoryCore | None) -> MemoryCore | None:
+        """The core with its lease taken by ``owner``, or None (held by a live roller, or no such core).
+
+        A free lease is taken at once. A held one is taken over only once this process has watched its holder
+        and beat stay unchanged for the holder's ttl (measured here, on this process's monotonic clock).
+        """
+        duration = self._config.lease_duration
+        state = None if seen is None else lease_of(seen)
+        if state is None or state.holder is None:
+            core = await self._lease.acquire(core_id, owner, duration=duration)
+            if core is not None or seen is not None:
+                return core
+            state = await self._lease.state(core_id)  # roll(): who holds it, to watch for its silence
+            if state is None or state.holder is None:
+                return None
+        if not self._watch.silent(core_id, self._with_ttl(state)):
+            logger.debug("core %r: lease held by %s; not rolling", core_id, state.holder)
             return None
-        divisor = self._config.retain_divisor
-        increment = await self._increment(core.memory_session_id, snapshot)
-        if not increment:
-            if refresh_session:
-                await self._cores.refresh_session(core.id, now=stamp)
-                await self._cores.mark_idle_rolled(
-                    core.id, window_size=len(snapshot), last_interaction_at=core.last_interaction_at
-                )
-            return None
-
-        summary = await self._summarize_holding_lease(core.id, owner, increment)
-        if not await self._cores.renew_lease(
-            core.id, owner, duration=self._config.lease_duration, now=self._lease_clock()
-        ):
-            logger.warning("core %r: lease taken over while summarizing; this roll is abandoned", core.id)
-            return None
-
-        slice_id = new_slice_id()  # one id per roll attempt: a repeated append is a no-op
-        unit_id, previous_unit_id = await self._target_unit(core.id, core.memory_session_id, increment, stamp)
-        piece = await self._append(
-            core.id,
-            unit_id,
-            increment,
-            summary,
-            slice_id=slice_id,
-            created_at=stamp,
-            rolling_size=len(snapshot),
-            previous_unit_id=previous_unit_id,
-        )
-        try:
-            await self._cores.trim_window(core.id, len(snapshot), divisor, lease_owner=owner)
-        except LeaseLost:
-            logger.warning(
-                "core %r: lease taken over after slice %r was stored; the new roller trims the window",
-                core.id,
-                slice_id,
-            )
-        if refresh_session:
-            await self._cores.refresh_session(core.id, now=stamp)
-            kept = len(snapshot) - dropped_count(len(snapshot), len(snapshot), divisor)
-            await self._cores.mark_idle_rolled(
-                core.id, window_size=kept, last_interaction_at=core.last_interaction_at
-            )
-        return RollingResult.from_slice(unit_id, core.id, piece, increment)
-
-    async def _increment(self, unit_id: str, snapshot: list[Message]) -> list[Message]:
-        stored_tail = await self._units.tail_messages(unit_id, len(snapshot))
-        return resolve_chat_increment(stored_tail, snapshot)
-
-    async def _target_unit(
-        self, core_id: str, unit_id: str, increment: list[Message], stamp: datetime
-    ) -> tuple[str, str | None]:
-        """The unit to append to, and the unit it continues when the current one would pass the soft limit."""
-        head = await self._units.head(unit_id)
-        if head is None or head.message_count == 0:
-            return unit_id, None
-        placeholder = MemorySlice(
-            id=new_slice_id(),
-            start_index=head.message_count,
-            end_index=head.message_count + len(increment),
-            summary="",
-            created_at=stamp,
-            rolling_size=0,
-            retain_divisor=self._config.retain_divisor,
-        )
-        added = array_elements_size([m.model_dump() for m in increment], head.message_count)
-        added += array_elements_size([slice_document(placeholder)], head.slice_count)
-        if head.size_bytes + added <= self._config.unit_soft_limit_bytes:
-            return unit_id, None
-        continuation = await self._cores.refresh_session(core_id, now=stamp)
-        logger.info(
-            "core %r: unit %r would pass %d bytes; continuing in unit %r",
+        logger.warning(
+            "core %r: rolling lease of %s silent for %.0fs; taking it over",
             core_id,
-            unit_id,
-            self._config.unit_soft_limit_bytes,
-            continuation,
+            state.holder,
+            state.ttl_s,
         )
-        return continuation, unit_id
+        return await self._lease.acquire(core_id, owner, duration=duration, silent=state)
 
-    async def _append(
-        self,
-        core_id: str,
-        unit_id: str,
-        increment: list[Message],
-        summary: str,
-        *,
-        slice_id: str,
-        created_at: datetime,
-        rolling_size: int,
-        previous_unit_id: str | None,
-    ) -> MemorySlice:
-        for attempt in range(1, APPEND_ATTEMPTS + 1):
-            try:
-                return await self._units.append(
-                    unit_id,
-                    increment,
-                    summary,
-                    core_id=core_id,
-                    slice_id=slice_id,
-                    created_at=created_at,
-                    rolling_size=rolling_size,
-                    retain_divisor=self._config.retain_divisor,
-                    previous_unit_id=previous_unit_id,
-                    fresh_slice_id=True,  # minted above for this roll only: no cross-unit check (shard-local)
-                )
-            except (ConnectionFailure, ConflictError) as exc:
-                if attempt == APPEND_ATTEMPTS:
-                    raise
-                logger.warning(
-                    "core %r: append of slice %r to unit %r failed (%s); sending it again",
-                    core_id,
-                    slice_id,
-                    unit_id,
-                    exc,
-                )
-        raise AssertionError("unreachable")  # pragma: no cover
+    def _with_ttl(self, state: LeaseState) -> LeaseState:
+        """A lease written without a ttl (0.1.0's) counts with this service's lease duration."""
+        if state.ttl_s > 0:
+            return state
+        return replace(state, ttl_s=self._config.lease_duration.total_seconds())
 
     # -- the summary -----------------------------------------------------------------------------------------
 
-    async def _summarize_holding_lease(self, core_id: str, owner: str, increment: list[Message]) -> str:
+    async def _summarize_leased(self, core_id: str, owner: str, increment: list[Message]) -> str | None:
+        """The summary, the lease renewed meanwhile; None when another roller holds the lease by the end."""
         keeper = asyncio.create_task(self._keep_lease(core_id, owner))
         try:
-            return await self._summarize(core_id, increment)
+            summary = await self._summarize(core_id, increment)
         finally:
             keeper.cancel()
             await asyncio.wait({keeper})
+        if not await self._lease.renew(core_id, owner, duration=self._config.lease_duration):
+            logger.warning("core %r: lease taken over while summarizing; this roll is abandoned", core_id)
+            return None
+        return summary
 
     async def _keep_lease(self, core_id: str, owner: str) -> None:
-        """Renew the lease every third of its duration while a (possibly slow) summarizer runs."""
+        """Beat every third of the lease duration while a (possibly slow) summarizer runs."""
         interval = self._config.lease_duration.total_seconds() / 3
         while True:
             await asyncio.sleep(interval)
             try:
-                if not await self._cores.renew_lease(
-                    core_id, owner, duration=self._config.lease_duration, now=self._lease_clock()
-                ):
+                if not await self._lease.renew(core_id, owner, duration=self._config.lease_duration):
                     return
             except Exception:
                 logger.warning("core %r: could not renew the rolling lease", core_id, exc_info=True)
@@ -376,12 +297,9 @@ class RollingService:
     def _now(self, now: datetime | None) -> datetime:
         return optional_datetime(now, "now") or to_utc_ms(self._clock())
 
-    def _lease_clock(self) -> datetime:
-        return to_utc_ms(self._clock())
-
     async def _release(self, core_id: str, owner: str) -> None:
         try:
-            await self._cores.release_lease(core_id, owner)
+            await self._lease.release(core_id, owner)
         except Exception:
             logger.warning("core %r: could not release the lease; it will expire", core_id, exc_info=True)
 

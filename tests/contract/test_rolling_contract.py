@@ -7,6 +7,7 @@ the atomic ``record`` are exercised against MongoDB's own semantics, not the fak
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -22,6 +23,7 @@ from partner_repo import (
     RollingService,
     resolve_chat_increment,
 )
+from partner_repo.core_lease import CoreLease
 
 T0 = datetime(2024, 1, 1, 12, 0, tzinfo=UTC)
 IDLE = timedelta(hours=1)
@@ -92,18 +94,20 @@ async def test_a_trim_to_nothing_empties_the_window(database: Any) -> None:
     assert await cores.snapshot("agent") == []
 
 
-async def test_the_lease_has_one_holder_and_expires(database: Any) -> None:
-    cores = MemoryCoreRepository(database)
-    await cores.record("agent", numbered(0, 2), at=T0)
-    minute = timedelta(minutes=1)
-    won = await asyncio.gather(
-        *(cores.acquire_lease("agent", f"r{n}", duration=minute, now=T0) for n in range(8))
-    )
+async def test_the_lease_has_one_holder_and_is_taken_over_only_from_the_state_watched(database: Any) -> None:
+    await MemoryCoreRepository(database).record("agent", numbered(0, 2), at=T0)
+    lease, minute = CoreLease(database), timedelta(minutes=1)
+    won = await asyncio.gather(*(lease.acquire("agent", f"r{n}", duration=minute) for n in range(8)))
     assert sum(core is not None for core in won) == 1
-    assert await cores.acquire_lease("agent", "late", duration=minute, now=T0 + timedelta(seconds=59)) is None
-    assert await cores.acquire_lease("agent", "late", duration=minute, now=T0 + minute) is not None
-    assert await cores.release_lease("agent", "late")
-    assert await cores.acquire_lease("agent", "next", duration=minute, now=T0) is not None
+    assert await lease.acquire("agent", "late", duration=minute) is None
+    watched = await lease.state("agent")
+    assert watched is not None and watched.holder is not None
+    assert await lease.renew("agent", watched.holder, duration=minute)  # it beat: the watched state is gone
+    assert await lease.acquire("agent", "late", duration=minute, silent=watched) is None
+    silent = await lease.state("agent")
+    assert await lease.acquire("agent", "late", duration=minute, silent=silent) is not None
+    assert await lease.release("agent", "late")
+    assert await lease.acquire("agent", "next", duration=minute) is not None
 
 
 async def test_idle_core_ids_find_the_idle_unrolled_windows(database: Any) -> None:
@@ -232,3 +236,80 @@ async def test_one_idle_pass_rolls_each_idle_core_once(database: Any) -> None:
         "core-2",
     ]
     assert await processes[0].roll_idle() == []
+
+
+# -- the append is the fence: correctness never waits on the lease ------------------------------------------
+
+
+class Ticks:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+async def take_over_and_roll(database: Any, config: RollingConfig) -> RollingResult | None:
+    """Another process: it watches the stalled roller's lease stay silent for its ttl, then rolls."""
+    ticks = Ticks()
+    other = RollingService(database, summarize, config, monotonic=ticks)
+    assert await other.roll("agent", now=T0) is None  # held: the first look starts the count
+    ticks.now += config.lease_duration.total_seconds()
+    return await other.roll("agent", now=T0)
+
+
+async def test_a_roller_whose_append_is_delayed_past_its_lease_stores_nothing_twice(database: Any) -> None:
+    cores, units = MemoryCoreRepository(database), MemoryUnitRepository(database)
+    config = RollingConfig(lease_duration=timedelta(seconds=30))
+    core = await cores.record("agent", numbered(0, 8), at=T0)
+    stalled = RollingService(database, summarize, config)
+    taken_over: list[RollingResult | None] = []
+    real_append = stalled._units.append
+
+    async def delayed(*args: Any, **kwargs: Any) -> Any:
+        if not taken_over:  # the lease check passed; before the append lands, another roller takes over
+            taken_over.append(await take_over_and_roll(database, config))
+        return await real_append(*args, **kwargs)
+
+    stalled._units.append = delayed  # type: ignore[method-assign]
+
+    assert await stalled.roll("agent", now=T0) is None
+    assert taken_over[0] is not None and list(taken_over[0].increment_messages) == numbered(0, 8)
+    unit = await units.get(core.memory_session_id)
+    assert unit is not None and unit.conversation_messages == numbered(0, 8)
+    assert len(unit.complete_slices()) == 1
+
+
+async def test_a_continuation_opened_by_a_roller_that_died_before_appending_is_filled_once(
+    database: Any,
+) -> None:
+    cores, units = MemoryCoreRepository(database), MemoryUnitRepository(database)
+    config = RollingConfig(
+        unit_soft_limit_bytes=2_000, lease_duration=timedelta(seconds=30), retain_divisor=2
+    )
+    first = await cores.record("agent", numbered(0, 8), at=T0)
+    assert await RollingService(database, summarize, config).roll("agent", now=T0) is not None
+    await cores.record("agent", numbered(8, 40), at=T0)  # the next roll passes the soft limit
+    dying = RollingService(database, summarize, config)
+
+    async def dies(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("killed after the session switch, before the append")
+
+    async def never(*args: Any, **kwargs: Any) -> bool:
+        return False  # killed: its lease is never given back
+
+    dying._units.append = dies  # type: ignore[method-assign]
+    dying._lease.release = never  # type: ignore[method-assign]
+    with contextlib.suppress(RuntimeError):
+        await dying.roll("agent", now=T0)
+    switched = await cores.get("agent")
+    assert switched is not None and switched.memory_session_id != first.memory_session_id
+    assert switched.session_continues == first.memory_session_id
+
+    result = await take_over_and_roll(database, config)
+
+    assert result is not None and list(result.increment_messages) == numbered(8, 40)
+    full, continuation = await units.get(first.memory_session_id), await units.get(switched.memory_session_id)
+    assert full is not None and continuation is not None
+    assert continuation.previous_unit_id == full.id
+    assert full.conversation_messages + continuation.conversation_messages == numbered(0, 40)

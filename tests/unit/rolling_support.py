@@ -65,3 +65,13 @@ def assert_slices_tile(unit: MemoryUnit) -> None:
 def assert_in_order_without_repeats(stored: Sequence[Message], recorded: Sequence[Message]) -> None:
     """``stored`` is exactly the first ``len(stored)`` recorded messages."""
     assert list(stored) == list(recorded[: len(stored)])
+
+
+class Ticks:
+    """A monotonic clock the test moves (seconds), for how long a lease has been watched silent."""
+
+    def __init__(self, start: float = 1000.0) -> None:
+        self.now = start
+
+    def __call__(self) -> float:
+        return self.now

@@ -26,6 +26,7 @@ from partner_repo import (
     replay_dead_letters,
 )
 from partner_repo.cli import main
+from partner_repo.core_lease import CoreLease
 from partner_repo.indexes import ALL_INDEXES
 from partner_repo.listener.checkpoints import ListenerCheckpoints
 from partner_repo.models import MAX_ID_LENGTH
@@ -79,7 +80,7 @@ ENTRY_POINTS: dict[str, Call] = {
     "core get_or_create": lambda db, bad: MemoryCoreRepository(db).get_or_create(bad),
     "core record": lambda db, bad: MemoryCoreRepository(db).record(bad, [USER]),
     "core set_session": lambda db, bad: MemoryCoreRepository(db).set_session("c", bad),
-    "core acquire_lease: owner": lambda db, bad: MemoryCoreRepository(db).acquire_lease(
+    "core lease acquire: owner": lambda db, bad: CoreLease(db).acquire(
         "c", bad, duration=timedelta(seconds=5)
     ),
     "rolling maybe_roll": lambda db, bad: RollingService(db, summarize).maybe_roll(bad),

@@ -12,7 +12,7 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from rolling_support import T0, Clock, RecordingSummarizer, assert_slices_tile, numbered
+from rolling_support import T0, Clock, RecordingSummarizer, Ticks, assert_slices_tile, numbered
 
 from partner_repo import (
     MemoryCoreRepository,
@@ -22,6 +22,7 @@ from partner_repo import (
     RollingService,
     resolve_chat_increment,
 )
+from partner_repo.core_lease import CoreLease
 
 CONFIG = RollingConfig(trigger_limit=6, retain_divisor=3)
 
@@ -121,7 +122,7 @@ async def test_concurrent_idle_and_count_rollers_lose_nothing_across_sessions(ra
 async def test_a_roll_that_finds_the_lease_held_returns_none_without_waiting(memory_db: Any) -> None:
     cores = MemoryCoreRepository(memory_db)
     await cores.record("agent", numbered(0, 8), at=T0)
-    await cores.acquire_lease("agent", "someone else", duration=timedelta(hours=1))
+    await CoreLease(memory_db).acquire("agent", "someone else", duration=timedelta(hours=1))
 
     result = await asyncio.wait_for(RollingService(memory_db, RecordingSummarizer()).roll("agent"), timeout=5)
 
@@ -129,22 +130,45 @@ async def test_a_roll_that_finds_the_lease_held_returns_none_without_waiting(mem
     assert await cores.snapshot("agent") == numbered(0, 8)
 
 
-async def test_the_lease_of_a_crashed_roller_expires_and_the_core_rolls_again(memory_db: Any) -> None:
+async def test_the_lease_of_a_crashed_roller_is_taken_over_once_watched_silent_for_its_ttl(
+    memory_db: Any,
+) -> None:
     cores = MemoryCoreRepository(memory_db)
-    clock = Clock(T0)
-    config = RollingConfig(lease_duration=timedelta(seconds=30))
-    service = RollingService(memory_db, RecordingSummarizer(), config, clock=clock)
+    watch = Ticks()
+    service = RollingService(memory_db, RecordingSummarizer(), monotonic=watch)
     await cores.record("agent", numbered(0, 8), at=T0)
-    await cores.acquire_lease("agent", "crashed roller", duration=config.lease_duration, now=T0)
+    await CoreLease(memory_db).acquire("agent", "crashed roller", duration=timedelta(seconds=30))
 
-    clock.advance(config.lease_duration - timedelta(milliseconds=1))
+    assert await service.roll("agent") is None  # first look: the count starts
+    watch.now += 29.999
     assert await service.roll("agent") is None
-    clock.advance(timedelta(milliseconds=1))
+    watch.now += 0.001
     result = await service.roll("agent")
 
     assert result is not None and list(result.increment_messages) == numbered(0, 8)
     core = await cores.get("agent")
     assert core is not None and core.lease_owner is None
+
+
+async def test_a_holder_whose_clock_is_hours_off_is_not_taken_over_while_it_beats(memory_db: Any) -> None:
+    """Nothing a holder writes is a time, so no clock skew can make its lease look expired: a taker only
+    counts, on its own clock, how long the holder's beat has not moved."""
+    cores = MemoryCoreRepository(memory_db)
+    await cores.record("agent", numbered(0, 8), at=T0)
+    lease = CoreLease(memory_db)
+    await lease.acquire("agent", "holder", duration=timedelta(seconds=30))
+    watch = Ticks()
+    taker = RollingService(
+        memory_db, RecordingSummarizer(), clock=Clock(T0 + timedelta(hours=5)), monotonic=watch
+    )
+
+    for _ in range(10):
+        assert await taker.roll("agent") is None
+        watch.now += 20  # longer than the ttl in all, but the holder beats in between
+        assert await lease.renew("agent", "holder", duration=timedelta(seconds=30))
+
+    core = await cores.get("agent")
+    assert core is not None and core.lease_owner == "holder"
 
 
 @pytest.mark.parametrize("rollers", [2, 5])

@@ -15,6 +15,7 @@ from partner_repo import (
     RollingService,
     resolve_chat_increment,
 )
+from partner_repo.unit_heads import UnitTail
 
 A = Message(role="user", content="a")
 B = Message(role="assistant", content="b")
@@ -92,16 +93,16 @@ async def test_only_the_last_snapshot_length_messages_of_the_unit_are_read(
     session = await cores.session_id("agent")
     await units.append(session, numbered(0, 500), "long", core_id="agent")
     tails: list[int] = []
-    original_tail = MemoryUnitRepository.tail_messages
+    original_tail = MemoryUnitRepository.tail
 
-    async def spy_tail(self: MemoryUnitRepository, unit_id: str, n: int) -> list[Message]:
+    async def spy_tail(self: MemoryUnitRepository, unit_id: str, n: int) -> UnitTail | None:
         tails.append(n)
         return await original_tail(self, unit_id, n)
 
     async def no_whole_unit(self: MemoryUnitRepository, unit_id: str) -> None:
         raise AssertionError("the whole unit was read")
 
-    monkeypatch.setattr(MemoryUnitRepository, "tail_messages", spy_tail)
+    monkeypatch.setattr(MemoryUnitRepository, "tail", spy_tail)
     monkeypatch.setattr(MemoryUnitRepository, "get", no_whole_unit)
 
     assert await service.resolve_increment("agent", numbered(495, 505)) == numbered(500, 505)

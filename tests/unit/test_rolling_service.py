@@ -23,6 +23,7 @@ from partner_repo import (
     RollingService,
     roll_chat_messages,
 )
+from partner_repo.core_lease import CoreLease
 
 
 @pytest.fixture
@@ -330,7 +331,7 @@ async def test_the_lease_is_released_after_a_roll(
     await cores.record("agent", numbered(0, 6), at=T0)
     await service.roll("agent", now=T0)
     core = await cores.get("agent")
-    assert core is not None and core.lease_owner is None and core.lease_until is None
+    assert core is not None and core.lease_owner is None
 
 
 async def test_the_lease_is_renewed_while_a_slow_summarizer_runs(
@@ -359,9 +360,10 @@ async def test_a_roller_that_lost_its_lease_while_summarizing_stores_nothing(
     memory_db: Any, cores: MemoryCoreRepository, units: MemoryUnitRepository
 ) -> None:
     async def stalls_until_taken_over(messages: list[Message]) -> str:
-        core = await cores.get("agent")
-        assert core is not None and core.lease_until is not None
-        await cores.acquire_lease("agent", "newcomer", duration=timedelta(minutes=1), now=core.lease_until)
+        lease = CoreLease(memory_db)
+        await lease.acquire(
+            "agent", "newcomer", duration=timedelta(minutes=1), silent=await lease.state("agent")
+        )
         return "too late"
 
     core = await cores.record("agent", numbered(0, 6), at=T0)
@@ -383,9 +385,10 @@ async def test_a_roller_that_lost_its_lease_after_storing_leaves_the_trim_to_the
 
     async def stalls_after_storing(self: MemoryUnitRepository, *args: Any, **kwargs: Any) -> Any:
         stored = await original(self, *args, **kwargs)
-        core = await cores.get("agent")
-        assert core is not None and core.lease_until is not None
-        await cores.acquire_lease("agent", "newcomer", duration=timedelta(minutes=1), now=core.lease_until)
+        lease = CoreLease(memory_db)
+        await lease.acquire(
+            "agent", "newcomer", duration=timedelta(minutes=1), silent=await lease.state("agent")
+        )
         return stored
 
     monkeypatch.setattr(MemoryUnitRepository, "append", stalls_after_storing)

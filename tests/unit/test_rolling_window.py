@@ -11,6 +11,7 @@ from rolling_support import T0, message, numbered
 
 from partner_repo import InvalidInput, LeaseLost, MemoryCoreRepository, NotFound
 from partner_repo.clock import utc_now
+from partner_repo.core_lease import CoreLease
 from partner_repo.indexes import CORES
 
 
@@ -187,8 +188,9 @@ async def test_a_fenced_trim_by_a_roller_that_lost_its_lease_writes_nothing(
     cores: MemoryCoreRepository,
 ) -> None:
     await cores.record("agent", numbered(0, 10), at=T0)
-    await cores.acquire_lease("agent", "slow", duration=timedelta(seconds=1), now=T0)
-    await cores.acquire_lease("agent", "other", duration=timedelta(seconds=1), now=T0 + timedelta(seconds=2))
+    lease = CoreLease(cores._database)
+    await lease.acquire("agent", "slow", duration=timedelta(seconds=1))
+    await lease.acquire("agent", "other", duration=timedelta(seconds=1), silent=await lease.state("agent"))
 
     with pytest.raises(LeaseLost):
         await cores.trim_window("agent", 10, 6, lease_owner="slow")

@@ -17,6 +17,8 @@ from mockupdb import MockupDB
 from wire_support import motor_client, receive, server_fixture
 
 from partner_repo import MemoryCoreRepository, Message
+from partner_repo.core_lease import CoreLease
+from partner_repo.leases import LeaseState
 
 pytestmark = pytest.mark.wire
 
@@ -91,20 +93,37 @@ async def test_a_trim_drops_the_front_under_a_version_guard_and_retries_when_it_
     assert await pending == 10
 
 
-async def test_acquiring_the_lease_is_one_conditional_find_and_modify(
+async def test_acquiring_the_lease_is_one_conditional_find_and_modify_with_no_time_in_it(
     server: MockupDB, cores: MemoryCoreRepository
 ) -> None:
-    pending = asyncio.ensure_future(cores.acquire_lease("agent", "me", duration=timedelta(minutes=1), now=T0))
+    lease = CoreLease(cores._database)
+    pending = asyncio.ensure_future(lease.acquire("agent", "me", duration=timedelta(minutes=1)))
 
     request = await receive(server)
     assert request.command_name == "findAndModify"
-    naive = T0.replace(tzinfo=None)
+    assert request.doc["query"] == {"_id": "agent", "$or": [{"lease_owner": None}]}
+    assert request.doc["update"]["$set"] == {"lease_owner": "me", "lease_ttl_ms": 60_000}
+    assert request.doc["update"]["$inc"] == {"lease_beat": 1, "version": 1}
+    assert not request.doc.get("upsert")
+    request.ok(value=None)
+
+    assert await pending is None
+
+
+async def test_taking_over_a_silent_lease_compares_and_sets_exactly_the_holder_and_beat_watched(
+    server: MockupDB, cores: MemoryCoreRepository
+) -> None:
+    lease = CoreLease(cores._database)
+    watched = LeaseState(holder="crashed", beat=41, ttl_s=60.0)
+    pending = asyncio.ensure_future(
+        lease.acquire("agent", "me", duration=timedelta(minutes=1), silent=watched)
+    )
+
+    request = await receive(server)
     assert request.doc["query"] == {
         "_id": "agent",
-        "$or": [{"lease_until": None}, {"lease_until": {"$lte": naive}}],
+        "$or": [{"lease_owner": None}, {"lease_owner": "crashed", "lease_beat": 41}],
     }
-    assert request.doc["update"]["$set"] == {"lease_owner": "me", "lease_until": naive + timedelta(minutes=1)}
-    assert not request.doc.get("upsert")
     request.ok(value=None)
 
     assert await pending is None

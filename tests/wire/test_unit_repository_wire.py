@@ -292,7 +292,7 @@ async def test_slice_messages_fetches_only_the_slices_interval(wire: Wire) -> No
     assert wire.round_trips == 2
 
 
-async def test_tail_messages_fetches_only_the_last_n(wire: Wire) -> None:
+async def test_tail_messages_fetches_only_the_last_n_and_the_head(wire: Wire) -> None:
     units = MemoryUnitRepository(wire.database)
     call = asyncio.create_task(units.tail_messages("u", 3))
 
@@ -300,11 +300,17 @@ async def test_tail_messages_fetches_only_the_last_n(wire: Wire) -> None:
     assert command(fetch) == "find" and fetch.doc["filter"] == {"_id": "u"}
     projection = plain(fetch.doc["projection"])
     assert projection["conversation_messages"] == {"$slice": -3}
-    assert "slices" not in projection
+    assert projection["slices"] == {"$slice": -1} and projection["slice_ids"] == {"$slice": -1}
     fetch.replies(
         cursor(
             {
                 "_id": "u",
+                "core_id": "c",
+                "message_count": 40,
+                "slice_count": 12,
+                "slice_ids": ["last"],
+                "size_bytes": 9_000,
+                "version": 7,
                 "conversation_messages": [{"role": "assistant", "content": c} for c in ("x", "y", "z")],
             }
         )
