@@ -44,6 +44,7 @@ from partner_repo.errors import (
     TransactionsUnsupported,
     UnitTooLarge,
     UnreadableUnit,
+    WindowTooLarge,
 )
 from partner_repo.importer import ImportIssue, ImportReport, import_partner_state, partner_unit
 from partner_repo.listener import (
@@ -91,7 +92,7 @@ from partner_repo.settings import (
     load_settings,
     settings_for,
 )
-from partner_repo.storage import MAX_DOCUMENT_BYTES
+from partner_repo.storage import MAX_DOCUMENT_BYTES, MAX_MESSAGE_BYTES, MAX_SUMMARY_BYTES
 from partner_repo.units import HEAD_CACHE_SIZE, MemoryUnitRepository, UnitFingerprint, UnitHead, UnitOutline
 from partner_repo.window import roll_chat_messages
 
@@ -106,6 +107,8 @@ __all__ = [
     "DEFAULT_CORE_ID",
     "HEAD_CACHE_SIZE",
     "MAX_DOCUMENT_BYTES",
+    "MAX_MESSAGE_BYTES",
+    "MAX_SUMMARY_BYTES",
     "SUMMARY_ON_EMPTY",
     "SUMMARY_ON_EXCEPTION",
     "AfterRolling",
@@ -172,6 +175,7 @@ __all__ = [
     "UnitView",
     "UnitViolations",
     "UnreadableUnit",
+    "WindowTooLarge",
     "__version__",
     "admin_database",
     "connect",

@@ -17,13 +17,14 @@ from datetime import datetime
 from typing import Any
 
 from pymongo import ASCENDING, ReturnDocument
-from pymongo.errors import DuplicateKeyError
+from pymongo.errors import DocumentTooLarge, DuplicateKeyError, OperationFailure
 
 from partner_repo.clock import utc_now
 from partner_repo.database import MongoDatabase
-from partner_repo.errors import ConflictError, LeaseLost, NotFound
+from partner_repo.errors import ConflictError, InvalidInput, LeaseLost, NotFound, WindowTooLarge
 from partner_repo.indexes import CORES
 from partner_repo.models import MemoryCore, Message
+from partner_repo.storage import MAX_MESSAGE_BYTES, bson_size
 from partner_repo.validation import optional_datetime, parse_messages, require_count, require_id
 from partner_repo.window import dropped_count
 
@@ -172,22 +173,36 @@ class MemoryCoreRepository:
         One atomic ``$push`` + ``$set`` (no read): concurrent calls never lose a message, and a roll running
         meanwhile keeps them. ``last_interaction_at`` becomes ``at`` (default: now). Creates the core with a
         fresh memory session when absent. An empty list only marks the interaction. Returns the core after.
+
+        Input that could never be rolled into a unit is refused with :class:`InvalidInput` before anything is
+        written: a message (or a turn) larger than :data:`~partner_repo.storage.MAX_MESSAGE_BYTES`, text that
+        is not valid Unicode. A window the server cannot grow past 16 MiB raises :class:`WindowTooLarge`
+        (nothing recorded: roll, then record again).
         """
         core_id = require_id(core_id, "core_id")
         parsed = parse_messages(messages)
+        documents = [m.model_dump() for m in parsed]
+        _refuse_unrollable(documents)
         stamp = optional_datetime(at, "at") or utc_now()
         fresh = self._fresh_fields(stamp)
         for key in ("chat_messages", "last_interaction_at", "idle_rolled", "version"):
             fresh.pop(key)
-        document = await self._upsert(
-            core_id,
-            {
-                "$push": {"chat_messages": {"$each": [m.model_dump() for m in parsed]}},
-                "$set": {"last_interaction_at": stamp, "idle_rolled": False},
-                "$inc": {"version": 1},
-                "$setOnInsert": fresh,
-            },
-        )
+        try:
+            document = await self._upsert(
+                core_id,
+                {
+                    "$push": {"chat_messages": {"$each": documents}},
+                    "$set": {"last_interaction_at": stamp, "idle_rolled": False},
+                    "$inc": {"version": 1},
+                    "$setOnInsert": fresh,
+                },
+            )
+        except DocumentTooLarge:
+            raise WindowTooLarge(core_id) from None
+        except OperationFailure as exc:
+            if exc.code in DOCUMENT_TOO_LARGE_CODES:
+                raise WindowTooLarge(core_id) from None
+            raise
         core: MemoryCore = MemoryCore.model_validate(document)
         return core
 
@@ -298,6 +313,27 @@ class MemoryCoreRepository:
             "idle_rolled": False,
             "version": 0,
         }
+
+
+DOCUMENT_TOO_LARGE_CODES = frozenset({10334, 17419})
+"""BSONObjectTooLarge, and "resulting document after update is larger than 16777216"."""
+
+
+def _refuse_unrollable(documents: list[dict[str, Any]]) -> None:
+    """A message (or a turn) no unit could hold with its slice is refused: it would wedge the core."""
+    total = 0
+    for position, document in enumerate(documents):
+        size = bson_size(document)
+        total += size
+        if size > MAX_MESSAGE_BYTES:
+            raise InvalidInput(
+                f"message {position} is {size} bytes; at most {MAX_MESSAGE_BYTES} fit in a memory unit with "
+                "its summary"
+            )
+    if total > MAX_MESSAGE_BYTES:
+        raise InvalidInput(
+            f"the turn is {total} bytes; record at most {MAX_MESSAGE_BYTES} bytes of messages at once"
+        )
 
 
 def _version_guard(document: dict[str, Any]) -> Any:

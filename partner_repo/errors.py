@@ -85,6 +85,18 @@ class UnreadableUnit(PartnerRepoError):
         self.reason = reason
 
 
+class WindowTooLarge(PartnerRepoError):
+    """Recording would take a core's chat window past the 16 MiB document limit; nothing was recorded. Roll
+    the window (``RollingService.roll``), then record again."""
+
+    def __init__(self, core_id: str) -> None:
+        super().__init__(
+            f"core {core_id!r}: the chat window would pass MongoDB's 16 MiB document limit; nothing was "
+            "recorded: roll the window, then record again"
+        )
+        self.core_id = core_id
+
+
 class ConnectionFailed(PartnerRepoError):
     """The MongoDB server at the URI could not be reached; the message names the host, not a password."""
 

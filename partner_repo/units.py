@@ -62,7 +62,14 @@ from partner_repo.unit_heads import (
     head_from,
 )
 from partner_repo.unit_rules import duplicate_error, refuse_foreign_slice_ids, refuse_too_large
-from partner_repo.validation import optional_datetime, optional_id, parse_messages, require_count, require_id
+from partner_repo.validation import (
+    optional_datetime,
+    optional_id,
+    parse_messages,
+    require_count,
+    require_encodable,
+    require_id,
+)
 
 
 class MemoryUnitRepository:
@@ -334,6 +341,7 @@ class MemoryUnitRepository:
         increment = parse_messages(messages, allow_empty=False)
         if not isinstance(summary, str):
             raise InvalidInput(f"summary must be a string, got {type(summary).__name__}")
+        require_encodable(summary, "summary")
         given_id = None if slice_id is None else require_id(slice_id, "slice_id")
         stamp = optional_datetime(created_at, "created_at") or utc_now()
         for name, value in (
@@ -377,6 +385,10 @@ def _revalidated(unit: MemoryUnit) -> MemoryUnit:
         first = exc.errors()[0]
         where = ".".join(str(part) for part in first["loc"])
         raise InvalidInput(f"unit {getattr(unit, 'id', None)!r} is invalid: {where}: {first['msg']}") from exc
+    for position, message in enumerate(copy.conversation_messages):
+        require_encodable(message.content, f"unit {copy.id!r}: the content of message {position}")
+    for position, piece in enumerate(copy.complete_slices()):
+        require_encodable(piece.summary, f"unit {copy.id!r}: the summary of slice {position}")
     return copy
 
 

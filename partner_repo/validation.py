@@ -84,6 +84,8 @@ def parse_messages(messages: object, *, allow_empty: bool = True) -> list[Messag
         raise InvalidInput(f"invalid message: {_describe(exc)}") from exc
     if not parsed and not allow_empty:
         raise InvalidInput("messages must not be empty")
+    for position, message in enumerate(parsed):
+        require_encodable(message.content, f"the content of message {position}")
     return parsed
 
 

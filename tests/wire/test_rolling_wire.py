@@ -16,7 +16,7 @@ import pytest
 from mockupdb import MockupDB
 from wire_support import motor_client, receive, server_fixture
 
-from partner_repo import MemoryCoreRepository, Message
+from partner_repo import MemoryCoreRepository, Message, WindowTooLarge
 from partner_repo.core_lease import CoreLease
 from partner_repo.leases import LeaseState
 
@@ -127,3 +127,16 @@ async def test_taking_over_a_silent_lease_compares_and_sets_exactly_the_holder_a
     request.ok(value=None)
 
     assert await pending is None
+
+
+async def test_a_window_the_server_cannot_grow_is_a_clear_error_and_nothing_is_recorded(
+    server: MockupDB, cores: MemoryCoreRepository
+) -> None:
+    pending = asyncio.ensure_future(cores.record("agent", [Message(role="user", content="one more")]))
+
+    request = await receive(server)
+    assert request.command_name == "findAndModify"
+    request.command_err(code=17419, errmsg="Resulting document after update is larger than 16777216")
+
+    with pytest.raises(WindowTooLarge, match="roll the window"):
+        await pending
