@@ -351,3 +351,31 @@ async def test_check_reads_units_whose_id_is_not_a_string_too(database: Any) -> 
     assert report.units_checked == 4
     (found,) = report.units
     assert found.unit_id == str(odd["_id"]) and not found.repairable
+
+
+async def test_repair_goes_on_past_a_foreign_unit_and_completes_a_partly_derived_one(database: Any) -> None:
+    """mongosh writes ObjectId ids; an older tool may set ``message_count`` alone: neither stops repair."""
+    from bson import ObjectId
+
+    foreign = {"_id": ObjectId(), "core_id": "c", "conversation_messages": [], "slices": [{"summary": "x"}]}
+    await insert_raw(database, foreign)
+    await insert_raw(
+        database, raw_unit("partial", version=2, message_count=len(raw_unit("p")["conversation_messages"]))
+    )
+
+    report = await UnitChecker(database).repair()
+
+    assert [r.unit_id for r in report.repaired] == ["partial"]
+    assert [f.unit_id for f in report.failed] == [str(foreign["_id"])]
+    head = await MemoryUnitRepository(database).head("partial")
+    assert head is not None and head.version == 3
+    assert (await UnitChecker(database).check()).units[0].unit_id == str(foreign["_id"])
+
+
+async def test_a_unit_with_only_some_derived_fields_is_completed_on_first_read(database: Any) -> None:
+    await insert_raw(database, raw_unit("partial", version=2, message_count=3))
+
+    head = await MemoryUnitRepository(database).head("partial")
+
+    assert head is not None and head.version == 3
+    assert (await UnitChecker(database).check()).ok
