@@ -25,9 +25,6 @@ OTHER_DIFFERENCES: tuple[str, ...] = (
     "A multikey index gives an array element without the indexed field no null key (mongod does), so the "
     "null-key collision of partner-repo 0.1.0's unique `slices.id` index does not show there; "
     "tests/unit/test_slice_id_index.py checks the index definitions against the manual's key rules instead.",
-    "An index build or drop waits on a transaction that wrote the collection: a migration mixing both in one "
-    "run spun the server (mongod would block the same way until the transaction's lifetime ends), which is why "
-    "the slice-id index moves in a migration of its own.",
 )
 """Differences found while testing that make no test fail on SecantusDB, recorded here with the gaps."""
 
