@@ -15,9 +15,9 @@ import contextlib
 import logging
 import os
 import socket
-import time
 import uuid
 
+from partner_repo.leases import LeaseState, SilenceWatch
 from partner_repo.listener.checkpoints import ListenerCheckpoints
 
 logger = logging.getLogger("partner_repo.listener")
@@ -51,24 +51,22 @@ class GroupLease:
 
     async def acquire(self, stopping: asyncio.Event) -> bool:
         """Wait until this owner holds the lease (True) or ``stopping`` is set (False)."""
-        watched: tuple[str | None, int] | None = None
-        silent_since = time.monotonic()
+        watch = SilenceWatch()
         announced = False
         while not stopping.is_set():
             if await self.try_acquire():
                 return True
             state = await self._checkpoints.lease_state()
-            if state != watched:
-                watched, silent_since = state, time.monotonic()
-                if not announced:
-                    logger.info(
-                        "listener group %r is held by %s; standing by (takeover after %.0fs of silence)",
-                        self._checkpoints.group_name,
-                        state[0],
-                        self.ttl,
-                    )
-                    announced = True
-            elif self._silent(state, silent_since) and await self._checkpoints.take_over(self.owner, *state):
+            silent = watch.silent(self._checkpoints.group_name, LeaseState(state[0], state[1], self.ttl))
+            if not announced:
+                logger.info(
+                    "listener group %r is held by %s; standing by (takeover after %.0fs of silence)",
+                    self._checkpoints.group_name,
+                    state[0],
+                    self.ttl,
+                )
+                announced = True
+            if silent and await self._checkpoints.take_over(self.owner, *state):
                 logger.warning(
                     "listener group %r: %s stopped beating for %.0fs; %s takes over",
                     self._checkpoints.group_name,
@@ -80,9 +78,6 @@ class GroupLease:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stopping.wait(), self.period)
         return False
-
-    def _silent(self, state: tuple[str | None, int], since: float) -> bool:
-        return state[0] is not None and time.monotonic() - since >= self.ttl
 
     async def keep(self, lost: asyncio.Event) -> None:
         """Beat every ``period`` until cancelled; set ``lost`` (and return) when another owner took over."""
