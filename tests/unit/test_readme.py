@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib.util
+import os
 import re
 import shlex
 from pathlib import Path
@@ -31,6 +32,7 @@ OWN_DOCS = [ROOT / "docs" / name for name in ("operations.md", "migrations.md", 
 ALL_DOCS = [README, *sorted((ROOT / "docs").glob("*.md"))]
 FENCE = re.compile(r"^```(\w*)\n(.*?)^```", re.S | re.M)
 TOOLS = {"python3", "python", "pip", ".", "partner-repo", "pytest", "docker", "export", "beanie", "mongodump",
+         "scripts/test-server",
          "mongorestore", "mongosh", "ruff", "mypy"}  # fmt: skip
 RUN_THE_DEMO = "python3 -m venv .venv && . .venv/bin/activate && pip install -e . && partner-repo demo"
 RUN_THE_TESTS = "python3 -m venv .venv && . .venv/bin/activate && pip install -e '.[dev]' && pytest"
@@ -96,6 +98,8 @@ def test_every_command_line_names_a_real_command(line: str) -> None:
     assert words[0] in TOOLS, f"unknown tool in {line!r}"
     if words[0] == "partner-repo":
         parse_cli(words[1:])
+    if words[0] == "scripts/test-server":
+        assert os.access(ROOT / words[0], os.X_OK), f"{words[0]} is not an executable file"
     if words[0] in ("python", "python3") and words[1] == "-m" and words[2] != "venv":
         assert importlib.util.find_spec(words[2]) is not None, line
     if words[:2] == ["docker", "compose"]:
