@@ -139,7 +139,12 @@ async def _append_against(database: Any, scale: Scale, *, cold: bool) -> dict[st
         await collection.update_one(
             guard,
             {
-                "$push": {"conversation_messages": {"$each": messages}, "slices": {"$each": [piece]}},
+                # the stored layout the library keeps: the slice's id in ``slice_ids`` too (the unique index)
+                "$push": {
+                    "conversation_messages": {"$each": messages},
+                    "slices": {"$each": [piece]},
+                    "slice_ids": piece["id"],
+                },
                 "$inc": {"message_count": len(messages), "slice_count": 1, "size_bytes": 400, "version": 1},
                 "$set": {"updated_at": now},
             },

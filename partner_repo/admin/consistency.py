@@ -13,6 +13,7 @@ standalone server reports no cluster time, so its cursors carry none and the nex
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -37,12 +38,16 @@ class CausalReads:
         if session is None:
             yield None
             return
-        async with session:
+        try:
             if after is not None:
                 if after.cluster_time is not None:
                     session.advance_cluster_time(after.cluster_time)
                 session.advance_operation_time(after.operation_time)
             yield session
+        finally:
+            ended = session.end_session()
+            if inspect.isawaitable(ended):
+                await ended
 
     def unsupported(self) -> None:
         """The deployment refused a session (sessions unsupported): read without one from now on."""
@@ -60,6 +65,11 @@ class CausalReads:
         if not self._supported:
             return None
         try:
+            # Motor runs its start_session (and end_session) on a thread pool; PyMongo's own session does no
+            # I/O to start or end, and Motor passes it through to the driver: a page pays no thread hop.
+            delegate = getattr(self._client, "delegate", None)
+            if callable(getattr(delegate, "start_session", None)):
+                return delegate.start_session(causal_consistency=True)  # type: ignore[union-attr]
             return await self._client.start_session(causal_consistency=True)  # type: ignore[union-attr]
         except (NotImplementedError, ConfigurationError, InvalidOperation):
             self._supported = False  # mongomock-motor: "does not support sessions"
