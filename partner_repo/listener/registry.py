@@ -99,11 +99,11 @@ def raised_by_consumer(exc: BaseException) -> bool:
 
     A consumer may raise anything, ``asyncio.CancelledError`` included (a cancelled inner task, a timeout
     library): that is its failure, retried and dead-lettered like any exception, never a reason to stop
-    delivering. Only the cancellation of the task running it (``cancelling()``: the listener stopping) and
-    the process-level ``KeyboardInterrupt``/``SystemExit`` propagate.
+    delivering; so is a ``KeyboardInterrupt`` or ``SystemExit`` raised by its code (a Ctrl-C reaches an
+    asyncio program as the cancellation of its main task, and ``partner-repo listen`` handles SIGINT itself,
+    so neither comes from outside a consumer). Only the cancellation of the task running it
+    (``cancelling()``: the listener stopping) propagates.
     """
-    if isinstance(exc, KeyboardInterrupt | SystemExit):
-        return False
     task = asyncio.current_task()
     return task is None or task.cancelling() == 0
 

@@ -70,6 +70,25 @@ async def test_cancelled_error_and_other_base_exceptions_from_consumers_end_in_d
     assert await listener.stop() is True
 
 
+async def test_a_consumer_calling_sys_exit_or_raising_keyboard_interrupt_fails_like_any_other(
+    memory_db: Any,
+) -> None:
+    units = MemoryUnitRepository(memory_db)
+    exiting = Raising("exiting", SystemExit(3))
+    interrupting = Raising("interrupting", KeyboardInterrupt())
+    healthy = Recorder("healthy")
+    listener = quick_listener(memory_db, registry_of(exiting, interrupting, healthy), max_attempts=1)
+    await listener.start()
+    piece = await append(units, "u1")
+    async with asyncio.timeout(5):
+        await listener.flush()
+
+    assert healthy.slice_ids == [piece.id]
+    letters = {x.consumer: x.error for x in await listener.dead_letters()}
+    assert letters == {"exiting": "SystemExit: 3", "interrupting": "KeyboardInterrupt"}
+    assert await listener.stop() is True
+
+
 async def test_stop_still_cancels_a_consumer_in_flight_without_counting_it_as_a_failure(
     memory_db: Any,
 ) -> None:
