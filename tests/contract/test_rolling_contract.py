@@ -64,6 +64,16 @@ async def test_concurrent_records_lose_no_message(database: Any) -> None:
     )
 
 
+async def test_concurrent_records_into_an_existing_core_lose_no_message(database: Any) -> None:
+    """The same without racing first upserts (they also create the core: see tests/emulator_gaps.py)."""
+    cores = MemoryCoreRepository(database)
+    await cores.get_or_create("agent")
+    await asyncio.gather(*(cores.record("agent", numbered(n, n + 1)) for n in range(40)))
+    assert sorted(m.content for m in await cores.snapshot("agent")) == sorted(
+        m.content for m in numbered(0, 40)
+    )
+
+
 async def test_a_trim_keeps_what_was_recorded_after_the_snapshot(database: Any) -> None:
     cores = MemoryCoreRepository(database)
     await cores.record("agent", numbered(0, 36))
