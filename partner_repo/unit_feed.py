@@ -17,6 +17,7 @@ from pymongo.read_concern import ReadConcern
 from partner_repo.errors import UnreadableUnit
 from partner_repo.models import MemorySlice
 from partner_repo.storage import DERIVED_PROJECTION, slice_from_document
+from partner_repo.validation import first_error
 
 UnitFingerprint = tuple[Any, ...]
 """A unit's ``(version, message_count, slice_count, size_bytes)``: every write path changes it (the version
@@ -77,13 +78,6 @@ def outline_from(unit_id: str, document: Mapping[str, Any]) -> UnitOutline:
     return UnitOutline(
         id=unit_id, core_id=core_id, fingerprint=fingerprint_of(document), slices=tuple(pieces)
     )
-
-
-def first_error(exc: ValidationError) -> str:
-    """pydantic's first complaint, as ``location: message``."""
-    first = exc.errors()[0]
-    where = ".".join(str(part) for part in first["loc"])
-    return f"{where}: {first['msg']}" if where else str(first["msg"])
 
 
 def majority(collection: Any) -> Any:

@@ -48,7 +48,6 @@ from partner_repo.unit_feed import (
     UnitFingerprint,
     UnitOutline,
     fingerprint_of,
-    first_error,
     id_problem,
     majority,
     outline_from,
@@ -63,6 +62,7 @@ from partner_repo.unit_heads import (
 )
 from partner_repo.unit_rules import duplicate_error, refuse_foreign_slice_ids, refuse_too_large
 from partner_repo.validation import (
+    first_error,
     optional_datetime,
     optional_id,
     parse_messages,
@@ -382,9 +382,7 @@ def _revalidated(unit: MemoryUnit) -> MemoryUnit:
             warnings.simplefilter("ignore")  # pydantic warns while dumping the very values we refuse below
             copy: MemoryUnit = MemoryUnit.model_validate(unit.model_dump())
     except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(part) for part in first["loc"])
-        raise InvalidInput(f"unit {getattr(unit, 'id', None)!r} is invalid: {where}: {first['msg']}") from exc
+        raise InvalidInput(f"unit {getattr(unit, 'id', None)!r} is invalid: {first_error(exc)}") from exc
     for position, message in enumerate(copy.conversation_messages):
         require_encodable(message.content, f"unit {copy.id!r}: the content of message {position}")
     for position, piece in enumerate(copy.complete_slices()):

@@ -81,7 +81,7 @@ def parse_messages(messages: object, *, allow_empty: bool = True) -> list[Messag
     try:
         parsed = _MESSAGES.validate_python(items)
     except ValidationError as exc:
-        raise InvalidInput(f"invalid message: {_describe(exc)}") from exc
+        raise InvalidInput(f"invalid message: {first_error(exc)}") from exc
     if not parsed and not allow_empty:
         raise InvalidInput("messages must not be empty")
     for position, message in enumerate(parsed):
@@ -97,7 +97,8 @@ def optional_datetime(value: object, what: str) -> datetime | None:
     return to_utc_ms(value)
 
 
-def _describe(exc: ValidationError) -> str:
+def first_error(exc: ValidationError) -> str:
+    """pydantic's first complaint, as ``location: message``."""
     first = exc.errors()[0]
     location = ".".join(str(part) for part in first["loc"])
     return f"{location}: {first['msg']}" if location else str(first["msg"])

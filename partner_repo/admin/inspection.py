@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from partner_repo.models import MAX_ID_LENGTH, MemoryUnit
 from partner_repo.normalization import normalize_unit
 from partner_repo.storage import DERIVED_FIELDS, bson_size, unit_from_document
+from partner_repo.validation import first_error
 
 UNREADABLE = "unreadable"
 UNVERSIONED = "unversioned"
@@ -70,9 +71,7 @@ def inspect_document(document: Mapping[str, Any]) -> Inspection:
     try:
         unit = unit_from_document(document)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(part) for part in first["loc"])
-        detail = f"not a valid unit: {where}: {first['msg']}"
+        detail = f"not a valid unit: {first_error(exc)}"
         return Inspection(None, [InvariantViolation(code=UNREADABLE, detail=detail)])
     violations = _layout_violations(document)
     violations += id_violations(unit)

@@ -7,8 +7,8 @@ from pydantic import ValidationError
 from partner_repo.errors import InvalidInput, NotFound, UnreadableUnit
 from partner_repo.models import MemorySlice
 from partner_repo.rolling.result import RollingResult
-from partner_repo.unit_feed import first_error
 from partner_repo.units import MemoryUnitRepository
+from partner_repo.validation import first_error
 
 
 async def load_result(
