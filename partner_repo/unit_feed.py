@@ -48,8 +48,11 @@ def fingerprint_of(document: Mapping[str, Any]) -> UnitFingerprint:
     return tuple(document.get(name) for name in FINGERPRINT_FIELDS)
 
 
-def id_problem(unit_id: object) -> str | None:
-    """Why ``unit_id`` cannot be a unit's id (None when it can): units have non-blank string ids."""
+def stored_id_problem(unit_id: object) -> str | None:
+    """Why a stored ``_id`` cannot be a unit's (None when it can): units have non-blank string ids.
+
+    Looser than :func:`partner_repo.validation.id_problem` on purpose: a stored id over the length limit
+    stays readable."""
     if not isinstance(unit_id, str):
         return f"its _id is {type(unit_id).__name__} {unit_id!r}, not a string (written by another tool?)"
     if not unit_id.strip():

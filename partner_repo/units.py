@@ -48,9 +48,9 @@ from partner_repo.unit_feed import (
     UnitFingerprint,
     UnitOutline,
     fingerprint_of,
-    id_problem,
     majority,
     outline_from,
+    stored_id_problem,
 )
 from partner_repo.unit_heads import (
     HEAD_CACHE_SIZE,
@@ -215,7 +215,7 @@ class MemoryUnitRepository:
         string, an invalid slice or core id, a completion that fails) raises :class:`UnreadableUnit`; an id
         no document has and no unit could have raises :class:`InvalidInput`.
         """
-        problem = id_problem(unit_id)
+        problem = stored_id_problem(unit_id)
         if problem is not None:
             if await self._reads.find_one({"_id": {"$eq": unit_id}}, {"_id": 1}) is None:
                 require_id(unit_id, "unit_id")

@@ -45,7 +45,7 @@ from partner_repo.listener.retry import Backoff
 from partner_repo.listener.stream_errors import verdict
 from partner_repo.models import MemorySlice
 from partner_repo.storage import slice_from_document
-from partner_repo.unit_feed import id_problem
+from partner_repo.unit_feed import stored_id_problem
 from partner_repo.units import MemoryUnitRepository, UnitOutline
 
 logger = logging.getLogger("partner_repo.listener")
@@ -296,7 +296,8 @@ class ChangeStreamSource:
         if token is not None:
             self._queued_token = token
         unit_id = change.unit_id
-        if change.kind in ("resync", "slices") and unit_id is not None and id_problem(unit_id) is not None:
+        foreign_id = unit_id is not None and stored_id_problem(unit_id) is not None
+        if change.kind in ("resync", "slices") and foreign_id:
             await self._outline(unit_id)  # another tool's id: logged as unreadable (once) and skipped
         elif change.kind == "resync" and isinstance(unit_id, str):
             outline = await self._outline(unit_id)
