@@ -78,11 +78,7 @@ class MemoryCoreRepository:
         await self._upsert(
             core_id,
             {
-                "$set": {
-                    "memory_session_id": session,
-                    "session_started_at": stamp,
-                    "session_continues": None,
-                },
+                "$set": _session(session, stamp),
                 "$inc": {"version": 1},
                 "$setOnInsert": fresh,
             },
@@ -105,11 +101,9 @@ class MemoryCoreRepository:
         result = await self._cores.update_one(
             {"_id": core_id, "lease_owner": owner},
             {
-                "$set": {
-                    "memory_session_id": session,
-                    "session_started_at": stamp,
-                    "session_continues": None if continues is None else require_id(continues, "continues"),
-                },
+                "$set": _session(
+                    session, stamp, None if continues is None else require_id(continues, "continues")
+                ),
                 "$inc": {"version": 1},
             },
         )
@@ -138,14 +132,7 @@ class MemoryCoreRepository:
             return False
         result = await self._cores.update_one(
             {"_id": core_id, "memory_session_id": current},
-            {
-                "$set": {
-                    "memory_session_id": session_id,
-                    "session_started_at": stamp,
-                    "session_continues": None,
-                },
-                "$inc": {"version": 1},
-            },
+            {"$set": _session(session_id, stamp), "$inc": {"version": 1}},
         )
         if result.matched_count or expected is not None:
             return bool(result.matched_count)
@@ -313,6 +300,11 @@ class MemoryCoreRepository:
             "idle_rolled": False,
             "version": 0,
         }
+
+
+def _session(session_id: str, stamp: datetime, continues: str | None = None) -> dict[str, Any]:
+    """The fields every session change sets: a session continues a unit only when a roll says so."""
+    return {"memory_session_id": session_id, "session_started_at": stamp, "session_continues": continues}
 
 
 DOCUMENT_TOO_LARGE_CODES = frozenset({10334, 17419})
