@@ -154,10 +154,9 @@ class MemoryUnitRepository:
         n = require_count(n, "n")
         unit_id = require_id(unit_id, "unit_id")
         projection = {**HEAD_PROJECTION, "conversation_messages": {"$slice": -max(n, 1)}}
-        document = await self._units.find_one({"_id": unit_id}, projection)
-        if document is not None and not has_derived_fields(document):
-            await self._adoption.complete(unit_id)
-            document = await self._units.find_one({"_id": unit_id}, projection)
+        document = await self._adopted(
+            unit_id, await self._units.find_one({"_id": unit_id}, projection), projection
+        )
         if document is None:
             return None
         return UnitTail(
@@ -223,16 +222,25 @@ class MemoryUnitRepository:
             raise UnreadableUnit(unit_id, problem)
         assert isinstance(unit_id, str)
         document = await self._reads.find_one({"_id": unit_id}, OUTLINE_PROJECTION)
-        if document is not None and not has_derived_fields(document):
-            try:
-                await self._adoption.complete(unit_id)
-            except NotFound:
-                return None  # deleted meanwhile
-            except (InvalidInput, ValidationError, UnitTooLarge, DuplicateSliceId) as exc:
-                reason = first_error(exc) if isinstance(exc, ValidationError) else str(exc)
-                raise UnreadableUnit(unit_id, f"it cannot be completed: {reason}") from exc
-            document = await self._units.find_one({"_id": unit_id}, OUTLINE_PROJECTION)  # our write: primary
+        try:
+            document = await self._adopted(unit_id, document, OUTLINE_PROJECTION)
+        except NotFound:
+            return None  # deleted meanwhile
+        except (InvalidInput, ValidationError, UnitTooLarge, DuplicateSliceId) as exc:
+            reason = first_error(exc) if isinstance(exc, ValidationError) else str(exc)
+            raise UnreadableUnit(unit_id, f"it cannot be completed: {reason}") from exc
         return None if document is None else outline_from(unit_id, document)
+
+    async def _adopted(
+        self, unit_id: str, document: dict[str, Any] | None, projection: dict[str, Any]
+    ) -> dict[str, Any] | None:
+        """``document`` as read, or, for a unit written by another tool, read again (from the primary: the
+        write is ours) once :mod:`partner_repo.unit_adoption` completed it."""
+        if document is None or has_derived_fields(document):
+            return document
+        await self._adoption.complete(unit_id)
+        found: dict[str, Any] | None = await self._units.find_one({"_id": unit_id}, projection)
+        return found
 
     def watch(
         self,
