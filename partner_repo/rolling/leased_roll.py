@@ -16,7 +16,6 @@ own.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
@@ -192,7 +191,6 @@ class LeasedRoll:
                     unit_id,
                     exc,
                 )
-                await asyncio.sleep(0)
         raise AssertionError("unreachable")  # pragma: no cover
 
     async def _trim(self, core_id: str, owner: str, consumed: int, piece: MemorySlice) -> None:
