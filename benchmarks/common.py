@@ -16,6 +16,8 @@ class Scale:
     """Sizes of one run: ``full`` is what the README table reports, ``quick`` keeps every path but is tiny."""
 
     name: str
+    turn_stored_sizes: tuple[int, ...]
+    turn_roll_cycles: int
     wire_unit_sizes: tuple[int, ...]
     overhead_rounds: int
     overhead_inner: int
@@ -37,6 +39,8 @@ class Scale:
 
 FULL = Scale(
     name="full",
+    turn_stored_sizes=(10, 100, 1_000, 5_000),
+    turn_roll_cycles=3,
     wire_unit_sizes=(10, 1_000, 10_000),
     overhead_rounds=21,
     overhead_inner=10,
@@ -58,6 +62,8 @@ FULL = Scale(
 
 QUICK = Scale(
     name="quick",
+    turn_stored_sizes=(10, 100),
+    turn_roll_cycles=1,
     wire_unit_sizes=(10, 100),
     overhead_rounds=3,
     overhead_inner=2,

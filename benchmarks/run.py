@@ -19,7 +19,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from benchmarks import admin_scale, concurrency, listener_bench, overhead, wire_cost
+from benchmarks import admin_scale, concurrency, listener_bench, overhead, turn_cost, wire_cost
 from benchmarks.common import FULL, QUICK, Scale, SectionResult
 from benchmarks.report import (
     default_output,
@@ -32,6 +32,7 @@ from benchmarks.report import (
 )
 
 SECTIONS: dict[str, Callable[[Scale], Awaitable[list[SectionResult]]]] = {
+    "turn": turn_cost.run,
     "wire": wire_cost.run,
     "overhead": overhead.run,
     "listener": listener_bench.run,

@@ -46,6 +46,15 @@ def conversation(count: int, *, seed: int = 0) -> list[Message]:
     return messages
 
 
+def turn(seed: int) -> list[Message]:
+    """One turn of the per-turn benchmarks: a user and an assistant message of 200 characters each."""
+    parts = [conversation(2, seed=seed + offset) for offset in (0, 100_000, 200_000)]
+    return [
+        Message(role=role, content=" ".join(p[index].content for p in parts)[:200])
+        for index, role in enumerate(("user", "assistant"))
+    ]
+
+
 def unit_with_slices(
     unit_id: str,
     core_id: str,

@@ -27,6 +27,7 @@ from partner_repo.admin.views import (
     UnitView,
 )
 from partner_repo.clock import to_utc_ms, utc_now
+from partner_repo.core_state import WindowState
 from partner_repo.cores import DEFAULT_CORE_ID, MemoryCoreRepository
 from partner_repo.database import MongoDatabase, connect, in_memory_database, init_repository
 from partner_repo.errors import (
@@ -175,6 +176,7 @@ __all__ = [
     "UnitView",
     "UnitViolations",
     "UnreadableUnit",
+    "WindowState",
     "WindowTooLarge",
     "__version__",
     "admin_database",

@@ -13,6 +13,7 @@ fenced on its own (the append on the unit's message count, the trim and session 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import timedelta
 from typing import Any
 
@@ -28,12 +29,17 @@ from partner_repo.validation import require_id
 LEASE_PROJECTION = {"lease_owner": 1, "lease_beat": 1, "lease_ttl_ms": 1}
 
 
+RELEASED: dict[str, dict[str, Any]] = {"$set": {"lease_owner": None}, "$inc": {"lease_beat": 1}}
+"""The update that gives a lease back (merged into the roll's last write, the trim)."""
+
+
 def lease_of(core: MemoryCore) -> LeaseState:
     """The lease state of a core as read."""
-    return _state(core.lease_owner, core.lease_beat, core.lease_ttl_ms)
+    return lease_state(core.lease_owner, core.lease_beat, core.lease_ttl_ms)
 
 
-def _state(owner: Any, beat: Any, ttl_ms: Any) -> LeaseState:
+def lease_state(owner: Any, beat: Any, ttl_ms: Any) -> LeaseState:
+    """A lease as stored (fields written by another tool read as a free lease, beat 0, no ttl)."""
     beat = beat if isinstance(beat, int) and not isinstance(beat, bool) else 0
     ttl = ttl_ms / 1000 if isinstance(ttl_ms, int | float) and ttl_ms > 0 else 0.0
     return LeaseState(holder=owner if isinstance(owner, str) else None, beat=beat, ttl_s=ttl)
@@ -46,18 +52,32 @@ class CoreLease:
         self._cores = database[CORES]
 
     async def acquire(
-        self, core_id: str, owner: str, *, duration: timedelta, silent: LeaseState | None = None
+        self,
+        core_id: str,
+        owner: str,
+        *,
+        duration: timedelta,
+        silent: LeaseState | None = None,
+        when: Mapping[str, Any] | None = None,
     ) -> MemoryCore | None:
         """Take the lease if it is free, or if it is still exactly ``silent`` (a holder and beat the caller
         watched stay unchanged for that holder's ttl); the core at that instant (the roller's snapshot), else
-        None (held, or no such core). Of several callers at once exactly one wins."""
+        None (held, no such core, or the core does not meet ``when``). Of several callers at once exactly
+        one wins.
+
+        ``when`` is a query the stored core must match as well (a roll's trigger): the lease is then taken
+        only while the roll is still due, with the snapshot, in one command.
+        """
         core_id = require_id(core_id, "core_id")
         owner = require_id(owner, "owner")
         takeable: list[dict[str, Any]] = [{"lease_owner": None}]
         if silent is not None and silent.holder is not None:
             takeable.append({"lease_owner": silent.holder, "lease_beat": _beat(silent.beat)})
+        query: dict[str, Any] = {"_id": core_id, "$or": takeable}
+        if when:
+            query = {"_id": core_id, "$and": [{"$or": takeable}, dict(when)]}
         document = await self._cores.find_one_and_update(
-            {"_id": core_id, "$or": takeable},
+            query,
             {
                 "$set": {"lease_owner": owner, "lease_ttl_ms": _ttl_ms(duration)},
                 "$inc": {"lease_beat": 1, "version": 1},
@@ -75,7 +95,9 @@ class CoreLease:
         document = await self._cores.find_one({"_id": require_id(core_id, "core_id")}, LEASE_PROJECTION)
         if document is None:
             return None
-        return _state(document.get("lease_owner"), document.get("lease_beat"), document.get("lease_ttl_ms"))
+        return lease_state(
+            document.get("lease_owner"), document.get("lease_beat"), document.get("lease_ttl_ms")
+        )
 
     async def renew(self, core_id: str, owner: str, *, duration: timedelta) -> bool:
         """Beat: ``owner`` is alive for another ``duration``; False when another roller holds it by now."""
@@ -89,7 +111,7 @@ class CoreLease:
         """Give the lease back so the next roll need not wait; False if ``owner`` no longer held it."""
         result = await self._cores.update_one(
             {"_id": require_id(core_id, "core_id"), "lease_owner": require_id(owner, "owner")},
-            {"$set": {"lease_owner": None}, "$inc": {"lease_beat": 1, "version": 1}},
+            {"$set": RELEASED["$set"], "$inc": {**RELEASED["$inc"], "version": 1}},
         )
         return bool(result.matched_count)
 
@@ -105,4 +127,4 @@ def _beat(beat: int) -> Any:
     return {"$in": [0, None]} if beat == 0 else beat
 
 
-__all__ = ["LEASE_PROJECTION", "CoreLease", "lease_of"]
+__all__ = ["LEASE_PROJECTION", "RELEASED", "CoreLease", "lease_of", "lease_state"]

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import random
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
@@ -20,6 +20,8 @@ from pymongo import ASCENDING, ReturnDocument
 from pymongo.errors import DocumentTooLarge, DuplicateKeyError, OperationFailure
 
 from partner_repo.clock import utc_now
+from partner_repo.core_lease import RELEASED
+from partner_repo.core_state import WINDOW_STATE_PROJECTION, StoredFront, WindowState, is_count
 from partner_repo.database import MongoDatabase
 from partner_repo.errors import ConflictError, InvalidInput, LeaseLost, NotFound, WindowTooLarge
 from partner_repo.indexes import CORES
@@ -32,6 +34,9 @@ DEFAULT_CORE_ID = "default"
 
 TRIM_ATTEMPTS = 200
 """How often a trim that lost the race to concurrent ``record`` calls re-reads and retries."""
+
+UPSERT_ATTEMPTS = 3
+"""A first-time upsert racing another, plus one more for a core whose window count had to be stored first."""
 
 
 def new_session_id() -> str:
@@ -154,12 +159,15 @@ class MemoryCoreRepository:
 
     async def record(
         self, core_id: str, messages: Iterable[Message | dict[str, Any]], *, at: datetime | None = None
-    ) -> MemoryCore:
+    ) -> WindowState:
         """Append ``messages`` to the chat window and mark the interaction; Partner's ``updateChatMessages``.
 
         One atomic ``$push`` + ``$set`` (no read): concurrent calls never lose a message, and a roll running
         meanwhile keeps them. ``last_interaction_at`` becomes ``at`` (default: now). Creates the core with a
-        fresh memory session when absent. An empty list only marks the interaction. Returns the core after.
+        fresh memory session when absent. An empty list only marks the interaction. Returns the core's
+        :class:`~partner_repo.core_state.WindowState` after the write: its session, window size and lease,
+        never the window itself (pass it to ``RollingService.maybe_roll(recorded=...)``, or use
+        ``RollingService.record_and_roll``); read the window with :meth:`snapshot` or :meth:`get`.
 
         Input that could never be rolled into a unit is refused with :class:`InvalidInput` before anything is
         written: a message (or a turn) larger than :data:`~partner_repo.storage.MAX_MESSAGE_BYTES`, text that
@@ -172,7 +180,7 @@ class MemoryCoreRepository:
         _refuse_unrollable(documents)
         stamp = optional_datetime(at, "at") or utc_now()
         fresh = self._fresh_fields(stamp)
-        for key in ("chat_messages", "last_interaction_at", "idle_rolled", "version"):
+        for key in ("chat_messages", "window_size", "last_interaction_at", "idle_rolled", "version"):
             fresh.pop(key)
         try:
             document = await self._upsert(
@@ -180,9 +188,10 @@ class MemoryCoreRepository:
                 {
                     "$push": {"chat_messages": {"$each": documents}},
                     "$set": {"last_interaction_at": stamp, "idle_rolled": False},
-                    "$inc": {"version": 1},
+                    "$inc": {"version": 1, "window_size": len(documents)},
                     "$setOnInsert": fresh,
                 },
+                counted=True,
             )
         except DocumentTooLarge:
             raise WindowTooLarge(core_id) from None
@@ -190,8 +199,24 @@ class MemoryCoreRepository:
             if exc.code in DOCUMENT_TOO_LARGE_CODES:
                 raise WindowTooLarge(core_id) from None
             raise
-        core: MemoryCore = MemoryCore.model_validate(document)
-        return core
+        size = document.get("window_size")
+        if not is_count(size):  # a count another tool wrote (a float, say): counted again, exactly
+            size = await self._count_window(core_id)
+        return WindowState.from_document(document, size or 0)
+
+    async def window_state(self, core_id: str = DEFAULT_CORE_ID) -> WindowState | None:
+        """The core's :class:`~partner_repo.core_state.WindowState` (None: no such core), without reading
+        the window: a few hundred bytes whatever the window holds."""
+        core_id = require_id(core_id, "core_id")
+        document = await self._cores.find_one({"_id": core_id}, dict(WINDOW_STATE_PROJECTION))
+        if document is None:
+            return None
+        size = document.get("window_size")
+        if not is_count(size):
+            size = await self._count_window(core_id)
+            if size is None:
+                return None
+        return WindowState.from_document(document, size)
 
     async def snapshot(self, core_id: str = DEFAULT_CORE_ID) -> list[Message]:
         """The chat window as it is now (empty when the core does not exist)."""
@@ -205,6 +230,9 @@ class MemoryCoreRepository:
         retain_divisor: int,
         *,
         lease_owner: str | None = None,
+        window_size: int | None = None,
+        release: bool = False,
+        rolled_into: tuple[str, int] | None = None,
     ) -> int:
         """Partner's ``rollChatMessagesWithSnapshot``: drop what rolling the first ``snapshot_size`` consumed.
 
@@ -214,10 +242,29 @@ class MemoryCoreRepository:
         messages from the front and is guarded by the version read; a concurrent ``record`` makes it re-read
         and retry. With ``lease_owner`` it is also fenced: if another roller took the lease over, nothing is
         written and :class:`LeaseLost` is raised. Returns how many messages were dropped.
+
+        ``window_size`` is the size the caller last saw (a roller's snapshot): the first write is then sent
+        without a read, guarded on the window still holding exactly that many messages (under the caller's
+        lease only ``record`` changes it, and only by adding); otherwise it reads and retries as above.
+        ``release`` (with ``lease_owner``) gives the lease back in the same write. ``rolled_into`` is
+        ``(unit_id, message_count)`` when the first ``snapshot_size`` messages now end that unit (a roll):
+        the write then records the window's stored front (:class:`~partner_repo.core_state.StoredFront`);
+        any other trim removes it.
         """
         core_id = require_id(core_id, "core_id")
         dropped_count(0, snapshot_size, retain_divisor)  # validates the arguments before any round trip
         owner = None if lease_owner is None else require_id(lease_owner, "lease_owner")
+        if release and owner is None:
+            raise InvalidInput("trim_window(release=True) needs the lease_owner that holds the lease")
+        done: Mapping[str, Mapping[str, Any]] = RELEASED if release else {}
+        if window_size is not None and owner is not None:
+            known = require_count(window_size, "window_size")
+            drop = dropped_count(known, snapshot_size, retain_divisor)
+            guard = {"_id": core_id, "lease_owner": owner, "chat_messages": {"$size": known}}
+            if await self._drop_front(
+                guard, known, drop, _front(done, rolled_into, known, snapshot_size, drop)
+            ):
+                return drop
         projection = {"chat_messages": 1, "version": 1, "lease_owner": 1}
         for attempt in range(TRIM_ATTEMPTS):
             document = await self._cores.find_one({"_id": core_id}, projection)
@@ -225,25 +272,37 @@ class MemoryCoreRepository:
                 raise NotFound(f"no core {core_id!r}")
             if owner is not None and document.get("lease_owner") != owner:
                 raise LeaseLost(core_id, owner)
-            window_size = len(document.get("chat_messages") or [])
-            drop = dropped_count(window_size, snapshot_size, retain_divisor)
-            if drop == 0:
-                return 0
-            guard: dict[str, Any] = {"_id": core_id, "version": _version_guard(document)}
+            size = len(document.get("chat_messages") or [])
+            drop = dropped_count(size, snapshot_size, retain_divisor)
+            guard = {"_id": core_id, "version": _version_guard(document)}
             if owner is not None:
                 guard["lease_owner"] = owner
-            result = await self._cores.update_one(
-                guard,
-                {
-                    # keep the last (window_size - drop): only the front goes, no message is rewritten
-                    "$push": {"chat_messages": {"$each": [], "$slice": -(window_size - drop)}},
-                    "$inc": {"version": 1},
-                },
-            )
-            if result.matched_count:
+            if await self._drop_front(
+                guard, size, drop, _front(done, rolled_into, size, snapshot_size, drop)
+            ):
                 return drop
             await asyncio.sleep(random.uniform(0, 0.0005 * min(attempt, 20)))
         raise ConflictError(f"core {core_id!r}: trimming the window lost the race {TRIM_ATTEMPTS} times")
+
+    async def _drop_front(
+        self, guard: dict[str, Any], size: int, drop: int, done: Mapping[str, Mapping[str, Any]]
+    ) -> bool:
+        """One write, guarded, dropping the first ``drop`` of ``size`` messages and applying ``done`` (the
+        lease release, the stored front); True when it matched. Nothing to drop and no lease to give back
+        writes nothing (the stored front is then still what it was)."""
+        if not drop and not done.get("$inc"):
+            return True
+        update: dict[str, dict[str, Any]] = {
+            operator: {**done.get(operator, {})} for operator in ("$set", "$inc", "$unset")
+        }
+        if drop:
+            # keep the last (size - drop): only the front goes, no message is rewritten
+            update["$push"] = {"chat_messages": {"$each": [], "$slice": -(size - drop)}}
+            update["$set"]["window_size"] = size - drop
+        update["$inc"]["version"] = 1
+        update = {operator: fields for operator, fields in update.items() if fields}
+        result = await self._cores.update_one(guard, update)
+        return bool(result.matched_count)
 
     async def mark_idle_rolled(
         self, core_id: str, *, window_size: int, last_interaction_at: datetime | None
@@ -277,16 +336,49 @@ class MemoryCoreRepository:
         cursor = self._cores.find(query, {"_id": 1}).sort("last_interaction_at", ASCENDING)
         return [document["_id"] async for document in cursor]
 
-    async def _upsert(self, core_id: str, update: dict[str, Any]) -> dict[str, Any]:
-        for _ in range(2):  # two first-time upserts may race on the insert; the loser retries as an update
+    async def _upsert(self, core_id: str, update: dict[str, Any], *, counted: bool = False) -> dict[str, Any]:
+        """The atomic upsert behind every write that may create the core; ``counted`` writes (``record``)
+        update the window's count and answer without the window.
+
+        Two first-time upserts may race on the insert; the loser retries as an update. A counted write matches
+        only a core whose count exists, so a core written before the count (or by another tool) fails the
+        same way, once: it is counted, then the write is sent again.
+        """
+        query: dict[str, Any] = {"_id": core_id}
+        projection: dict[str, Any] | None = None
+        if counted:
+            query["window_size"] = {"$type": "number"}
+            projection = dict(WINDOW_STATE_PROJECTION)  # a copy: mongomock adds "_id" to the one it is given
+        for _ in range(UPSERT_ATTEMPTS):
             try:
                 document = await self._cores.find_one_and_update(
-                    {"_id": core_id}, update, upsert=True, return_document=ReturnDocument.AFTER
+                    query, update, projection=projection, upsert=True, return_document=ReturnDocument.AFTER
                 )
                 return dict(document)
             except DuplicateKeyError:
+                if counted:
+                    await self._count_window(core_id)
                 continue
         raise ConflictError(f"core {core_id!r}: concurrent creation did not settle; try again")
+
+    async def _count_window(self, core_id: str) -> int | None:
+        """Count a window whose stored count is missing or not a count (a core written before 0.3.0, or by
+        another tool), and store the count, guarded on the window still holding as many; None: no core."""
+        document = await self._cores.find_one({"_id": core_id}, {"chat_messages": 1, "window_size": 1})
+        if document is None:
+            return None
+        size = len(document.get("chat_messages") or [])
+        stored = document.get("window_size")
+        if stored != size or not is_count(stored):
+            await self._cores.update_one(
+                {
+                    "_id": core_id,
+                    "chat_messages": {"$size": size},
+                    "window_size": {"$exists": False} if "window_size" not in document else stored,
+                },
+                {"$set": {"window_size": size}},
+            )
+        return size
 
     @staticmethod
     def _fresh_fields(stamp: datetime) -> dict[str, Any]:
@@ -294,6 +386,7 @@ class MemoryCoreRepository:
             "memory_session_id": new_session_id(),
             "session_started_at": stamp,
             "chat_messages": [],
+            "window_size": 0,
             "last_interaction_at": None,
             "lease_owner": None,
             "lease_beat": 0,
@@ -326,6 +419,25 @@ def _refuse_unrollable(documents: list[dict[str, Any]]) -> None:
         raise InvalidInput(
             f"the turn is {total} bytes; record at most {MAX_MESSAGE_BYTES} bytes of messages at once"
         )
+
+
+def _front(
+    done: Mapping[str, Mapping[str, Any]],
+    rolled_into: tuple[str, int] | None,
+    size: int,
+    snapshot_size: int,
+    drop: int,
+) -> dict[str, dict[str, Any]]:
+    """``done`` plus the window's stored front after dropping ``drop`` of ``size``: recorded when a roll's
+    snapshot (all of it still at the front) now ends a unit, removed otherwise."""
+    update = {operator: dict(fields) for operator, fields in done.items()}
+    if rolled_into is not None and size >= snapshot_size:
+        unit_id, count = rolled_into
+        stored = StoredFront(unit_id, count, snapshot_size - drop)
+        update.setdefault("$set", {})["window_stored"] = stored.as_document()
+    else:
+        update.setdefault("$unset", {})["window_stored"] = ""
+    return update
 
 
 def _version_guard(document: dict[str, Any]) -> Any:

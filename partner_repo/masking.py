@@ -48,14 +48,11 @@ def secret_spans(uri: str) -> list[tuple[int, int]]:
     strict = _SCHEME.match(uri)
     loose = strict or _LOOSE_SCHEME.match(uri)
     prefix = loose.end() if loose else 0
-    spans: list[tuple[int, int]] = []
     at = uri.rfind("@")
-    if at >= prefix:
-        colon = uri.find(":", prefix, at)
-        if colon >= 0:
-            spans.append((colon + 1, at))
-        elif strict is None and at > prefix:
-            spans.append((prefix, at))
+    spans = _userinfo(uri, prefix, at, strict is None)
+    if loose is not None and strict is None:
+        # ``app:/A:@db`` may be a loose scheme, or user ``app`` with password ``/A:``: mask both readings
+        spans += _userinfo(uri, 0, at, True)
     hosts = at + 1 if at >= prefix else prefix
     first_question = uri.find("?", prefix)
     if first_question >= 0:
@@ -67,6 +64,17 @@ def secret_spans(uri: str) -> list[tuple[int, int]]:
         spans += _bare_components(uri, query + 1)
     spans += _odd_port(uri, hosts, query)
     return spans
+
+
+def _userinfo(uri: str, prefix: int, at: int, malformed: bool) -> list[tuple[int, int]]:
+    """The password span of the user information between ``prefix`` and the last ``@``: from its first
+    ``:``; a malformed URI's user information without one is masked whole."""
+    if at < prefix:
+        return []
+    colon = uri.find(":", prefix, at)
+    if colon >= 0:
+        return [(colon + 1, at)]
+    return [(prefix, at)] if malformed and at > prefix else []
 
 
 def scrub(text: str, uri: str | None = None) -> str:

@@ -175,6 +175,9 @@ class MemoryCore(_PlainConstruction):
     refresh: a new conversation session starts afresh).
     ``idle_rolled`` is set once an idle roll has covered the window's last interaction and cleared by the next
     ``record``, so an idle window is rolled once, not again at every scheduler pass.
+    ``window_size`` counts ``chat_messages`` (kept by every write of the window, so ``record`` can answer
+    without it); ``window_stored`` says which front of the window the last roll left stored (see
+    :class:`partner_repo.core_state.StoredFront`). Both are the repository's, read leniently.
     """
 
     id: Identifier = "default"  # type: ignore[assignment]
@@ -186,6 +189,7 @@ class MemoryCore(_PlainConstruction):
     lease_owner: BoundedId | None = None
     lease_beat: int = 0
     lease_ttl_ms: int | None = None
+    window_stored: Any = None
     idle_rolled: bool = False
     version: int = 0
 

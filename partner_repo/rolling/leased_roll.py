@@ -24,6 +24,7 @@ from datetime import datetime
 from pymongo.errors import ConnectionFailure
 
 from partner_repo.core_lease import CoreLease
+from partner_repo.core_state import StoredFront
 from partner_repo.cores import MemoryCoreRepository
 from partner_repo.errors import ConflictError, LeaseLost, StaleIncrement
 from partner_repo.models import MemoryCore, MemorySlice, Message
@@ -48,6 +49,15 @@ Summarize = Callable[[str, str, list[Message]], Awaitable[str | None]]
 """``(core_id, lease_owner, increment) -> summary``, or None when the lease was lost while summarizing."""
 
 
+@dataclass
+class HeldLease:
+    """A roll's lease on one core: who holds it, and whether the roll's last write already gave it back."""
+
+    core_id: str
+    owner: str
+    released: bool = False
+
+
 @dataclass(frozen=True)
 class Resolution:
     """What of a snapshot is new to the current session's unit, and where that unit ends."""
@@ -61,10 +71,27 @@ class Resolution:
 
 
 async def resolve(
-    units: MemoryUnitRepository, session_id: str, continues: str | None, snapshot: Sequence[Message]
+    units: MemoryUnitRepository,
+    session_id: str,
+    continues: str | None,
+    snapshot: Sequence[Message],
+    known: StoredFront | None = None,
 ) -> Resolution:
     """Partner's ``resolveChatIncrement`` against the stored tail: the session unit's last messages, and, when
-    it holds fewer than the snapshot and continues a full unit, that unit's last ones before them."""
+    it holds fewer than the snapshot and continues a full unit, that unit's last ones before them.
+
+    With the window's ``known`` stored front (what the last roll left stored) only that front is read:
+    when the unit still holds the messages it held then and ends with that front, the increment is the rest
+    of the snapshot, exactly. Anything else (the unit moved on, another tool changed it) reads the full tail.
+    """
+    if known is not None and known.unit_id == session_id and known.front <= len(snapshot):
+        tail = await units.tail(session_id, known.front)
+        if (
+            tail is not None
+            and tail.message_count == known.message_count
+            and list(tail.messages) == list(snapshot[: known.front])
+        ):
+            return Resolution(list(snapshot[known.front :]), tail)
     tail = await units.tail(session_id, len(snapshot))
     stored = [] if tail is None else list(tail.messages)
     previous = continues if tail is None else tail.previous_unit_id
@@ -92,16 +119,19 @@ class LeasedRoll:
         self._summarize = summarize
 
     async def run(
-        self, core: MemoryCore, owner: str, refresh_session: bool, stamp: datetime
+        self, core: MemoryCore, held: HeldLease, refresh_session: bool, stamp: datetime
     ) -> RollingResult | None:
         """Roll ``core`` (the snapshot taken with the lease); None when there was nothing to store, or the
-        lease was lost before anything was stored."""
+        lease was lost before anything was stored. A count roll gives the lease back with its trim."""
+        owner = held.owner
         snapshot = list(core.chat_messages)
         if len(snapshot) <= 1:
             return None
         session, continues = core.memory_session_id, core.session_continues
+        stored = StoredFront.parse(core.window_stored)
         for _ in range(RESOLVE_ATTEMPTS):
-            resolution = await resolve(self._units, session, continues, snapshot)
+            resolution = await resolve(self._units, session, continues, snapshot, stored)
+            stored = None  # a second resolution (the unit moved on under this roll) reads the whole tail
             increment = resolution.increment
             if not increment:
                 if refresh_session:
@@ -134,8 +164,9 @@ class LeasedRoll:
             except StaleIncrement as exc:
                 logger.info("core %r: %s; resolving the increment again", core.id, exc)
                 continue
-            await self._trim(core.id, owner, consumed, piece)
-            if refresh_session and len(part) == len(increment):
+            refresh = refresh_session and len(part) == len(increment)
+            await self._trim(held, len(snapshot), consumed, (unit_id, piece), release=not refresh)
+            if refresh:
                 await self._refresh(core, owner, len(snapshot), consumed, stamp)
             return RollingResult.from_slice(unit_id, core.id, piece, part)
         logger.warning(
@@ -193,15 +224,38 @@ class LeasedRoll:
                 )
         raise AssertionError("unreachable")  # pragma: no cover
 
-    async def _trim(self, core_id: str, owner: str, consumed: int, piece: MemorySlice) -> None:
+    async def _trim(
+        self,
+        held: HeldLease,
+        window_size: int,
+        consumed: int,
+        stored: tuple[str, MemorySlice],
+        *,
+        release: bool,
+    ) -> None:
+        """Trim what the roll consumed (fenced on the lease), giving the lease back in the same write when
+        ``release``; the window should still hold the snapshot's ``window_size`` (no read unless it grew).
+        The write also records that the kept front is stored: the last messages of ``stored``'s unit."""
+        unit_id, piece = stored
         try:
-            await self._cores.trim_window(core_id, consumed, self._config.retain_divisor, lease_owner=owner)
+            await self._cores.trim_window(
+                held.core_id,
+                consumed,
+                self._config.retain_divisor,
+                lease_owner=held.owner,
+                window_size=window_size,
+                release=release,
+                rolled_into=(unit_id, piece.end_index) if piece.end_index is not None else None,
+            )
         except LeaseLost:
+            held.released = True  # another roller holds it: there is nothing of ours to give back
             logger.warning(
                 "core %r: lease taken over after slice %r was stored; the new roller trims the window",
-                core_id,
+                held.core_id,
                 piece.id,
             )
+            return
+        held.released = release
 
     async def _refresh(
         self, core: MemoryCore, owner: str, window_size: int, consumed: int, stamp: datetime
@@ -218,4 +272,4 @@ class LeasedRoll:
         )
 
 
-__all__ = ["APPEND_ATTEMPTS", "RESOLVE_ATTEMPTS", "LeasedRoll", "Resolution", "resolve"]
+__all__ = ["APPEND_ATTEMPTS", "RESOLVE_ATTEMPTS", "HeldLease", "LeasedRoll", "Resolution", "resolve"]

@@ -17,22 +17,24 @@ import inspect
 import logging
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any
 
 from partner_repo.clock import to_utc_ms, utc_now
-from partner_repo.core_lease import CoreLease, lease_of
+from partner_repo.core_lease import CoreLease
+from partner_repo.core_state import WindowState
 from partner_repo.cores import DEFAULT_CORE_ID, MemoryCoreRepository
 from partner_repo.database import MongoDatabase
 from partner_repo.errors import InvalidInput
 from partner_repo.leases import LeaseState, SilenceWatch
 from partner_repo.models import MemoryCore, Message
 from partner_repo.rolling.config import RollingConfig
-from partner_repo.rolling.leased_roll import APPEND_ATTEMPTS, LeasedRoll, resolve
+from partner_repo.rolling.leased_roll import APPEND_ATTEMPTS, HeldLease, LeasedRoll, resolve
 from partner_repo.rolling.result import RollingResult
 from partner_repo.rolling.summarizer import SUMMARY_ON_EMPTY, SUMMARY_ON_EXCEPTION, Summarizer
+from partner_repo.rolling.triggers import Trigger, due_query, trigger
 from partner_repo.units import MemoryUnitRepository
 from partner_repo.validation import optional_datetime, parse_messages, require_id
 
@@ -46,8 +48,6 @@ Monotonic = Callable[[], float]
 
 RolledCallback = Callable[[RollingResult], Any]
 """Called by the idle scheduler with each result; may be a coroutine function."""
-
-Trigger = Literal["count", "idle"]
 
 
 class RollingService:
@@ -75,6 +75,7 @@ class RollingService:
         self._summarizer = summarizer
         self._config = config if config is not None else RollingConfig()
         self._clock = clock
+        self._monotonic = monotonic
         self._watch = SilenceWatch(monotonic)
         self._roll = LeasedRoll(self._cores, self._units, self._lease, self._config, self._summarize_leased)
 
@@ -82,43 +83,61 @@ class RollingService:
     def config(self) -> RollingConfig:
         return self._config
 
+    # -- the per-turn path -----------------------------------------------------------------------------------
+
+    async def record_and_roll(
+        self,
+        core_id: str,
+        messages: Iterable[Message | dict[str, Any]],
+        *,
+        at: datetime | None = None,
+    ) -> RollingResult | None:
+        """Record a turn, then roll when a trigger holds: the per-turn call for a service.
+
+        Equal to ``maybe_roll(core_id, at, recorded=await cores.record(core_id, messages, at=at))``: one
+        command for the turn (its answer is the window's size, not the window), and a roll (four commands
+        in the common case) only when due. Returns the roll's result, or None when nothing rolled. The roll
+        waits for the summarizer: a service that answers the user first runs this in a task of its own.
+        """
+        recorded = await self._cores.record(core_id, messages, at=at)
+        return await self.maybe_roll(core_id, at, recorded=recorded)
+
     # -- triggers --------------------------------------------------------------------------------------------
 
     async def maybe_roll(
-        self, core_id: str = DEFAULT_CORE_ID, now: datetime | None = None
+        self,
+        core_id: str = DEFAULT_CORE_ID,
+        now: datetime | None = None,
+        *,
+        recorded: WindowState | None = None,
     ) -> RollingResult | None:
         """Roll when a trigger holds: idle (roll, then a new session) beats count (roll, keep the session).
 
         Count: the window holds at least ``trigger_limit`` messages. Idle: ``now - last_interaction_at``
         exceeds ``idle_after``, the window holds more than one message, and no idle roll covered it yet.
-        The trigger is decided on a plain read, then again on the snapshot taken with the lease.
+        The trigger is decided on ``recorded`` (what ``record`` returned) or else on a read of the core's
+        :class:`WindowState` (never the window), then by the server as the lease is taken.
         """
         core_id = require_id(core_id, "core_id")
         stamp = self._now(now)
-        core = await self._cores.get(core_id)
-        if core is None or self.trigger(core, stamp) is None:
+        if recorded is None:
+            state = await self._cores.window_state(core_id)
+        elif not isinstance(recorded, WindowState) or recorded.core_id != core_id:
+            raise InvalidInput(f"recorded must be the WindowState record() returned for core {core_id!r}")
+        else:
+            state = recorded
+        if state is None or self.trigger(state, stamp) is None:
             return None
 
         def decide(leased: MemoryCore) -> bool | None:
             trigger = self.trigger(leased, stamp)
             return None if trigger is None else trigger == "idle"
 
-        return await self._leased_roll(core_id, stamp, decide, seen=core)
+        return await self._leased_roll(core_id, stamp, decide, seen=state, due=due_query(stamp, self._config))
 
-    def trigger(self, core: MemoryCore, now: datetime) -> Trigger | None:
+    def trigger(self, core: MemoryCore | WindowState, now: datetime) -> Trigger | None:
         """Which trigger holds for ``core`` at ``now``: ``"idle"``, ``"count"`` or None."""
-        size = len(core.chat_messages)
-        last = core.last_interaction_at
-        if (
-            size > 1
-            and last is not None
-            and not core.idle_rolled
-            and to_utc_ms(now) - last > self._config.idle_after
-        ):
-            return "idle"
-        if size >= self._config.trigger_limit:
-            return "count"
-        return None
+        return trigger(core, now, self._config)
 
     # -- rolling ---------------------------------------------------------------------------------------------
 
@@ -135,7 +154,9 @@ class RollingService:
         core_id = require_id(core_id, "core_id")
         if not isinstance(refresh_session, bool):
             raise InvalidInput(f"refresh_session must be a bool, got {type(refresh_session).__name__}")
-        return await self._leased_roll(core_id, self._now(now), lambda _core: refresh_session, seen=None)
+        return await self._leased_roll(
+            core_id, self._now(now), lambda _core: refresh_session, seen=None, due=None
+        )
 
     async def resolve_increment(self, core_id: str, snapshot: Sequence[Message]) -> list[Message]:
         """Partner's ``resolveChatIncrement``: what of ``snapshot`` the core's current unit does not end with.
@@ -157,30 +178,35 @@ class RollingService:
         stamp: datetime,
         decide: Callable[[MemoryCore], bool | None],
         *,
-        seen: MemoryCore | None,
+        seen: WindowState | None,
+        due: dict[str, Any] | None,
     ) -> RollingResult | None:
-        owner = f"roll-{uuid.uuid4()}"
-        core = await self._take_lease(core_id, owner, seen)
+        held = HeldLease(core_id, f"roll-{uuid.uuid4()}")
+        core = await self._take_lease(core_id, held.owner, seen, due)
         if core is None:
             return None
         try:
             refresh = decide(core)
             if refresh is None:
                 return None
-            return await self._roll.run(core, owner, refresh, stamp)
+            return await self._roll.run(core, held, refresh, stamp)
         finally:
-            await self._release(core_id, owner)
+            if not held.released:
+                await self._release(core_id, held.owner)
 
-    async def _take_lease(self, core_id: str, owner: str, seen: MemoryCore | None) -> MemoryCore | None:
-        """The core with its lease taken by ``owner``, or None (held by a live roller, or no such core).
+    async def _take_lease(
+        self, core_id: str, owner: str, seen: WindowState | None, due: dict[str, Any] | None
+    ) -> MemoryCore | None:
+        """The core with its lease taken by ``owner``, or None (held by a live roller, no longer ``due``, or
+        no such core).
 
         A free lease is taken at once. A held one is taken over only once this process has watched its holder
         and beat stay unchanged for the holder's ttl (measured here, on this process's monotonic clock).
         """
         duration = self._config.lease_duration
-        state = None if seen is None else lease_of(seen)
+        state = None if seen is None else seen.lease
         if state is None or state.holder is None:
-            core = await self._lease.acquire(core_id, owner, duration=duration)
+            core = await self._lease.acquire(core_id, owner, duration=duration, when=due)
             if core is not None or seen is not None:
                 return core
             state = await self._lease.state(core_id)  # roll(): who holds it, to watch for its silence
@@ -195,7 +221,7 @@ class RollingService:
             state.holder,
             state.ttl_s,
         )
-        return await self._lease.acquire(core_id, owner, duration=duration, silent=state)
+        return await self._lease.acquire(core_id, owner, duration=duration, silent=state, when=due)
 
     def _with_ttl(self, state: LeaseState) -> LeaseState:
         """A lease written without a ttl (0.1.0's) counts with this service's lease duration."""
@@ -206,13 +232,23 @@ class RollingService:
     # -- the summary -----------------------------------------------------------------------------------------
 
     async def _summarize_leased(self, core_id: str, owner: str, increment: list[Message]) -> str | None:
-        """The summary, the lease renewed meanwhile; None when another roller holds the lease by the end."""
+        """The summary, the lease renewed while a slow summarizer runs; None when another roller holds the
+        lease by the end of a slow one.
+
+        A summary back within a third of the lease costs no command: no other roller can have watched the
+        lease stay silent for its ttl by then. A slower one is followed by one more beat, which also tells
+        whether the lease was taken over meanwhile (the roll is then abandoned before it writes). Either way
+        the writes that follow are fenced on their own, so a stall past this point stores nothing twice.
+        """
         keeper = asyncio.create_task(self._keep_lease(core_id, owner))
+        started = self._monotonic()
         try:
             summary = await self._summarize(core_id, increment)
         finally:
             keeper.cancel()
             await asyncio.wait({keeper})
+        if self._monotonic() - started < self._config.lease_duration.total_seconds() / 3:
+            return summary
         if not await self._lease.renew(core_id, owner, duration=self._config.lease_duration):
             logger.warning("core %r: lease taken over while summarizing; this roll is abandoned", core_id)
             return None

@@ -8,14 +8,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import itertools
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from typing import Any
+
+from rolling_contract_support import T0, assert_tiles, numbered, summarize
 
 from partner_repo import (
     SUMMARY_ON_EXCEPTION,
     MemoryCoreRepository,
-    MemoryUnit,
     MemoryUnitRepository,
     Message,
     RollingConfig,
@@ -25,33 +25,14 @@ from partner_repo import (
 )
 from partner_repo.core_lease import CoreLease
 
-T0 = datetime(2024, 1, 1, 12, 0, tzinfo=UTC)
 IDLE = timedelta(hours=1)
-
-
-def numbered(start: int, stop: int) -> list[Message]:
-    return [
-        Message(role="user" if n % 2 == 0 else "assistant", content=f"message {n}")
-        for n in range(start, stop)
-    ]
-
-
-async def summarize(messages: list[Message]) -> str:
-    return f"{len(messages)} messages from {messages[0].content}"
-
-
-def assert_tiles(unit: MemoryUnit) -> None:
-    pieces = unit.complete_slices()
-    assert pieces[0].start_index == 0
-    assert all(a.end_index == b.start_index for a, b in itertools.pairwise(pieces))
-    assert pieces[-1].end_index == len(unit.conversation_messages)
 
 
 async def test_recorded_messages_form_the_window_in_order(database: Any) -> None:
     cores = MemoryCoreRepository(database)
     await cores.record("agent", numbered(0, 3), at=T0)
     core = await cores.record("agent", numbered(3, 5), at=T0 + timedelta(seconds=1))
-    assert core.chat_messages == numbered(0, 5)
+    assert core.window_size == 5
     assert core.last_interaction_at == T0 + timedelta(seconds=1)
     assert await cores.snapshot("agent") == numbered(0, 5)
 

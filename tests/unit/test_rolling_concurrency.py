@@ -177,7 +177,7 @@ async def test_many_rollers_of_many_cores_store_each_window_once(racy_db: Any, r
     sessions = {}
     for number in range(4):
         core = await cores.record(f"core-{number}", numbered(0, 10), at=T0)
-        sessions[core.id] = core.memory_session_id
+        sessions[core.core_id] = core.memory_session_id
     processes = [RollingService(racy_db, RecordingSummarizer()) for _ in range(rollers)]
 
     await asyncio.gather(*(p.roll(core_id, now=T0) for p in processes for core_id in sessions))

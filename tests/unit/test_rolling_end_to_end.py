@@ -30,7 +30,7 @@ async def test_a_hundred_messages_in_turns_of_two_tile_the_unit_and_bound_the_wi
     for start in range(0, len(recorded), TURN):
         clock.advance(timedelta(seconds=30))
         core = await cores.record("agent", recorded[start : start + TURN], at=clock.now)
-        assert len(core.chat_messages) <= config.trigger_limit + TURN
+        assert core.window_size <= config.trigger_limit + TURN
         rolls += await service.maybe_roll("agent") is not None
         assert len(await cores.snapshot("agent")) <= config.trigger_limit + TURN
 

@@ -359,15 +359,22 @@ async def test_the_lease_is_renewed_while_a_slow_summarizer_runs(
 async def test_a_roller_that_lost_its_lease_while_summarizing_stores_nothing(
     memory_db: Any, cores: MemoryCoreRepository, units: MemoryUnitRepository
 ) -> None:
+    # A takeover needs the holder silent for its ttl, so only a summary slower than a third of the lease
+    # (the beat interval) can be overtaken: this one takes half the lease (on the service's monotonic clock)
+    # and is taken over meanwhile.
+    now = [0.0]
+
     async def stalls_until_taken_over(messages: list[Message]) -> str:
         lease = CoreLease(memory_db)
         await lease.acquire(
             "agent", "newcomer", duration=timedelta(minutes=1), silent=await lease.state("agent")
         )
+        now[0] += RollingConfig().lease_duration.total_seconds() / 2
         return "too late"
 
     core = await cores.record("agent", numbered(0, 6), at=T0)
-    assert await RollingService(memory_db, stalls_until_taken_over).roll("agent", now=T0) is None
+    service = RollingService(memory_db, stalls_until_taken_over, monotonic=lambda: now[0])
+    assert await service.roll("agent", now=T0) is None
     assert await units.get(core.memory_session_id) is None
     assert await cores.snapshot("agent") == numbered(0, 6)
     after = await cores.get("agent")

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from rolling_support import T0, message, numbered
 
-from partner_repo import InvalidInput, LeaseLost, MemoryCoreRepository, NotFound
+from partner_repo import InvalidInput, LeaseLost, MemoryCoreRepository, NotFound, WindowState
 from partner_repo.clock import utc_now
 from partner_repo.core_lease import CoreLease
 from partner_repo.indexes import CORES
@@ -24,20 +24,23 @@ async def test_record_appends_messages_in_order_and_marks_the_interaction(
     cores: MemoryCoreRepository,
 ) -> None:
     await cores.record("agent", numbered(0, 2), at=T0)
-    core = await cores.record("agent", numbered(2, 5), at=T0 + timedelta(minutes=1))
+    recorded = await cores.record("agent", numbered(2, 5), at=T0 + timedelta(minutes=1))
+    core = await cores.get("agent")
 
-    assert core.chat_messages == numbered(0, 5)
+    assert core is not None and core.chat_messages == numbered(0, 5)
     assert core.last_interaction_at == T0 + timedelta(minutes=1)
+    assert recorded == WindowState.of(core)
     assert await cores.snapshot("agent") == numbered(0, 5)
 
 
 async def test_record_creates_a_missing_core_with_a_fresh_session(cores: MemoryCoreRepository) -> None:
-    core = await cores.record("new", [message(0)], at=T0)
+    recorded = await cores.record("new", [message(0)], at=T0)
+    core = await cores.get("new")
 
-    assert core.memory_session_id
+    assert core is not None and core.memory_session_id
     assert core.session_started_at == T0
     assert core.lease_owner is None and core.idle_rolled is False
-    assert await cores.get("new") == core
+    assert recorded == WindowState.of(core)
 
 
 async def test_record_keeps_the_existing_session(cores: MemoryCoreRepository) -> None:
@@ -53,15 +56,15 @@ async def test_record_without_a_time_stamps_the_current_time(cores: MemoryCoreRe
 
 
 async def test_record_accepts_message_mappings(cores: MemoryCoreRepository) -> None:
-    core = await cores.record("agent", [{"role": "assistant", "content": "hi"}])
-    assert core.chat_messages[0].role == "assistant"
+    await cores.record("agent", [{"role": "assistant", "content": "hi"}])
+    assert (await cores.snapshot("agent"))[0].role == "assistant"
 
 
 async def test_record_of_no_messages_only_marks_the_interaction(cores: MemoryCoreRepository) -> None:
     await cores.record("agent", [message(0)], at=T0)
-    core = await cores.record("agent", [], at=T0 + timedelta(hours=1))
-    assert core.chat_messages == [message(0)]
-    assert core.last_interaction_at == T0 + timedelta(hours=1)
+    recorded = await cores.record("agent", [], at=T0 + timedelta(hours=1))
+    assert await cores.snapshot("agent") == [message(0)]
+    assert recorded.window_size == 1 and recorded.last_interaction_at == T0 + timedelta(hours=1)
 
 
 @pytest.mark.parametrize(

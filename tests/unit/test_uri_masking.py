@@ -18,11 +18,11 @@ SECRET = "pa55w0rd"
 @pytest.mark.parametrize(
     ("uri", "masked"),
     [
-        ("mongodb:/app:pa55w0rd@db/", "mongodb:/app:***@db/"),
+        ("mongodb:/app:pa55w0rd@db/", "mongodb:***@db/"),  # or user "mongodb:", password "/app:...": both
         ("mongodb//app:pa55w0rd@db", "mongodb//app:***@db"),
         ("app:pa55w0rd@db", "app:***@db"),
-        ("app:/pa55w0rd@db", "app:/***@db"),
-        ("mongodb:/pa55w0rd@db/", "mongodb:/***@db/"),
+        ("app:/pa55w0rd@db", "app:***@db"),
+        ("mongodb:/pa55w0rd@db/", "mongodb:***@db/"),
         ("mongodb://app:pa55w0rd@", "mongodb://app:***@"),
         ("mongodb://app:pa55w0rd", "mongodb://app:***"),
         ("mongodb://app:pa55w0rd/partner", "mongodb://app:***"),

@@ -44,25 +44,80 @@ def core_document(**fields: Any) -> dict[str, Any]:
     return {"_id": "agent", "memory_session_id": "s1", "session_started_at": T0, **fields}
 
 
-async def test_record_is_a_single_upsert_that_pushes_and_stamps(
+async def test_record_is_a_single_upsert_that_pushes_stamps_counts_and_answers_without_the_window(
     server: MockupDB, cores: MemoryCoreRepository
 ) -> None:
     pending = asyncio.ensure_future(cores.record("agent", [HELLO], at=T0))
 
     request = await receive(server)
     assert request.command_name == "findAndModify"
-    assert request.doc["query"] == {"_id": "agent"}
+    assert request.doc["query"] == {"_id": "agent", "window_size": {"$type": "number"}}
     assert request.doc["upsert"] is True
+    assert request.doc["fields"] == {"chat_messages": 0, "window_stored": 0}
     update = request.doc["update"]
     assert update["$push"] == {"chat_messages": {"$each": [{"role": "user", "content": "hello"}]}}
     assert update["$set"]["last_interaction_at"] == T0.replace(tzinfo=None)
     assert update["$set"]["idle_rolled"] is False
-    assert update["$inc"] == {"version": 1}
-    assert "chat_messages" not in update["$setOnInsert"]
-    request.ok(value=core_document(chat_messages=[{"role": "user", "content": "hello"}], version=1))
+    assert update["$inc"] == {"version": 1, "window_size": 1}
+    assert "chat_messages" not in update["$setOnInsert"] and "window_size" not in update["$setOnInsert"]
+    request.ok(value=core_document(window_size=1, last_interaction_at=T0, version=1))
 
-    core = await pending
-    assert core.chat_messages == [HELLO]
+    recorded = await pending
+    assert recorded.window_size == 1 and recorded.memory_session_id == "s1"
+
+
+async def test_record_counts_a_core_written_before_the_window_count_once_then_records(
+    server: MockupDB, cores: MemoryCoreRepository
+) -> None:
+    pending = asyncio.ensure_future(cores.record("agent", [HELLO], at=T0))
+
+    first = await receive(server)
+    assert first.command_name == "findAndModify"
+    first.command_err(code=11000, errmsg="E11000 duplicate key error collection: partner.memory_cores")
+    count = await receive(server)
+    assert count.command_name == "find" and count.doc["projection"] == {"chat_messages": 1, "window_size": 1}
+    count.ok(cursor={"id": 0, "firstBatch": [core_document(chat_messages=window(3))], "ns": NS})
+    store = await receive(server)
+    [statement] = store.doc["updates"]
+    assert statement["q"] == {
+        "_id": "agent",
+        "chat_messages": {"$size": 3},
+        "window_size": {"$exists": False},
+    }
+    assert statement["u"] == {"$set": {"window_size": 3}}
+    store.ok(n=1, nModified=1)
+    again = await receive(server)
+    assert again.command_name == "findAndModify" and again.doc["update"]["$inc"]["window_size"] == 1
+    again.ok(value=core_document(window_size=4, version=1))
+
+    assert (await pending).window_size == 4
+
+
+async def test_a_roller_trims_records_the_stored_front_and_releases_its_lease_in_one_write(
+    server: MockupDB, cores: MemoryCoreRepository
+) -> None:
+    pending = asyncio.ensure_future(
+        cores.trim_window(
+            "agent", 12, 6, lease_owner="me", window_size=12, release=True, rolled_into=("u1", 40)
+        )
+    )
+
+    write = await receive(server)
+    assert write.command_name == "update"
+    [statement] = write.doc["updates"]
+    assert statement["q"] == {"_id": "agent", "lease_owner": "me", "chat_messages": {"$size": 12}}
+    assert statement["u"] == {
+        "$set": {
+            "lease_owner": None,
+            "window_stored": {"unit_id": "u1", "message_count": 40, "front": 2},
+            "window_size": 2,
+        },
+        "$inc": {"lease_beat": 1, "version": 1},
+        "$push": {"chat_messages": {"$each": [], "$slice": -2}},
+    }
+    write.ok(n=1, nModified=1)
+
+    assert await pending == 10
 
 
 async def test_a_trim_drops_the_front_under_a_version_guard_and_retries_when_it_misses(
@@ -77,7 +132,12 @@ async def test_a_trim_drops_the_front_under_a_version_guard_and_retries_when_it_
     assert write.command_name == "update"
     [statement] = write.doc["updates"]
     assert statement["q"] == {"_id": "agent", "version": 7}
-    assert statement["u"] == {"$push": {"chat_messages": {"$each": [], "$slice": -2}}, "$inc": {"version": 1}}
+    assert statement["u"] == {
+        "$set": {"window_size": 2},
+        "$inc": {"version": 1},
+        "$unset": {"window_stored": ""},
+        "$push": {"chat_messages": {"$each": [], "$slice": -2}},
+    }
     write.ok(n=0, nModified=0)  # a record landed in between
 
     read_again = await receive(server)

@@ -1,0 +1,165 @@
+"""Section 0: what a service pays per turn of a conversation, rolls included, against the session's size.
+
+The real Motor driver with pymongo command monitoring against the scripted standalone MongoDB of
+:mod:`benchmarks.wire_server` (and ``MONGODB_URI`` when set). One session holds 10 / 100 / 1,000 / 5,000
+stored messages and a window of the context its last roll kept; turns of two 200-character messages are then
+recorded through a path until a whole number of roll cycles has passed (default ``trigger_limit`` 36, so a
+roll every 15 turns), and every command of every turn is counted.
+
+- **recommended**: ``RollingService.record_and_roll`` (the README's per-turn call);
+- **record + maybe_roll**: the two calls of 0.2.0, still supported.
+
+Targets (issue 12): the recommended path at most 1.3 round trips and 3,000 bytes per turn at every size, flat
+(largest/smallest bytes at most 1.1x); a roll in at most 4 commands; the two-call path no slower than 0.2.0's
+2.53 round trips and 14,756 bytes per turn at 5,000 messages.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from benchmarks.backends import motor_database, on_servers, server_version
+from benchmarks.common import Row, Scale, SectionResult
+from benchmarks.monitor import WireMeter
+from benchmarks.workload import conversation, seed_unit, turn
+from partner_repo import MemoryCoreRepository, Message, RollingConfig, RollingService
+from partner_repo.rolling.summarizer import ExtractiveSummarizer
+
+ROUND_TRIPS_TARGET = 1.3
+BYTES_TARGET = 3_000
+FLAT_TARGET = 1.1
+ROLL_COMMANDS_TARGET = 4
+BEFORE = {"round_trips": 2.53, "bytes": 14_756}
+"""0.2.0's two-call path at 5,000 stored messages, as issue 12 measured it."""
+RETAINED = 6
+"""The window a roll leaves with the default ``retain_divisor`` 6: the last sixth of 36 messages."""
+PATHS = ("recommended", "record + maybe_roll")
+
+
+@dataclass
+class PathCost:
+    """Every turn of one path at one size: commands and bytes per turn, and which turns rolled."""
+
+    turns: int = 0
+    commands: int = 0
+    bytes: int = 0
+    roll_commands: list[list[str]] = field(default_factory=list)
+
+    @property
+    def round_trips(self) -> float:
+        return self.commands / self.turns
+
+    @property
+    def bytes_per_turn(self) -> float:
+        return self.bytes / self.turns
+
+
+Step = Callable[[str, list[Message]], Awaitable[Any]]
+
+
+async def run(scale: Scale) -> list[SectionResult]:
+    return await on_servers(lambda uri, backend: _measure(scale, uri, backend))
+
+
+async def _measure(scale: Scale, uri: str, backend: str) -> SectionResult:
+    meter = WireMeter()
+    costs: dict[str, dict[int, PathCost]] = {path: {} for path in PATHS}
+    async with motor_database(uri, listeners=[meter]) as database:
+        version = await server_version(database)
+        cores = MemoryCoreRepository(database)
+        service = RollingService(database, ExtractiveSummarizer(), RollingConfig())
+
+        async def two_calls(core_id: str, messages: list[Message]) -> Any:
+            await cores.record(core_id, messages)
+            return await service.maybe_roll(core_id)
+
+        steps: dict[str, Step] = {"recommended": service.record_and_roll, "record + maybe_roll": two_calls}
+        for size in scale.turn_stored_sizes:
+            for path, step in steps.items():
+                core_id = f"{path.split()[0]}-{size:06d}"
+                await _seed(database, cores, core_id, size)
+                costs[path][size] = await _turns(meter, step, core_id, scale.turn_roll_cycles)
+    return _report(scale, backend, version, costs)
+
+
+async def _seed(database: Any, cores: MemoryCoreRepository, core_id: str, size: int) -> None:
+    """A session unit of ``size`` messages, and the window its last roll left (its last messages)."""
+    unit_id = await cores.session_id(core_id)
+    stored = conversation(size, seed=size)
+    await seed_unit(database, unit_id, core_id, stored, messages_per_slice=min(size, 10))
+    await cores.record(core_id, stored[-RETAINED:])
+
+
+async def _turns(meter: WireMeter, step: Step, core_id: str, cycles: int) -> PathCost:
+    """Turns through ``step`` until ``cycles`` rolls have happened (so the figures cover whole cycles)."""
+    cost = PathCost()
+    while len(cost.roll_commands) < cycles:
+        meter.start()
+        try:
+            rolled = await step(core_id, turn(cost.turns))
+        finally:
+            wire = meter.stop()
+        if wire.failed:
+            raise RuntimeError(f"{core_id}: a command failed: {wire.failed}")
+        cost.turns += 1
+        cost.commands += wire.command_count
+        cost.bytes += wire.total_bytes
+        if rolled is not None:
+            cost.roll_commands.append(wire.commands)
+    return cost
+
+
+def _report(
+    scale: Scale, backend: str, version: str | None, costs: dict[str, dict[int, PathCost]]
+) -> SectionResult:
+    sizes = scale.turn_stored_sizes
+    smallest, largest = min(sizes), max(sizes)
+    result = SectionResult(key="turn", title="0. Per turn of a conversation, rolls included", backend=backend)
+    raw: dict[str, Any] = {"server_version": version, "stored_sizes": list(sizes), "paths": {}}
+    for path, by_size in costs.items():
+        trips = {size: cost.round_trips for size, cost in by_size.items()}
+        per_turn = {size: cost.bytes_per_turn for size, cost in by_size.items()}
+        growth = per_turn[largest] / per_turn[smallest]
+        figures = "; ".join(f"{size:,}: {trips[size]:.2f} rt, {per_turn[size]:,.0f} B" for size in sizes)
+        if path == "recommended":
+            passed = (
+                max(trips.values()) <= ROUND_TRIPS_TARGET
+                and max(per_turn.values()) <= BYTES_TARGET
+                and growth <= FLAT_TARGET
+            )
+            target = f"<= {ROUND_TRIPS_TARGET} rt, <= {BYTES_TARGET:,} B, flat <= {FLAT_TARGET}x"
+        else:
+            passed = trips[largest] <= BEFORE["round_trips"] and per_turn[largest] <= BEFORE["bytes"]
+            target = f"<= 0.2.0: {BEFORE['round_trips']} rt, {BEFORE['bytes']:,} B at {largest:,}"
+        result.rows.append(
+            Row(f"{path}: per turn", f"{figures}; {largest:,}/{smallest:,} = {growth:.2f}x", target, passed)
+        )
+        rolls = [commands for cost in by_size.values() for commands in cost.roll_commands]
+        shapes = sorted({"+".join(commands[1:]) for commands in rolls})  # the turn's record comes first
+        worst = max(len(commands) - 1 for commands in rolls)
+        result.rows.append(
+            Row(
+                f"{path}: a roll, after its turn's record",
+                f"{worst} cmd ({'; '.join(shapes)}) in {len(rolls)} rolls",
+                f"<= {ROLL_COMMANDS_TARGET} cmd" if path == "recommended" else "",
+                worst <= ROLL_COMMANDS_TARGET if path == "recommended" else None,
+            )
+        )
+        raw["paths"][path] = {
+            str(size): {
+                "turns": cost.turns,
+                "round_trips_per_turn": cost.round_trips,
+                "bytes_per_turn": cost.bytes_per_turn,
+                "roll_commands": cost.roll_commands,
+            }
+            for size, cost in by_size.items()
+        }
+    result.raw = raw
+    result.notes.append(
+        "per turn = all commands and BSON bytes (command + reply, pymongo command monitoring) of every turn "
+        f"until {scale.turn_roll_cycles} roll(s), divided by the turns; a turn is 2 messages of 200 "
+        "characters; default RollingConfig (trigger_limit 36, retain_divisor 6); extractive summarizer"
+    )
+    return result
