@@ -6,14 +6,14 @@ import os
 import platform
 import sys
 from datetime import UTC, datetime
-from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
-from benchmarks.common import Row, SectionResult, verdict
+from benchmarks.common import Row, SectionResult, package_versions, verdict
 
 PACKAGES = (
     "partner-repo",
@@ -91,13 +91,7 @@ def machine() -> dict[str, Any]:
 
 
 def versions() -> dict[str, str | None]:
-    found: dict[str, str | None] = {}
-    for package in PACKAGES:
-        try:
-            found[package] = version(package)
-        except PackageNotFoundError:
-            found[package] = None
-    return found
+    return package_versions(PACKAGES)
 
 
 def document(results: list[SectionResult], scale: str, started: datetime, seconds: float) -> dict[str, Any]:
@@ -133,7 +127,8 @@ def print_tables(console: Console, results: list[SectionResult]) -> None:
         table.add_column("Target")
         table.add_column("", justify="center")
         for row in result.rows:
-            table.add_row(row.measurement, row.value, row.target, _styled(row))
+            # escaped: a figure's text is never markup (an install hint like '.[bench]' would vanish)
+            table.add_row(escape(row.measurement), escape(row.value), escape(row.target), _styled(row))
         console.print(table)
         for note in result.notes:
             console.print(f"  [dim]{note}[/dim]")
