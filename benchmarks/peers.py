@@ -40,7 +40,7 @@ OPERATIONS = {
     "last": f"last-{LAST} read",
 }
 MESSAGE_CHARS = 200
-REPEATS = 3
+REPEATS = 5
 MAX_CYCLE_TURNS = 1_000
 INSTALL_HINT = "pip install -e '.[bench]'"
 
@@ -86,7 +86,7 @@ class _Session:
         while not (self.rolled and self.stored >= target):  # partner-repo leads there (not measured)
             self.rolled = await partner.turn(partner.prepare([turn_at(self.position)]))
             self.position += 1
-        grown = _turns(start, self.position)
+        grown = _turn_range(start, self.position)
         for peer in others if grown else []:
             await self._guarded(peer, self._grow, grown)
         stored = self.stored
@@ -182,7 +182,7 @@ class _Session:
             self.lost[peer.key] = f"failed at {self.stored:,} stored messages: {type(exc).__name__}: {exc}"
 
 
-def _turns(start: int, end: int) -> list[Turn]:
+def _turn_range(start: int, end: int) -> list[Turn]:
     return [turn_at(index) for index in range(start, end)]
 
 

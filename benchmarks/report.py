@@ -239,9 +239,13 @@ def summary_line(data: dict[str, Any]) -> str:
     info = data["machine"]
     return (
         f"Measured {data['generated_at'][:10]} with `{data['command']}` ({data['scale']} scale, "
-        f"{data['duration_seconds'] / 60:.0f} min) on {info['cpu'] or info['machine']} "
+        f"{_duration(data['duration_seconds'])}) on {info['cpu'] or info['machine']} "
         f"({info['cpu_count']} CPUs shared with other work, {info['memory_gib']} GiB), {info['python']}."
     )
+
+
+def _duration(seconds: float) -> str:
+    return f"{seconds:.0f} s" if seconds < 60 else f"{seconds / 60:.0f} min"
 
 
 def table_markdown(results: list[SectionResult]) -> str:
