@@ -8,6 +8,7 @@ import statistics
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import asdict, dataclass, field
+from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
 
@@ -35,6 +36,7 @@ class Scale:
     admin_depth: int
     admin_page: int
     admin_repeats: int
+    peer_sizes: tuple[int, ...]
 
 
 FULL = Scale(
@@ -58,6 +60,7 @@ FULL = Scale(
     admin_depth=10_000,
     admin_page=50,
     admin_repeats=3,
+    peer_sizes=(10, 100, 1_000, 5_000),
 )
 
 QUICK = Scale(
@@ -81,6 +84,7 @@ QUICK = Scale(
     admin_depth=40,
     admin_page=10,
     admin_repeats=2,
+    peer_sizes=(10, 40),
 )
 
 
@@ -123,6 +127,17 @@ class SectionResult:
             "raw": self.raw,
             "notes": list(self.notes),
         }
+
+
+def package_versions(packages: Sequence[str]) -> dict[str, str | None]:
+    """The installed version of each distribution, None for one that is not installed."""
+    found: dict[str, str | None] = {}
+    for package in packages:
+        try:
+            found[package] = version(package)
+        except PackageNotFoundError:
+            found[package] = None
+    return found
 
 
 def percentile(values: Sequence[float], fraction: float) -> float:

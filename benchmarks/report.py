@@ -6,14 +6,15 @@ import os
 import platform
 import sys
 from datetime import UTC, datetime
-from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
-from benchmarks.common import Row, SectionResult, verdict
+from benchmarks import peers_report
+from benchmarks.common import Row, SectionResult, package_versions, verdict
 
 PACKAGES = (
     "partner-repo",
@@ -25,6 +26,11 @@ PACKAGES = (
     "mongomock",
     "mongomock-motor",
     "mockupdb",
+    "langchain-mongodb",
+    "langchain-core",
+    "langgraph",
+    "langgraph-checkpoint",
+    "langgraph-checkpoint-mongodb",
 )
 NOTE = "Absolute times vary by machine and load; the ratios (and command/byte counts) are the claim."
 README_START = "<!-- benchmarks:start -->"
@@ -76,6 +82,16 @@ _SECTION_TEXT = """\
    unwinds only the units holding slices there: in the sessions layout that is a few units whatever the
    history; in the interleaved layout every unit holds slices of every window, so every page still unwinds
    all of them.
+6. **Peers**: the same scripted server and meter as section 1, one session through each store a service
+   could pick instead: partner-repo's recommended per-turn call, langchain-mongodb's
+   `MongoDBChatMessageHistory`, a LangGraph `MessagesState` graph checkpointed by `MongoDBSaver` (one
+   `invoke` a turn: the user's message in, a node answering with the assistant's) and raw Motor (one
+   document, `$push`/`$each`). Turns of 2 messages of 200 characters; the session grows to about 10, 100,
+   1,000 and 5,000 messages: partner-repo leads to its first roll at or after each size (its unit then holds
+   the whole history), the others store the same turns. There the whole-history and last-20 reads are
+   measured, then the next whole roll cycle, the same turns for every peer, divided by its turns. Per
+   operation: round trips, BSON bytes sent and received, client process CPU, and each over partner-repo's.
+   The peers install with `pip install -e '.[bench]'`; one that is not installed is skipped with the reason.
 """.splitlines()
 
 
@@ -91,13 +107,7 @@ def machine() -> dict[str, Any]:
 
 
 def versions() -> dict[str, str | None]:
-    found: dict[str, str | None] = {}
-    for package in PACKAGES:
-        try:
-            found[package] = version(package)
-        except PackageNotFoundError:
-            found[package] = None
-    return found
+    return package_versions(PACKAGES)
 
 
 def document(results: list[SectionResult], scale: str, started: datetime, seconds: float) -> dict[str, Any]:
@@ -133,7 +143,8 @@ def print_tables(console: Console, results: list[SectionResult]) -> None:
         table.add_column("Target")
         table.add_column("", justify="center")
         for row in result.rows:
-            table.add_row(row.measurement, row.value, row.target, _styled(row))
+            # escaped: a figure's text is never markup (an install hint like '.[bench]' would vanish)
+            table.add_row(escape(row.measurement), escape(row.value), escape(row.target), _styled(row))
         console.print(table)
         for note in result.notes:
             console.print(f"  [dim]{note}[/dim]")
@@ -148,7 +159,8 @@ def markdown(results: list[SectionResult], data: dict[str, Any]) -> str:
         "",
         "The suite measures the library's cost claims: an operation costs O(increment) on the wire, never",
         "O(unit); the CPU the library adds to the driver; the listener's throughput and latency; concurrent",
-        "writers; admin pages at depth and at scale. Run it from the repository root:",
+        "writers; admin pages at depth and at scale; the per-turn path and reads against langchain-mongodb,",
+        "LangGraph and raw Motor (`pip install -e '.[bench]'` installs those). From the repository root:",
         "",
         "```bash",
         "python -m benchmarks            # full run; prints the tables, writes benchmarks/results/*.json",
@@ -174,6 +186,7 @@ def markdown(results: list[SectionResult], data: dict[str, Any]) -> str:
         "",
         "Versions: " + ", ".join(f"{name} {v}" for name, v in data["versions"].items() if v) + ".",
         "",
+        *_peers_part(results, "## Peers"),
         "## What each section measures",
         "",
         *_SECTION_TEXT,
@@ -192,16 +205,25 @@ def markdown(results: list[SectionResult], data: dict[str, Any]) -> str:
 
 
 def readme_excerpt(results: list[SectionResult], data: dict[str, Any]) -> str:
-    """What the README shows between its benchmark markers: the table, the note, a link to the details."""
+    """What the README shows between its benchmark markers: the table, the note, a link to the details, and
+    the peers section as its own wide table."""
+    others = [r for r in results if r.key != peers_report.KEY]
     return "\n".join(
         [
             summary_line(data),
             f"{NOTE} How each figure is measured, and how to run the suite (`python -m benchmarks`): "
             "[docs/benchmarks.md](docs/benchmarks.md).",
             "",
-            table_markdown(results),
+            *([table_markdown(others), ""] if others else []),
+            *_peers_part(results, "Against the stores a service could pick instead (section 6):"),
         ]
     )
+
+
+def _peers_part(results: list[SectionResult], heading: str) -> list[str]:
+    """The peers section's wide table under ``heading`` (nothing when the run has no peers section)."""
+    tables = peers_report.markdown_tables(results, _short_backend)
+    return [heading, "", tables, ""] if tables else []
 
 
 def replace_between_markers(text: str, body: str, start: str = README_START, end: str = README_END) -> str:
@@ -217,9 +239,13 @@ def summary_line(data: dict[str, Any]) -> str:
     info = data["machine"]
     return (
         f"Measured {data['generated_at'][:10]} with `{data['command']}` ({data['scale']} scale, "
-        f"{data['duration_seconds'] / 60:.0f} min) on {info['cpu'] or info['machine']} "
+        f"{_duration(data['duration_seconds'])}) on {info['cpu'] or info['machine']} "
         f"({info['cpu_count']} CPUs shared with other work, {info['memory_gib']} GiB), {info['python']}."
     )
+
+
+def _duration(seconds: float) -> str:
+    return f"{seconds:.0f} s" if seconds < 60 else f"{seconds / 60:.0f} min"
 
 
 def table_markdown(results: list[SectionResult]) -> str:

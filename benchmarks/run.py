@@ -19,7 +19,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from benchmarks import admin_scale, concurrency, listener_bench, overhead, turn_cost, wire_cost
+from benchmarks import admin_scale, concurrency, listener_bench, overhead, peers, turn_cost, wire_cost
 from benchmarks.common import FULL, QUICK, Scale, SectionResult
 from benchmarks.report import (
     default_output,
@@ -38,6 +38,7 @@ SECTIONS: dict[str, Callable[[Scale], Awaitable[list[SectionResult]]]] = {
     "listener": listener_bench.run,
     "concurrency": concurrency.run,
     "admin": admin_scale.run,
+    "peers": peers.run,
 }
 
 

@@ -6,7 +6,7 @@ import random
 from datetime import datetime, timedelta
 from typing import Any
 
-from partner_repo import MemorySlice, MemoryUnit, Message
+from partner_repo import MemorySlice, MemoryUnit, Message, Role
 from partner_repo.clock import utc_now
 from partner_repo.indexes import UNITS
 from partner_repo.storage import unit_document
@@ -35,24 +35,24 @@ _ASSISTANT = (
 )
 
 
-def conversation(count: int, *, seed: int = 0) -> list[Message]:
-    """``count`` alternating user/assistant messages (about 60-110 characters each), the same for a seed."""
+def conversation(count: int, *, seed: int = 0, chars: int | None = None) -> list[Message]:
+    """``count`` alternating user/assistant messages, the same for a seed: one sentence each (about 60-110
+    characters), or with ``chars`` sentences of the same role joined and cut to ``chars`` characters."""
     chooser = random.Random(seed)
     messages = []
     for index in range(count):
-        role = "user" if index % 2 == 0 else "assistant"
-        template = chooser.choice(_USER if role == "user" else _ASSISTANT)
-        messages.append(Message(role=role, content=template.format(topic=chooser.choice(_TOPICS))))
+        role: Role = "user" if index % 2 == 0 else "assistant"
+        templates = _USER if role == "user" else _ASSISTANT
+        content = chooser.choice(templates).format(topic=chooser.choice(_TOPICS))
+        while chars is not None and len(content) < chars:
+            content += " " + chooser.choice(templates).format(topic=chooser.choice(_TOPICS))
+        messages.append(Message(role=role, content=content if chars is None else content[:chars].rstrip()))
     return messages
 
 
 def turn(seed: int) -> list[Message]:
     """One turn of the per-turn benchmarks: a user and an assistant message of 200 characters each."""
-    parts = [conversation(2, seed=seed + offset) for offset in (0, 100_000, 200_000)]
-    return [
-        Message(role=role, content=" ".join(p[index].content for p in parts)[:200])
-        for index, role in enumerate(("user", "assistant"))
-    ]
+    return conversation(2, seed=seed, chars=200)
 
 
 def unit_with_slices(

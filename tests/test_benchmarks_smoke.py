@@ -8,10 +8,12 @@ checked to answer as MongoDB does, and to refuse what its store cannot answer fa
 
 from __future__ import annotations
 
+import importlib
 import json
 import subprocess
 import sys
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -19,8 +21,11 @@ import pytest
 from motor.motor_asyncio import AsyncIOMotorClient
 from pymongo.errors import DuplicateKeyError, OperationFailure
 
+from benchmarks import peers
 from benchmarks.backends import scripted_server
 from benchmarks.common import QUICK, SectionResult
+from benchmarks.peer_drivers import PartnerRepoPeer, RawMotorPeer, Stores
+from benchmarks.peers_report import markdown_tables
 from benchmarks.run import SECTIONS
 
 pytestmark = pytest.mark.benchmark_smoke
@@ -133,3 +138,57 @@ async def test_the_scripted_server_refuses_what_it_cannot_answer_faithfully(scri
         assert await collection.find_one({"_id": "p"}) == {"_id": "p", "items": [1]}
     finally:
         client.close()
+
+
+def _missing_peer_packages() -> list[str]:
+    missing = []
+    for module in ("langchain_mongodb", "langgraph.graph", "langgraph.checkpoint.mongodb"):
+        try:
+            importlib.import_module(module)
+        except ImportError:
+            missing.append(module)
+    return missing
+
+
+async def test_peers_measure_every_peer_on_the_same_turns_at_tiny_size() -> None:
+    missing = _missing_peer_packages()
+    if missing:
+        pytest.skip(f"the bench extra is not installed (no {', '.join(missing)}): pip install -e '.[bench]'")
+    [result] = [r for r in await run_once("peers") if r.backend.startswith("Motor driver")]
+    peers = {peer["key"]: peer for peer in result.raw["peers"]}
+    stored = [str(point["stored"]) for point in result.raw["points"]]
+
+    assert {key: peer["skipped"] for key, peer in peers.items()} == dict.fromkeys(peers)
+    assert list(peers) == ["partner-repo", "langchain-mongodb", "langgraph", "raw-motor"]
+    for peer in peers.values():
+        assert peer["versions"][next(iter(peer["versions"]))], peer["key"]
+        for operation in ("turn", "whole", "last"):
+            assert list(peer["operations"][operation]) == stored, (peer["key"], operation)
+        # every peer stores the same turns: partner-repo's roll cycle
+        assert [peer["operations"]["turn"][s]["turns"] for s in stored] == [
+            point["cycle_turns"] for point in result.raw["points"]
+        ]
+    floor = peers["raw-motor"]["operations"]
+    assert {floor[op][s]["round_trips"] for op in ("turn", "whole", "last") for s in stored} == {1}
+    assert peers["langgraph"]["ratios"]["turn"][stored[-1]]["bytes"] > 1  # a checkpoint holds the whole state
+    table = markdown_tables([result])
+    assert table.count("| turn write") == len(stored) and "LangGraph MongoDBSaver" in table
+
+
+async def test_peers_skip_a_peer_that_is_not_installed_and_say_why(monkeypatch: pytest.MonkeyPatch) -> None:
+    class Absent(RawMotorPeer):
+        key = "absent"
+        label = "Absent peer"
+        packages = ("no-such-distribution",)
+
+        def __init__(self, stores: Stores) -> None:
+            raise ImportError("No module named 'absent'")
+
+    monkeypatch.setattr(peers, "PEERS", (PartnerRepoPeer, Absent, RawMotorPeer))
+
+    [result, *_] = await peers.run(replace(QUICK, peer_sizes=(10,)))
+
+    [skipped] = [row for row in result.rows if "Absent peer" in row.measurement]
+    assert "not installed (No module named 'absent')" in skipped.value and "[bench]" in skipped.value
+    assert "Skipped Absent peer: not installed" in markdown_tables([result])
+    assert [p["key"] for p in result.raw["peers"] if p["operations"]] == ["partner-repo", "raw-motor"]
