@@ -9,10 +9,8 @@ guarded by the version it read never loses a message recorded meanwhile: it retr
 
 from __future__ import annotations
 
-import asyncio
-import random
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
@@ -20,10 +18,10 @@ from pymongo import ASCENDING, ReturnDocument
 from pymongo.errors import DocumentTooLarge, DuplicateKeyError, OperationFailure
 
 from partner_repo.clock import utc_now
-from partner_repo.core_lease import RELEASED
-from partner_repo.core_state import WINDOW_STATE_PROJECTION, StoredFront, WindowState, is_count
+from partner_repo.core_state import WINDOW_STATE_PROJECTION, WindowState, is_count
+from partner_repo.core_trim import trim_front
 from partner_repo.database import MongoDatabase
-from partner_repo.errors import ConflictError, InvalidInput, LeaseLost, NotFound, WindowTooLarge
+from partner_repo.errors import ConflictError, InvalidInput, LeaseLost, WindowTooLarge
 from partner_repo.indexes import CORES
 from partner_repo.models import MemoryCore, Message
 from partner_repo.storage import MAX_MESSAGE_BYTES, bson_size
@@ -31,9 +29,6 @@ from partner_repo.validation import optional_datetime, parse_messages, require_c
 from partner_repo.window import dropped_count
 
 DEFAULT_CORE_ID = "default"
-
-TRIM_ATTEMPTS = 200
-"""How often a trim that lost the race to concurrent ``record`` calls re-reads and retries."""
 
 UPSERT_ATTEMPTS = 3
 """A first-time upsert racing another, plus one more for a core whose window count had to be stored first."""
@@ -256,53 +251,16 @@ class MemoryCoreRepository:
         owner = None if lease_owner is None else require_id(lease_owner, "lease_owner")
         if release and owner is None:
             raise InvalidInput("trim_window(release=True) needs the lease_owner that holds the lease")
-        done: Mapping[str, Mapping[str, Any]] = RELEASED if release else {}
-        if window_size is not None and owner is not None:
-            known = require_count(window_size, "window_size")
-            drop = dropped_count(known, snapshot_size, retain_divisor)
-            guard = {"_id": core_id, "lease_owner": owner, "chat_messages": {"$size": known}}
-            if await self._drop_front(
-                guard, known, drop, _front(done, rolled_into, known, snapshot_size, drop)
-            ):
-                return drop
-        projection = {"chat_messages": 1, "version": 1, "lease_owner": 1}
-        for attempt in range(TRIM_ATTEMPTS):
-            document = await self._cores.find_one({"_id": core_id}, projection)
-            if document is None:
-                raise NotFound(f"no core {core_id!r}")
-            if owner is not None and document.get("lease_owner") != owner:
-                raise LeaseLost(core_id, owner)
-            size = len(document.get("chat_messages") or [])
-            drop = dropped_count(size, snapshot_size, retain_divisor)
-            guard = {"_id": core_id, "version": _version_guard(document)}
-            if owner is not None:
-                guard["lease_owner"] = owner
-            if await self._drop_front(
-                guard, size, drop, _front(done, rolled_into, size, snapshot_size, drop)
-            ):
-                return drop
-            await asyncio.sleep(random.uniform(0, 0.0005 * min(attempt, 20)))
-        raise ConflictError(f"core {core_id!r}: trimming the window lost the race {TRIM_ATTEMPTS} times")
-
-    async def _drop_front(
-        self, guard: dict[str, Any], size: int, drop: int, done: Mapping[str, Mapping[str, Any]]
-    ) -> bool:
-        """One write, guarded, dropping the first ``drop`` of ``size`` messages and applying ``done`` (the
-        lease release, the stored front); True when it matched. Nothing to drop and no lease to give back
-        writes nothing (the stored front is then still what it was)."""
-        if not drop and not done.get("$inc"):
-            return True
-        update: dict[str, dict[str, Any]] = {
-            operator: {**done.get(operator, {})} for operator in ("$set", "$inc", "$unset")
-        }
-        if drop:
-            # keep the last (size - drop): only the front goes, no message is rewritten
-            update["$push"] = {"chat_messages": {"$each": [], "$slice": -(size - drop)}}
-            update["$set"]["window_size"] = size - drop
-        update["$inc"]["version"] = 1
-        update = {operator: fields for operator, fields in update.items() if fields}
-        result = await self._cores.update_one(guard, update)
-        return bool(result.matched_count)
+        return await trim_front(
+            self._cores,
+            core_id,
+            snapshot_size,
+            retain_divisor,
+            owner=owner,
+            window_size=None if window_size is None else require_count(window_size, "window_size"),
+            release=release,
+            rolled_into=rolled_into,
+        )
 
     async def mark_idle_rolled(
         self, core_id: str, *, window_size: int, last_interaction_at: datetime | None
@@ -419,27 +377,3 @@ def _refuse_unrollable(documents: list[dict[str, Any]]) -> None:
         raise InvalidInput(
             f"the turn is {total} bytes; record at most {MAX_MESSAGE_BYTES} bytes of messages at once"
         )
-
-
-def _front(
-    done: Mapping[str, Mapping[str, Any]],
-    rolled_into: tuple[str, int] | None,
-    size: int,
-    snapshot_size: int,
-    drop: int,
-) -> dict[str, dict[str, Any]]:
-    """``done`` plus the window's stored front after dropping ``drop`` of ``size``: recorded when a roll's
-    snapshot (all of it still at the front) now ends a unit, removed otherwise."""
-    update = {operator: dict(fields) for operator, fields in done.items()}
-    if rolled_into is not None and size >= snapshot_size:
-        unit_id, count = rolled_into
-        stored = StoredFront(unit_id, count, snapshot_size - drop)
-        update.setdefault("$set", {})["window_stored"] = stored.as_document()
-    else:
-        update.setdefault("$unset", {})["window_stored"] = ""
-    return update
-
-
-def _version_guard(document: dict[str, Any]) -> Any:
-    """Match the version read; a core written by another tool may have none yet."""
-    return document.get("version", {"$exists": False})

@@ -1,18 +1,22 @@
 """Write-side unit invariants shared by every path that writes ``memory_units`` (save, append, adoption).
 
-Two rules are checked in code before anything is sent: no unit passes the document size limit, and a slice id
-belongs to one unit only (mongomock ignores unique multikey indexes; on a server the unique index backs the
-check and its duplicate-key error is translated here).
+A unit is validated again before it is written (:func:`revalidated`). Two rules are checked in code before
+anything is sent: no unit passes the document size limit, and a slice id belongs to one unit only (mongomock
+ignores unique multikey indexes; on a server the unique index backs the check and its duplicate-key error is
+translated here).
 """
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
-from pymongo.errors import DuplicateKeyError
+from pydantic import ValidationError
+from pymongo.errors import DuplicateKeyError, OperationFailure
 
-from partner_repo.errors import ConflictError, DuplicateSliceId, UnitTooLarge
+from partner_repo.errors import ConflictError, DuplicateSliceId, InvalidInput, UnitTooLarge
 from partner_repo.models import MemoryUnit
+from partner_repo.validation import first_error, require_encodable
 
 
 def refuse_too_large(unit_id: str, size_bytes: int, limit_bytes: int) -> None:
@@ -54,4 +58,32 @@ def duplicate_error(exc: DuplicateKeyError, unit_id: str, exists_hint: str) -> E
     return ConflictError(f"unit {unit_id!r} {exists_hint}".strip())
 
 
-__all__ = ["duplicate_error", "is_slice_id_collision", "refuse_foreign_slice_ids", "refuse_too_large"]
+def revalidated(unit: MemoryUnit) -> MemoryUnit:
+    """A fresh, validated copy: a unit changed after it was built (fields assigned, lists appended to) is
+    checked again, so bad data is refused with :class:`InvalidInput` before anything is written."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # pydantic warns while dumping the very values we refuse below
+            copy: MemoryUnit = MemoryUnit.model_validate(unit.model_dump())
+    except ValidationError as exc:
+        raise InvalidInput(f"unit {getattr(unit, 'id', None)!r} is invalid: {first_error(exc)}") from exc
+    for position, message in enumerate(copy.conversation_messages):
+        require_encodable(message.content, f"unit {copy.id!r}: the content of message {position}")
+    for position, piece in enumerate(copy.complete_slices()):
+        require_encodable(piece.summary, f"unit {copy.id!r}: the summary of slice {position}")
+    return copy
+
+
+def is_missing_index(exc: OperationFailure) -> bool:
+    """The hinted index does not exist (indexes left to migrations that have not run): scan without it."""
+    return exc.code == 2 and "hint" in str(exc).lower()
+
+
+__all__ = [
+    "duplicate_error",
+    "is_missing_index",
+    "is_slice_id_collision",
+    "refuse_foreign_slice_ids",
+    "refuse_too_large",
+    "revalidated",
+]

@@ -9,7 +9,6 @@ other tools are completed through :mod:`partner_repo.unit_adoption`.
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import AsyncIterator, Mapping, Sequence
 from datetime import datetime
 from typing import Any
@@ -60,7 +59,13 @@ from partner_repo.unit_heads import (
     UnitTail,
     head_from,
 )
-from partner_repo.unit_rules import duplicate_error, refuse_foreign_slice_ids, refuse_too_large
+from partner_repo.unit_rules import (
+    duplicate_error,
+    is_missing_index,
+    refuse_foreign_slice_ids,
+    refuse_too_large,
+    revalidated,
+)
 from partner_repo.validation import (
     first_error,
     optional_datetime,
@@ -187,7 +192,7 @@ class MemoryUnitRepository:
             async for document in cursor:
                 yield document["_id"], fingerprint_of(document)
         except OperationFailure as exc:
-            if not _is_missing_index(exc):
+            if not is_missing_index(exc):
                 raise
             async for document in self._reads.find({}, projection).sort("_id", ASCENDING):
                 yield document["_id"], fingerprint_of(document)
@@ -200,7 +205,7 @@ class MemoryUnitRepository:
         try:
             rows = await self._reads.aggregate(pipeline, hint=UNIT_FINGERPRINT_INDEX).to_list(length=1)
         except OperationFailure as exc:
-            if not _is_missing_index(exc):
+            if not is_missing_index(exc):
                 raise
             rows = await self._reads.aggregate(pipeline).to_list(length=1)
         row = rows[0] if rows else {}
@@ -287,7 +292,7 @@ class MemoryUnitRepository:
         """
         if not isinstance(unit, MemoryUnit):
             raise InvalidInput(f"save expects a MemoryUnit, got {type(unit).__name__}")
-        normalized = normalize_unit(_revalidated(unit), now=now)
+        normalized = normalize_unit(revalidated(unit), now=now)
         await refuse_foreign_slice_ids(self._units, normalized)
         stored: MemoryUnit = normalized.model_copy(update={"version": unit.version + 1})
         document = unit_document(stored)
@@ -380,27 +385,6 @@ class MemoryUnitRepository:
             expected_start=expected_start,
         )
         return await self._appender.append(request)
-
-
-def _revalidated(unit: MemoryUnit) -> MemoryUnit:
-    """A fresh, validated copy: a unit changed after it was built (fields assigned, lists appended to) is
-    checked again, so bad data is refused with :class:`InvalidInput` before anything is written."""
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # pydantic warns while dumping the very values we refuse below
-            copy: MemoryUnit = MemoryUnit.model_validate(unit.model_dump())
-    except ValidationError as exc:
-        raise InvalidInput(f"unit {getattr(unit, 'id', None)!r} is invalid: {first_error(exc)}") from exc
-    for position, message in enumerate(copy.conversation_messages):
-        require_encodable(message.content, f"unit {copy.id!r}: the content of message {position}")
-    for position, piece in enumerate(copy.complete_slices()):
-        require_encodable(piece.summary, f"unit {copy.id!r}: the summary of slice {position}")
-    return copy
-
-
-def _is_missing_index(exc: OperationFailure) -> bool:
-    """The hinted index does not exist (indexes left to migrations that have not run): scan without it."""
-    return exc.code == 2 and "hint" in str(exc).lower()
 
 
 def _messages(document: Mapping[str, Any]) -> list[Message]:

@@ -21,7 +21,7 @@ import binascii
 import hashlib
 import hmac
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -190,4 +190,36 @@ def _unb64(text: str) -> bytes | None:
 MAX_CURSOR_LENGTH = _longest_cursor()
 """Longer tokens are refused before any decoding: no cursor this library issues is longer."""
 
-__all__ = ["MAX_CURSOR_LENGTH", "CursorCodec", "ReadTime", "SliceKey", "query_fingerprint"]
+
+def slice_key(document: Mapping[str, Any], read_at: ReadTime | None = None) -> SliceKey:
+    """The cursor key of a slice document of the slices aggregation (``slices`` unwound)."""
+    piece = document["slices"]
+    moment = to_utc_ms(piece["created_at"])
+    return SliceKey(created_at=moment, slice_id=piece["id"], unit_id=document["_id"], read_at=read_at)
+
+
+def resumable_end(documents: Sequence[Mapping[str, Any]]) -> int:
+    """How many of a full page's slices to return: all of them, unless the last ones have ids over the id
+    limit (written by another tool), which no cursor can name; the page then ends at the last slice one can
+    name, and the next page starts there. A page of nothing but such slices cannot be continued:
+    :class:`InvalidInput`."""
+    for end in range(len(documents), 0, -1):
+        if slice_key(documents[end - 1]).resumable:
+            return end
+    last = documents[-1]
+    raise InvalidInput(
+        f"cannot page past slice {last['slices']['id']!r} of unit {last['_id']!r}: ids longer than "
+        f"{MAX_ID_LENGTH} characters (written by another tool) cannot be held in a cursor; ask for a larger "
+        "limit, and rename them (partner-repo check lists them)"
+    )
+
+
+__all__ = [
+    "MAX_CURSOR_LENGTH",
+    "CursorCodec",
+    "ReadTime",
+    "SliceKey",
+    "query_fingerprint",
+    "resumable_end",
+    "slice_key",
+]

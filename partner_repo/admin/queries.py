@@ -19,7 +19,7 @@ from pymongo import ASCENDING, DESCENDING
 
 from partner_repo.admin.check import CheckReport, RepairReport, UnitChecker
 from partner_repo.admin.consistency import SESSIONS_UNSUPPORTED, CausalReads
-from partner_repo.admin.cursor import CursorCodec, ReadTime, SliceKey
+from partner_repo.admin.cursor import CursorCodec, ReadTime, SliceKey, resumable_end, slice_key
 from partner_repo.admin.filters import Order, SliceFilter, literal_pattern
 from partner_repo.admin.views import (
     DayCount,
@@ -35,7 +35,7 @@ from partner_repo.clock import to_utc_ms, utc_now
 from partner_repo.database import MongoDatabase
 from partner_repo.errors import InvalidInput, NotFound
 from partner_repo.indexes import UNITS
-from partner_repo.models import MAX_ID_LENGTH, Message
+from partner_repo.models import Message
 from partner_repo.storage import MAX_DOCUMENT_BYTES
 from partner_repo.validation import optional_datetime, require_id
 
@@ -97,8 +97,8 @@ class SliceQueries:
         documents, read_at = await self._read_page(query, position, size + 1)
         if len(documents) <= size:
             return SlicePage(items=SliceView.from_unwound(documents), next_cursor=None)
-        end = _resumable_end(documents[:size])
-        key = _key(documents[end - 1], read_at)
+        end = resumable_end(documents[:size])
+        key = slice_key(documents[end - 1], read_at)
         items = SliceView.from_unwound(documents[:end])
         return SlicePage(items=items, next_cursor=self._cursors.encode(key, query.fingerprint))
 
@@ -358,28 +358,6 @@ class SliceQueries:
 def _in(session: Any | None) -> dict[str, Any]:
     """``session=`` for a read, only when there is one (test doubles and the embedded backend take none)."""
     return {} if session is None else {"session": session}
-
-
-def _key(document: dict[str, Any], read_at: ReadTime | None = None) -> SliceKey:
-    piece = document["slices"]
-    moment = to_utc_ms(piece["created_at"])
-    return SliceKey(created_at=moment, slice_id=piece["id"], unit_id=document["_id"], read_at=read_at)
-
-
-def _resumable_end(documents: list[dict[str, Any]]) -> int:
-    """How many of a full page's slices to return: all of them, unless the last ones have ids over the id
-    limit (written by another tool), which no cursor can name; the page then ends at the last slice one can
-    name, and the next page starts there. A page of nothing but such slices cannot be continued:
-    :class:`InvalidInput`."""
-    for end in range(len(documents), 0, -1):
-        if _key(documents[end - 1]).resumable:
-            return end
-    last = documents[-1]
-    raise InvalidInput(
-        f"cannot page past slice {last['slices']['id']!r} of unit {last['_id']!r}: ids longer than "
-        f"{MAX_ID_LENGTH} characters (written by another tool) cannot be held in a cursor; ask for a larger "
-        "limit, and rename them (partner-repo check lists them)"
-    )
 
 
 def _message_count() -> dict[str, Any]:
