@@ -86,7 +86,7 @@ def test_every_python_snippet_runs(code: str, monkeypatch: pytest.MonkeyPatch) -
 def test_the_readme_has_the_example_of_a_service_and_a_consumer() -> None:
     (example,) = [code for code in blocks(README, "python") if "RollingListener" in code]
 
-    assert "record(" in example and "maybe_roll(" in example and "async def consume" in example
+    assert "record_and_roll(" in example and "async def consume" in example
     assert len(example.strip().splitlines()) <= 40
 
 
