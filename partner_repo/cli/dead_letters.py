@@ -5,9 +5,9 @@ from __future__ import annotations
 import click
 from rich.table import Table
 
-from partner_repo.cli.app import EXIT_NOT_FOUND, connection, run_async
 from partner_repo.cli.consumers import consumer_option, consumer_registry
 from partner_repo.cli.output import console, echo_json, json_option, short, when
+from partner_repo.cli.runtime import EXIT_NOT_FOUND, connection, run_async
 from partner_repo.listener.dead_letters import DeadLetter, DeadLetterRepository, replay_dead_letters
 
 

@@ -10,8 +10,8 @@ import asyncio
 
 import click
 
-from partner_repo.cli.app import connection, run_async
 from partner_repo.cli.consumers import consumer_option, consumer_registry
+from partner_repo.cli.runtime import connection, run_async
 from partner_repo.cli.signals import stop_on_signals
 from partner_repo.listener.listener import DEFAULT_POLL_INTERVAL, RollingListener
 

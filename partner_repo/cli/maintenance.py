@@ -18,8 +18,8 @@ from rich.table import Table
 
 from partner_repo.admin.check import CheckReport, RepairReport, UnitChecker
 from partner_repo.admin.inspection import InvariantViolation
-from partner_repo.cli.app import EXIT_NOT_FOUND, connection, run_async
 from partner_repo.cli.output import console, echo_json, json_option
+from partner_repo.cli.runtime import EXIT_NOT_FOUND, connection, run_async
 from partner_repo.cli.slices import open_admin, usage_errors
 from partner_repo.cores import DEFAULT_CORE_ID
 from partner_repo.importer import ImportIssue, ImportReport, import_partner_state

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from partner_repo.cli.app import connection, run_async
+from partner_repo.cli.runtime import connection, run_async
 from partner_repo.migration_runner import default_migrations_path, migration_status, run_migrations
 from partner_repo.settings import connect_from_settings, settings_for
 

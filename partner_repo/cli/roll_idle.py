@@ -12,7 +12,7 @@ from datetime import timedelta
 
 import click
 
-from partner_repo.cli.app import connection, run_async
+from partner_repo.cli.runtime import connection, run_async
 from partner_repo.cli.signals import stop_on_signals
 from partner_repo.errors import InvalidInput
 from partner_repo.importing import import_object

@@ -15,7 +15,6 @@ from rich.table import Table
 
 from partner_repo.admin.queries import DEFAULT_LIMIT, MAX_LIMIT, SliceQueries
 from partner_repo.admin.views import MemoryStats, SliceDetail, UnitView
-from partner_repo.cli.app import connection, run_async
 from partner_repo.cli.output import (
     ISO_DATETIME,
     console,
@@ -28,6 +27,7 @@ from partner_repo.cli.output import (
     slices_table,
     when,
 )
+from partner_repo.cli.runtime import connection, run_async
 from partner_repo.database import MongoDatabase
 from partner_repo.errors import InvalidCursor, InvalidInput
 from partner_repo.models import Message

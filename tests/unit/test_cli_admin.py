@@ -17,7 +17,7 @@ from click.testing import CliRunner, Result
 
 from partner_repo import in_memory_database, init_repository
 from partner_repo.cli import main
-from partner_repo.cli.app import Connection
+from partner_repo.cli.runtime import Connection
 
 
 @pytest.fixture

@@ -22,7 +22,7 @@ from partner_repo import (
 )
 from partner_repo.cli import listen as listen_module
 from partner_repo.cli import main
-from partner_repo.cli.app import Connection
+from partner_repo.cli.runtime import Connection
 
 DELIVERED: list[str] = []
 STOP: list[asyncio.Event] = []

@@ -13,7 +13,7 @@ from rolling_support import T0, numbered
 
 from partner_repo import MemoryCoreRepository, Message, in_memory_database, init_repository
 from partner_repo.cli import main
-from partner_repo.cli.app import Connection
+from partner_repo.cli.runtime import Connection
 
 
 async def custom_summarizer(messages: list[Message]) -> str:
