@@ -17,23 +17,31 @@ from partner_repo.cli.listen import listen
 from partner_repo.cli.maintenance import check, import_state, repair
 from partner_repo.cli.migrate import migrate
 from partner_repo.cli.roll_idle import roll_idle
-from partner_repo.cli.runtime import Connection
+from partner_repo.cli.runtime import one_line_errors, resolve_connection
 from partner_repo.cli.slices import slices, units
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+class RootGroup(click.Group):
+    """The root group: whatever a command raises of the library's errors is one line, never a traceback (a
+    bad setting may be read outside a command's coroutine)."""
+
+    def invoke(self, ctx: click.Context) -> object:
+        with one_line_errors():
+            return super().invoke(ctx)
+
+
+@click.group(
+    cls=RootGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100}
+)
 @click.version_option(__version__, "--version", prog_name="partner-repo")
 @click.option("--uri", default=None, help="MongoDB connection string [env: MONGODB_URI; default: in-memory].")
 @click.option("--db", "db_name", default=None, help="Database name [env: PARTNER_REPO_DB; default: partner].")
 @click.pass_context
 def main(ctx: click.Context, uri: str | None, db_name: str | None) -> None:
     """partner-repo: the memory of the Partner agent (cores, units, slices) in MongoDB."""
-    ctx.obj = Connection(
-        uri=uri if uri is not None else os.environ.get("MONGODB_URI") or None,
-        db_name=db_name or os.environ.get("PARTNER_REPO_DB") or "partner",
-    )
-    ctx.meta["explicit_uri"] = uri
-    ctx.meta["explicit_db"] = db_name
+    ctx.obj = resolve_connection(uri, db_name, os.environ)
+    ctx.meta["explicit_uri"] = ctx.obj.uri if ctx.obj.uri_from == "--uri" else None
+    ctx.meta["explicit_db"] = db_name or None
 
 
 for command in (

@@ -11,6 +11,7 @@ import asyncio
 import click
 
 from partner_repo.cli.consumers import consumer_option, consumer_registry
+from partner_repo.cli.output import Seconds
 from partner_repo.cli.runtime import connection, run_async
 from partner_repo.cli.signals import stop_on_signals
 from partner_repo.listener.listener import DEFAULT_POLL_INTERVAL, RollingListener
@@ -28,7 +29,7 @@ from partner_repo.listener.listener import DEFAULT_POLL_INTERVAL, RollingListene
 )
 @click.option(
     "--poll-interval",
-    type=click.FloatRange(min=0, min_open=True),
+    type=Seconds(positive=True),
     default=DEFAULT_POLL_INTERVAL,
     show_default=True,
     help="Seconds between polls where change streams are unavailable.",
@@ -49,7 +50,7 @@ from partner_repo.listener.listener import DEFAULT_POLL_INTERVAL, RollingListene
 )
 @click.option(
     "--drain-timeout",
-    type=click.FloatRange(min=0),
+    type=Seconds(),
     default=30.0,
     show_default=True,
     help="Seconds stop waits for in-flight deliveries.",

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -19,6 +19,7 @@ from rich.table import Table
 
 from partner_repo.admin.views import SliceView
 from partner_repo.clock import to_utc_ms
+from partner_repo.durations import parse_duration
 
 SUMMARY_WIDTH = 60
 
@@ -87,8 +88,10 @@ def slices_table(views: Iterable[SliceView], *, title: str | None = None) -> Tab
 
 if TYPE_CHECKING:
     _DateTimeParam = click.ParamType[datetime]
+    _TimedeltaParam = click.ParamType[timedelta]
+    _FloatParam = click.ParamType[float]
 else:  # click < 8.2 has no generic ParamType
-    _DateTimeParam = click.ParamType
+    _DateTimeParam = _TimedeltaParam = _FloatParam = click.ParamType
 
 
 class IsoDateTime(_DateTimeParam):
@@ -108,3 +111,36 @@ class IsoDateTime(_DateTimeParam):
 
 
 ISO_DATETIME = IsoDateTime()
+
+
+class Duration(_TimedeltaParam):
+    """A duration in any form the settings take (:func:`~partner_repo.durations.parse_duration`): seconds,
+    ISO 8601 (``PT30M``) or ``HH:MM:SS``; never negative, and not zero when ``positive``."""
+
+    name = "DURATION"
+
+    def __init__(self, *, positive: bool = False) -> None:
+        self.positive = positive
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> timedelta:
+        try:
+            parsed = value if isinstance(value, timedelta) else parse_duration(value)
+        except ValueError as exc:
+            self.fail(f"{value!r} is {exc}", param, ctx)
+        if parsed < timedelta(0) or (self.positive and not parsed):
+            self.fail(f"{value!r} must be {'positive' if self.positive else 'at least 0'}", param, ctx)
+        return parsed
+
+
+class Seconds(_FloatParam):
+    """A :class:`Duration` handed to the command as seconds (a float), for options that take seconds."""
+
+    name = "DURATION"
+
+    def __init__(self, *, positive: bool = False) -> None:
+        self.duration = Duration(positive=positive)
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> float:
+        if isinstance(value, float):
+            value = timedelta(seconds=value)
+        return self.duration.convert(value, param, ctx).total_seconds()

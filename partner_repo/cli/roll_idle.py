@@ -12,6 +12,7 @@ from datetime import timedelta
 
 import click
 
+from partner_repo.cli.output import Duration
 from partner_repo.cli.runtime import connection, run_async
 from partner_repo.cli.signals import stop_on_signals
 from partner_repo.errors import InvalidInput
@@ -26,15 +27,16 @@ from partner_repo.settings import load_settings
 @click.option("--once", is_flag=True, help="Do one pass over the idle cores and exit.")
 @click.option(
     "--idle-after",
-    type=click.FloatRange(min=0),
+    type=Duration(),
     default=None,
-    help="Seconds without interaction before a window is rolled [default: PARTNER_REPO_ROLLING_IDLE_AFTER].",
+    help="How long without interaction before a window is rolled: seconds, PT30M or HH:MM:SS "
+    "[default: PARTNER_REPO_ROLLING_IDLE_AFTER].",
 )
 @click.option(
     "--check-interval",
-    type=click.FloatRange(min=0, min_open=True),
+    type=Duration(positive=True),
     default=None,
-    help="Seconds between passes [default: PARTNER_REPO_ROLLING_CHECK_INTERVAL].",
+    help="How long between passes, in the same forms [default: PARTNER_REPO_ROLLING_CHECK_INTERVAL].",
 )
 @click.option(
     "--retain-divisor",
@@ -53,8 +55,8 @@ from partner_repo.settings import load_settings
 def roll_idle(
     ctx: click.Context,
     once: bool,
-    idle_after: float | None,
-    check_interval: float | None,
+    idle_after: timedelta | None,
+    check_interval: timedelta | None,
     retain_divisor: int | None,
     summarizer_path: str | None,
 ) -> None:
@@ -63,9 +65,9 @@ def roll_idle(
     summarizer = _load_summarizer(summarizer_path) if summarizer_path else extractive_summarizer
     config = load_settings().rolling_config()  # PARTNER_REPO_ROLLING_* from the environment; options win
     if idle_after is not None:
-        config = replace(config, idle_after=timedelta(seconds=idle_after))
+        config = replace(config, idle_after=idle_after)
     if check_interval is not None:
-        config = replace(config, check_interval=timedelta(seconds=check_interval))
+        config = replace(config, check_interval=check_interval)
     if retain_divisor is not None:
         config = replace(config, retain_divisor=retain_divisor)
 

@@ -29,7 +29,7 @@ from partner_repo.cli.output import (
 )
 from partner_repo.cli.runtime import connection, run_async
 from partner_repo.database import MongoDatabase
-from partner_repo.errors import InvalidCursor, InvalidInput
+from partner_repo.errors import InvalidCursor, InvalidInput, InvalidSettings
 from partner_repo.models import Message
 
 MESSAGE_WIDTH = 100
@@ -44,9 +44,11 @@ async def open_admin(ctx: click.Context) -> MongoDatabase:
 
 @contextmanager
 def usage_errors(cursor_option: str = "--after") -> Iterator[None]:
-    """Bad filter values are usage errors (exit 2), not failures."""
+    """Bad filter values are usage errors (exit 2), not failures; a bad setting stays one line of its own."""
     try:
         yield
+    except InvalidSettings:
+        raise
     except InvalidCursor as exc:
         raise click.BadParameter(str(exc), param_hint=cursor_option) from None
     except InvalidInput as exc:

@@ -77,6 +77,21 @@ def test_the_idle_after_option_wins_over_the_environment(
     assert "1 idle core(s) rolled" in result.stderr
 
 
+@pytest.mark.parametrize("idle_after", ["PT30M", "pt30m", "0:30:00", "1800"])
+def test_idle_after_takes_every_form_the_settings_take(database: Any, idle_after: str) -> None:
+    result = CliRunner().invoke(main, ["roll-idle", "--once", "--idle-after", idle_after])
+
+    assert result.exit_code == 0, result.output
+    assert "1 idle core(s) rolled" in result.stderr
+
+
+def test_an_idle_after_that_is_no_duration_is_a_usage_error_naming_the_forms(database: Any) -> None:
+    result = CliRunner().invoke(main, ["roll-idle", "--once", "--idle-after", "half an hour"])
+
+    assert result.exit_code == 2
+    assert "not a duration: give seconds (90, 2.5), ISO 8601 (PT30M) or HH:MM:SS" in result.stderr
+
+
 def test_once_with_nothing_idle_rolls_nothing(database: Any) -> None:
     result = CliRunner().invoke(main, ["roll-idle", "--once", "--idle-after", str(10 * 365 * 86400)])
     assert result.exit_code == 0
@@ -103,7 +118,13 @@ def test_a_summarizer_that_cannot_be_loaded_is_a_usage_error(database: Any, path
 
 
 @pytest.mark.parametrize(
-    "option", [["--check-interval", "0"], ["--idle-after", "-1"], ["--retain-divisor", "-2"]]
+    "option",
+    [
+        ["--check-interval", "0"],
+        ["--check-interval", "PT0S"],
+        ["--idle-after", "-1"],
+        ["--retain-divisor", "-2"],
+    ],
 )
 def test_impossible_settings_are_usage_errors(database: Any, option: list[str]) -> None:
     assert CliRunner().invoke(main, ["roll-idle", "--once", *option]).exit_code == 2
