@@ -12,6 +12,7 @@ The URI is a :class:`pydantic.SecretStr`: printing or logging the settings never
 
 from __future__ import annotations
 
+import logging
 from dataclasses import fields
 from datetime import timedelta
 from typing import Any, Literal
@@ -33,6 +34,13 @@ DATABASE_NAME_FORBIDDEN = '/\\. "$\x00'
 MAX_DATABASE_NAME_BYTES = 63
 ROLLING_FIELDS = tuple(field.name for field in fields(RollingConfig))
 """Each ``RollingConfig`` field is the setting ``rolling_<field>``."""
+
+IN_MEMORY_FALLBACK = (
+    "MONGODB_URI is not set: using the embedded in-memory database, which starts empty and is gone when the "
+    "process exits; set MONGODB_URI, or call connect() for the in-memory database on purpose"
+)
+
+log = logging.getLogger(__name__)
 
 ReadPreferenceName = Literal["primary", "primaryPreferred", "secondary", "secondaryPreferred", "nearest"]
 
@@ -255,10 +263,13 @@ async def connect_from_settings(
     """A ready database as the settings describe it (in-memory without a URI), production options applied.
 
     ``create_indexes`` overrides ``settings.create_indexes`` (``partner-repo migrate`` connects without them).
+    Falling back to the in-memory backend because ``MONGODB_URI`` is unset logs a WARNING (nothing written
+    there persists); ask for it on purpose with :func:`~partner_repo.connect` ``(None)`` instead.
     """
     settings = settings if settings is not None else load_settings()
     indexes = settings.create_indexes if create_indexes is None else create_indexes
     if settings.uri is None:
+        log.warning(IN_MEMORY_FALLBACK)
         return await connect(None, settings.db, create_indexes=indexes)
     options = settings.client_options()
     timeout = options.pop("serverSelectionTimeoutMS", None)

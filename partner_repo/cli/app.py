@@ -36,10 +36,16 @@ class RootGroup(click.Group):
 @click.version_option(__version__, "--version", prog_name="partner-repo")
 @click.option("--uri", default=None, help="MongoDB connection string [env: MONGODB_URI; default: in-memory].")
 @click.option("--db", "db_name", default=None, help="Database name [env: PARTNER_REPO_DB; default: partner].")
+@click.option(
+    "--in-memory",
+    is_flag=True,
+    help="Use the embedded in-memory database, empty and gone at exit, on purpose (MONGODB_URI is ignored). "
+    "Without it, commands that write or run until stopped refuse to run when no URI is set.",
+)
 @click.pass_context
-def main(ctx: click.Context, uri: str | None, db_name: str | None) -> None:
+def main(ctx: click.Context, uri: str | None, db_name: str | None, in_memory: bool) -> None:
     """partner-repo: the memory of the Partner agent (cores, units, slices) in MongoDB."""
-    ctx.obj = resolve_connection(uri, db_name, os.environ)
+    ctx.obj = resolve_connection(uri, db_name, os.environ, in_memory=in_memory)
     ctx.meta["explicit_uri"] = ctx.obj.uri if ctx.obj.uri_from == "--uri" else None
     ctx.meta["explicit_db"] = db_name or None
 

@@ -23,7 +23,7 @@ def dead_letters() -> None:
 @click.pass_context
 def list_letters(ctx: click.Context, group: str | None, consumer: str | None, as_json: bool) -> None:
     """List dead letters, oldest failure first."""
-    target = connection(ctx)
+    target = connection(ctx, "read")
 
     async def work() -> list[DeadLetter]:
         return await DeadLetterRepository(await target.open()).list(group=group, consumer=consumer)
@@ -45,7 +45,7 @@ def list_letters(ctx: click.Context, group: str | None, consumer: str | None, as
 @click.pass_context
 def replay(ctx: click.Context, consumer_paths: tuple[str, ...], group: str, only: str | None) -> None:
     """Deliver dead letters again: delivered letters are removed, failing ones updated and kept."""
-    target = connection(ctx)
+    target = connection(ctx, "write")
     registry = consumer_registry(consumer_paths)
 
     async def work() -> tuple[int, int, int, int]:

@@ -67,7 +67,7 @@ def listen(
     drain_timeout: float,
 ) -> None:
     """Deliver every roll to the given consumers until SIGINT/SIGTERM."""
-    target = connection(ctx)
+    target = connection(ctx, "daemon")
     registry = consumer_registry(consumer_paths)
 
     async def work() -> None:

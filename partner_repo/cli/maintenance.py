@@ -63,10 +63,11 @@ def check(ctx: click.Context, core_id: str | None, as_json: bool) -> None:
 @click.pass_context
 def repair(ctx: click.Context, core_id: str | None, as_json: bool) -> None:
     """Normalize every broken unit in place (exit 1 if some could not be repaired)."""
+    target = connection(ctx, "write")
 
     async def work() -> RepairReport:
         with usage_errors():
-            return await UnitChecker(await connection(ctx).open()).repair(core_id)
+            return await UnitChecker(await target.open()).repair(core_id)
 
     report = run_async(work)
     if as_json:
@@ -100,11 +101,12 @@ def import_state(ctx: click.Context, directory: Path, core_id: str, as_json: boo
     """Import Partner's memory from its state DIRECTORY (core/memory.json, core/memory/memory-unit*.json)."""
     if not directory.is_dir():
         raise click.BadParameter(f"{directory} is not a directory", param_hint="DIRECTORY")
+    target = connection(ctx, "write")
     bar = _ProgressBar()
 
     async def work() -> ImportReport:
         with usage_errors():
-            database = await connection(ctx).open()
+            database = await target.open()
             try:
                 return await import_partner_state(directory, database, core_id=core_id, progress=bar.update)
             finally:

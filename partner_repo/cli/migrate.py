@@ -8,7 +8,7 @@ import click
 
 from partner_repo.cli.runtime import connection, run_async
 from partner_repo.migration_runner import default_migrations_path, migration_status, run_migrations
-from partner_repo.settings import connect_from_settings, settings_for
+from partner_repo.settings import settings_for
 
 
 @click.command()
@@ -48,12 +48,12 @@ def migrate(
     each write is guarded on its own, so services may keep writing and there is no time limit; a run that
     fails leaves the migration pending, and running it again continues where it stopped.
     """
-    where = connection(ctx)
+    where = connection(ctx, "read" if status else "write")
     directory = path or default_migrations_path()
 
     async def work() -> None:
         settings = settings_for(where.uri, where.db_name)
-        database = await connect_from_settings(settings, create_indexes=False)
+        database = await where.open(create_indexes=False)
         click.echo(f"database {settings.db} at {settings.masked_uri}; migrations in {directory}")
         if status:
             state = await migration_status(database, directory)

@@ -61,7 +61,7 @@ def roll_idle(
     summarizer_path: str | None,
 ) -> None:
     """Roll every idle chat window into memory (and start a new memory session for it)."""
-    target = connection(ctx)
+    target = connection(ctx, "write" if once else "daemon")
     summarizer = _load_summarizer(summarizer_path) if summarizer_path else extractive_summarizer
     config = load_settings().rolling_config()  # PARTNER_REPO_ROLLING_* from the environment; options win
     if idle_after is not None:

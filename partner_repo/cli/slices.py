@@ -39,7 +39,7 @@ async def open_admin(ctx: click.Context) -> MongoDatabase:
     """The configured database with the admin read preference."""
     from partner_repo.settings import admin_database, load_settings
 
-    return admin_database(await connection(ctx).open(), load_settings())
+    return admin_database(await connection(ctx, "read").open(), load_settings())
 
 
 @contextmanager

@@ -39,7 +39,7 @@ def run_until_signal(arguments: list[str], *, running: str, stop_signal: signal.
     """
     environment = {k: v for k, v in os.environ.items() if k not in {"MONGODB_URI", "PARTNER_REPO_DB"}}
     process = subprocess.Popen(
-        [sys.executable, "-m", "partner_repo", *arguments],
+        [sys.executable, "-m", "partner_repo", "--in-memory", *arguments],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

@@ -42,7 +42,7 @@ def cli_db(monkeypatch: pytest.MonkeyPatch) -> Any:
 
 
 def run(*args: str) -> Result:
-    return CliRunner(env={"COLUMNS": "220"}).invoke(main, list(args), catch_exceptions=False)
+    return CliRunner(env={"COLUMNS": "220"}).invoke(main, ["--in-memory", *args], catch_exceptions=False)
 
 
 def test_slices_list_prints_a_table_of_slices_newest_first(cli_db: Any) -> None:

@@ -90,6 +90,7 @@ def test_listen_delivers_to_the_consumers_until_stopped(
     result = CliRunner().invoke(
         main,
         [
+            "--in-memory",
             "listen",
             "--consumer",
             "test_listener_cli:StoppingConsumer",
@@ -108,7 +109,7 @@ def test_listen_delivers_to_the_consumers_until_stopped(
 
 @pytest.mark.parametrize("path", ["nowhere.module:thing", "test_listener_cli:NOT_A_CONSUMER", "no-colon"])
 def test_listen_refuses_a_consumer_it_cannot_load(path: str) -> None:
-    result = CliRunner().invoke(main, ["listen", "--consumer", path])
+    result = CliRunner().invoke(main, ["--in-memory", "listen", "--consumer", path])
 
     assert result.exit_code == 2
     assert "--consumer" in result.stderr
@@ -126,14 +127,16 @@ def test_listen_runs_until_a_signal_and_then_stops_cleanly(stop_signal: signal.S
 
 
 def test_dead_letters_list_shows_a_table(database: Any) -> None:
-    result = CliRunner(env={"COLUMNS": "220"}).invoke(main, ["dead-letters", "list"])
+    result = CliRunner(env={"COLUMNS": "220"}).invoke(main, ["--in-memory", "dead-letters", "list"])
 
     assert result.exit_code == 0, result.output
     assert "indexer" in result.stdout and "RuntimeError: index down" in result.stdout
 
 
 def test_dead_letters_list_as_json(database: Any) -> None:
-    result = CliRunner().invoke(main, ["dead-letters", "list", "--json", "--consumer", "indexer"])
+    result = CliRunner().invoke(
+        main, ["--in-memory", "dead-letters", "list", "--json", "--consumer", "indexer"]
+    )
 
     (letter,) = json.loads(result.stdout)
     assert (letter["consumer"], letter["unit_id"], letter["attempts"]) == ("indexer", "u1", 5)
@@ -141,14 +144,16 @@ def test_dead_letters_list_as_json(database: Any) -> None:
 
 
 def test_dead_letters_list_with_none_says_so(database: Any) -> None:
-    result = CliRunner().invoke(main, ["dead-letters", "list", "--group", "nobody"])
+    result = CliRunner().invoke(main, ["--in-memory", "dead-letters", "list", "--group", "nobody"])
 
     assert result.exit_code == 0
     assert result.stdout.strip() == "no dead letters"
 
 
 def test_dead_letters_replay_delivers_and_removes_them(database: Any) -> None:
-    result = CliRunner().invoke(main, ["dead-letters", "replay", "--consumer", "test_listener_cli:Healed"])
+    result = CliRunner().invoke(
+        main, ["--in-memory", "dead-letters", "replay", "--consumer", "test_listener_cli:Healed"]
+    )
 
     assert result.exit_code == 0, result.output
     assert "1 delivered, 0 failed again" in result.stdout
@@ -158,7 +163,14 @@ def test_dead_letters_replay_delivers_and_removes_them(database: Any) -> None:
 
 def test_dead_letters_replay_leaves_letters_of_consumers_not_given(database: Any) -> None:
     result = CliRunner().invoke(
-        main, ["dead-letters", "replay", "--consumer", "partner_repo.listener.examples:logging_consumer"]
+        main,
+        [
+            "--in-memory",
+            "dead-letters",
+            "replay",
+            "--consumer",
+            "partner_repo.listener.examples:logging_consumer",
+        ],
     )
 
     assert result.exit_code == 0, result.output

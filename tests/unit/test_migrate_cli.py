@@ -14,7 +14,7 @@ IN_MEMORY = {"MONGODB_URI": "", "PARTNER_REPO_DB": ""}
 
 
 def migrate(*args: str) -> tuple[int, str]:
-    result = CliRunner().invoke(main, ["migrate", *args], env=IN_MEMORY)
+    result = CliRunner().invoke(main, ["--in-memory", "migrate", *args], env=IN_MEMORY)
     return result.exit_code, result.output
 
 

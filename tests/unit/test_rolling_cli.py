@@ -45,7 +45,7 @@ def database(monkeypatch: pytest.MonkeyPatch) -> Any:
 
 
 def test_once_rolls_the_idle_cores_prints_them_and_exits(database: Any) -> None:
-    result = CliRunner().invoke(main, ["roll-idle", "--once"])
+    result = CliRunner().invoke(main, ["--in-memory", "roll-idle", "--once"])
 
     assert result.exit_code == 0, result.output
     assert "rolled core idle-core: slice " in result.stdout
@@ -60,7 +60,7 @@ def test_idle_after_defaults_to_the_rolling_settings_from_the_environment(
 ) -> None:
     monkeypatch.setenv("PARTNER_REPO_ROLLING_IDLE_AFTER", str(100 * 365 * 24 * 3600))
 
-    result = CliRunner().invoke(main, ["roll-idle", "--once"])
+    result = CliRunner().invoke(main, ["--in-memory", "roll-idle", "--once"])
 
     assert result.exit_code == 0, result.output
     assert "0 idle core(s) rolled" in result.stderr
@@ -71,7 +71,7 @@ def test_the_idle_after_option_wins_over_the_environment(
 ) -> None:
     monkeypatch.setenv("PARTNER_REPO_ROLLING_IDLE_AFTER", str(100 * 365 * 24 * 3600))
 
-    result = CliRunner().invoke(main, ["roll-idle", "--once", "--idle-after", "60"])
+    result = CliRunner().invoke(main, ["--in-memory", "roll-idle", "--once", "--idle-after", "60"])
 
     assert result.exit_code == 0, result.output
     assert "1 idle core(s) rolled" in result.stderr
@@ -79,21 +79,23 @@ def test_the_idle_after_option_wins_over_the_environment(
 
 @pytest.mark.parametrize("idle_after", ["PT30M", "pt30m", "0:30:00", "1800"])
 def test_idle_after_takes_every_form_the_settings_take(database: Any, idle_after: str) -> None:
-    result = CliRunner().invoke(main, ["roll-idle", "--once", "--idle-after", idle_after])
+    result = CliRunner().invoke(main, ["--in-memory", "roll-idle", "--once", "--idle-after", idle_after])
 
     assert result.exit_code == 0, result.output
     assert "1 idle core(s) rolled" in result.stderr
 
 
 def test_an_idle_after_that_is_no_duration_is_a_usage_error_naming_the_forms(database: Any) -> None:
-    result = CliRunner().invoke(main, ["roll-idle", "--once", "--idle-after", "half an hour"])
+    result = CliRunner().invoke(main, ["--in-memory", "roll-idle", "--once", "--idle-after", "half an hour"])
 
     assert result.exit_code == 2
     assert "not a duration: give seconds (90, 2.5), ISO 8601 (PT30M) or HH:MM:SS" in result.stderr
 
 
 def test_once_with_nothing_idle_rolls_nothing(database: Any) -> None:
-    result = CliRunner().invoke(main, ["roll-idle", "--once", "--idle-after", str(10 * 365 * 86400)])
+    result = CliRunner().invoke(
+        main, ["--in-memory", "roll-idle", "--once", "--idle-after", str(10 * 365 * 86400)]
+    )
     assert result.exit_code == 0
     assert result.stdout == ""
     assert "0 idle core(s) rolled" in result.stderr
@@ -101,7 +103,7 @@ def test_once_with_nothing_idle_rolls_nothing(database: Any) -> None:
 
 def test_the_summarizer_can_be_loaded_from_an_import_path(database: Any) -> None:
     result = CliRunner().invoke(
-        main, ["roll-idle", "--once", "--summarizer", "test_rolling_cli:custom_summarizer"]
+        main, ["--in-memory", "roll-idle", "--once", "--summarizer", "test_rolling_cli:custom_summarizer"]
     )
     assert result.exit_code == 0, result.output
     assert "custom: 4 messages" in result.stdout
@@ -112,7 +114,7 @@ def test_the_summarizer_can_be_loaded_from_an_import_path(database: Any) -> None
     ["no_colon", "no_such_module_here:thing", "test_rolling_cli:missing", "test_rolling_cli:NOT_CALLABLE"],
 )
 def test_a_summarizer_that_cannot_be_loaded_is_a_usage_error(database: Any, path: str) -> None:
-    result = CliRunner().invoke(main, ["roll-idle", "--once", "--summarizer", path])
+    result = CliRunner().invoke(main, ["--in-memory", "roll-idle", "--once", "--summarizer", path])
     assert result.exit_code == 2
     assert "--summarizer" in result.output
 
@@ -127,7 +129,7 @@ def test_a_summarizer_that_cannot_be_loaded_is_a_usage_error(database: Any, path
     ],
 )
 def test_impossible_settings_are_usage_errors(database: Any, option: list[str]) -> None:
-    assert CliRunner().invoke(main, ["roll-idle", "--once", *option]).exit_code == 2
+    assert CliRunner().invoke(main, ["--in-memory", "roll-idle", "--once", *option]).exit_code == 2
 
 
 @pytest.mark.parametrize("stop_signal", [signal.SIGTERM, signal.SIGINT])
