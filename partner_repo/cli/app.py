@@ -14,6 +14,7 @@ from partner_repo import __version__
 from partner_repo.cli.dead_letters import dead_letters
 from partner_repo.cli.demo import demo
 from partner_repo.cli.listen import listen
+from partner_repo.cli.logs import configure_logging, format_option, level_option
 from partner_repo.cli.maintenance import check, import_state, repair
 from partner_repo.cli.migrate import migrate
 from partner_repo.cli.roll_idle import roll_idle
@@ -42,9 +43,14 @@ class RootGroup(click.Group):
     help="Use the embedded in-memory database, empty and gone at exit, on purpose (MONGODB_URI is ignored). "
     "Without it, commands that write or run until stopped refuse to run when no URI is set.",
 )
+@level_option
+@format_option
 @click.pass_context
-def main(ctx: click.Context, uri: str | None, db_name: str | None, in_memory: bool) -> None:
+def main(
+    ctx: click.Context, uri: str | None, db_name: str | None, in_memory: bool, log_level: str, log_format: str
+) -> None:
     """partner-repo: the memory of the Partner agent (cores, units, slices) in MongoDB."""
+    ctx.call_on_close(configure_logging(log_level, log_format))
     ctx.obj = resolve_connection(uri, db_name, os.environ, in_memory=in_memory)
     ctx.meta["explicit_uri"] = ctx.obj.uri if ctx.obj.uri_from == "--uri" else None
     ctx.meta["explicit_db"] = db_name or None

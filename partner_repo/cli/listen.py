@@ -7,6 +7,7 @@ group's checkpoint is saved, so the next ``listen`` of the group resumes where t
 from __future__ import annotations
 
 import asyncio
+import logging
 
 import click
 
@@ -15,6 +16,10 @@ from partner_repo.cli.output import Seconds
 from partner_repo.cli.runtime import connection, run_async
 from partner_repo.cli.signals import stop_on_signals
 from partner_repo.listener.listener import DEFAULT_POLL_INTERVAL, RollingListener
+
+log = logging.getLogger(__name__)
+"""The command's own lines (started, stopping, stopped) are log records, so ``--log-format json`` keeps
+stderr all JSON for a log shipper."""
 
 
 @click.command("listen")
@@ -86,17 +91,15 @@ def listen(
             try:
                 await listener.start()
                 names = ", ".join(c.name for c in registry.consumers())
-                click.echo(f"listening as group {group!r} for {names}; stop with Ctrl-C or SIGTERM", err=True)
+                log.info("listening as group %r for %s; stop with Ctrl-C or SIGTERM", group, names)
                 await stop.wait()
-                click.echo("stopping: finishing in-flight deliveries", err=True)
+                log.info("stopping: finishing in-flight deliveries")
             finally:
                 drained = await listener.stop()
         lag = listener.lag()
         state = (
             "checkpoint saved" if drained else "unfinished deliveries are delivered again at the next start"
         )
-        click.echo(
-            f"stopped: {lag.delivered} delivered, {lag.dead_lettered} dead-lettered; {state}", err=True
-        )
+        log.info("stopped: %d delivered, %d dead-lettered; %s", lag.delivered, lag.dead_lettered, state)
 
     run_async(work)

@@ -7,6 +7,7 @@ rolling by count) may share a database, the rolling lease gives each core to one
 from __future__ import annotations
 
 import asyncio
+import logging
 from dataclasses import replace
 from datetime import timedelta
 
@@ -21,6 +22,9 @@ from partner_repo.rolling.result import RollingResult
 from partner_repo.rolling.service import RollingService
 from partner_repo.rolling.summarizer import Summarizer, extractive_summarizer
 from partner_repo.settings import load_settings
+
+log = logging.getLogger(__name__)
+"""The scheduler's own lines (started, stopped) are log records, like those of ``listen``."""
 
 
 @click.command("roll-idle")
@@ -82,9 +86,9 @@ def roll_idle(
         stop = asyncio.Event()
         with stop_on_signals(stop):
             interval = config.check_interval.total_seconds()
-            click.echo(f"rolling idle cores every {interval:g}s; stop with Ctrl-C or SIGTERM", err=True)
+            log.info("rolling idle cores every %gs; stop with Ctrl-C or SIGTERM", interval)
             await service.run_idle_scheduler(stop, on_rolled=_echo)
-        click.echo("stopped", err=True)
+        log.info("stopped")
 
     run_async(work)
 

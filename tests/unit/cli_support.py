@@ -32,8 +32,8 @@ def parse_cli(arguments: list[str]) -> click.Context:
 
 
 def run_until_signal(arguments: list[str], *, running: str, stop_signal: signal.Signals) -> tuple[int, str]:
-    """Run ``partner-repo ARGUMENTS`` on the in-memory database in a process of its own; once its first stderr
-    line says it is ``running`` (its signal handlers are installed), send ``stop_signal``.
+    """Run ``partner-repo ARGUMENTS`` on the in-memory database in a process of its own; once a stderr line
+    says it is ``running`` (its signal handlers are installed), send ``stop_signal``.
 
     Returns the exit code and the rest of stderr.
     """
@@ -47,7 +47,11 @@ def run_until_signal(arguments: list[str], *, running: str, stop_signal: signal.
     )
     try:
         assert process.stderr is not None
-        assert running in process.stderr.readline()
+        for line in process.stderr:
+            if running in line:
+                break
+        else:
+            raise AssertionError(f"{arguments} ended without saying {running!r}")
         process.send_signal(stop_signal)
         _, errors = process.communicate(timeout=30)
     finally:

@@ -107,6 +107,52 @@ def test_listen_delivers_to_the_consumers_until_stopped(
     assert "stopped: 1 delivered, 0 dead-lettered; checkpoint saved" in result.stderr
 
 
+def listen_until_the_first_delivery(monkeypatch: pytest.MonkeyPatch, *options: str) -> Any:
+    """Run ``listen`` in-process with the shipped ``logging_consumer`` until the first slice is delivered."""
+
+    def capture(stop: asyncio.Event) -> contextlib.nullcontext[None]:
+        STOP[:] = [stop]
+        return contextlib.nullcontext()
+
+    monkeypatch.setattr(listen_module, "stop_on_signals", capture)
+    consumers = ["partner_repo.listener.examples:logging_consumer", "test_listener_cli:StoppingConsumer"]
+    return CliRunner().invoke(
+        main,
+        [
+            *options,
+            "--in-memory",
+            "listen",
+            *(f"--consumer={path}" for path in consumers),
+            "--poll-interval",
+            "0.01",
+        ],
+    )
+
+
+def test_listen_logs_each_roll_the_logging_consumer_receives(
+    database: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    result = listen_until_the_first_delivery(monkeypatch)
+
+    assert result.exit_code == 0, result.output
+    assert " INFO    partner_repo.listener.examples: rolled: slice " in result.stderr
+
+
+def test_listen_logs_the_listeners_own_info_lines(database: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    result = listen_until_the_first_delivery(monkeypatch)
+
+    assert "INFO    partner_repo.listener: listener group 'default': ChangeStreamUnavailable" in result.stderr
+    assert "polling every 0.01s instead" in result.stderr
+
+
+def test_listen_in_json_keeps_stderr_all_json(database: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    result = listen_until_the_first_delivery(monkeypatch, "--log-format", "json")
+
+    records = [json.loads(line) for line in result.stderr.splitlines()]
+    assert any(r["message"].startswith("listening as group 'default'") for r in records)
+    assert any(r["logger"] == "partner_repo.listener.examples" for r in records)
+
+
 @pytest.mark.parametrize("path", ["nowhere.module:thing", "test_listener_cli:NOT_A_CONSUMER", "no-colon"])
 def test_listen_refuses_a_consumer_it_cannot_load(path: str) -> None:
     result = CliRunner().invoke(main, ["--in-memory", "listen", "--consumer", path])

@@ -35,7 +35,11 @@ def test_by_default_every_migration_is_applied_without_a_transaction_and_named()
 
 
 def test_no_transaction_is_still_accepted_and_is_the_default() -> None:
-    assert migrate("--no-transaction") == migrate()
+    quietly = ["--log-level", "WARNING", "--in-memory", "migrate"]
+    explicit = CliRunner().invoke(main, [*quietly, "--no-transaction"], env=IN_MEMORY)
+    default = CliRunner().invoke(main, quietly, env=IN_MEMORY)
+
+    assert (explicit.exit_code, explicit.output) == (default.exit_code, default.output)
 
 
 def test_a_distance_limits_how_many_run() -> None:
