@@ -62,11 +62,24 @@ class JsonLines(logging.Formatter):
         return json.dumps(entry, ensure_ascii=False)
 
 
+class _Stderr(logging.StreamHandler):  # type: ignore[type-arg]
+    """Writes to ``sys.stderr`` as it is when a record comes: a progress bar redirects it, so that log lines
+    are printed above the bar instead of through it."""
+
+    @property
+    def stream(self) -> TextIO:
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value: TextIO) -> None:
+        """The stream is always the current stderr; what ``StreamHandler`` sets is ignored."""
+
+
 def configure_logging(level: str, log_format: str, stream: TextIO | None = None) -> Callable[[], None]:
     """Log every record at ``level`` or above to ``stream`` (stderr) in ``log_format``; returns the function
     that undoes it."""
     root = logging.getLogger()
-    handler = logging.StreamHandler(stream if stream is not None else sys.stderr)
+    handler = logging.StreamHandler(stream) if stream is not None else _Stderr()
     handler.setFormatter(JsonLines() if log_format == "json" else TextLines())
     handler.addFilter(SecretsFilter())
     previous = root.level

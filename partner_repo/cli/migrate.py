@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from partner_repo.cli.progress import progress_bar
 from partner_repo.cli.runtime import connection, run_async
 from partner_repo.migration_runner import default_migrations_path, migration_status, run_migrations
 from partner_repo.settings import settings_for
@@ -61,9 +62,15 @@ def migrate(
                 click.echo(f"  {'applied' if name in state.applied else 'pending'}  {name}")
             click.echo(f"current: {state.current or '(none applied)'}")
             return
-        run = await run_migrations(
-            database, directory, backward=backward, distance=distance, use_transaction=transaction
-        )
+        with progress_bar("running migrations") as progress:
+            run = await run_migrations(
+                database,
+                directory,
+                backward=backward,
+                distance=distance,
+                use_transaction=transaction,
+                progress=progress,
+            )
         verb = "reverted" if backward else "applied"
         if not run.ran:
             click.echo(f"nothing to run; current: {run.after or '(none applied)'}")

@@ -247,32 +247,6 @@ def test_import_state_of_a_missing_directory_is_a_usage_error(cli_db: Any, tmp_p
     assert result.exit_code == 2 and "is not a directory" in result.output
 
 
-def test_import_state_shows_a_progress_bar_for_large_directories(
-    cli_db: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    from partner_repo.cli import maintenance
-
-    updates: list[tuple[int, int]] = []
-    original = maintenance._ProgressBar.update
-
-    def spy(self: Any, done: int, total: int) -> None:
-        updates.append((done, total))
-        original(self, done, total)
-        assert self._progress is not None
-
-    monkeypatch.setattr(maintenance._ProgressBar, "update", spy)
-    (tmp_path / "core" / "memory").mkdir(parents=True)
-    for n in range(maintenance.PROGRESS_THRESHOLD):
-        (tmp_path / "core" / "memory" / f"memory-unitbulk{n}.json").write_text(
-            json.dumps({"conversation_messages": [{"role": "user", "content": f"m{n}"}]})
-        )
-
-    result = run("import-state", str(tmp_path))
-
-    assert result.exit_code == 0 and f"imported {maintenance.PROGRESS_THRESHOLD} new unit(s)" in result.output
-    assert updates[-1] == (maintenance.PROGRESS_THRESHOLD, maintenance.PROGRESS_THRESHOLD)
-
-
 def test_an_unreachable_server_prints_one_line_naming_the_host(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("MONGODB_URI", raising=False)
 
