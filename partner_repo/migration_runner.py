@@ -46,9 +46,15 @@ ROOT = "root"
 
 
 def default_migrations_path() -> Path:
-    """``migrations/`` of the source tree this package runs from, else ``./migrations`` (as in the image)."""
-    beside_package = Path(__file__).resolve().parent.parent / "migrations"
-    return beside_package if beside_package.is_dir() else Path.cwd() / "migrations"
+    """The migrations that ship with the package, whatever the working directory.
+
+    Their one copy is the top-level ``migrations/`` of the source tree; an installed package holds it as
+    ``partner_repo/migrations`` (``pyproject.toml`` maps the one onto the other), an editable install or a
+    checkout reads it in place.
+    """
+    package = Path(__file__).resolve().parent
+    installed = package / "migrations"
+    return installed if installed.is_dir() else package.parent / "migrations"
 
 
 @dataclass(frozen=True)

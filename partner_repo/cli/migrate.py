@@ -1,4 +1,5 @@
-"""``partner-repo migrate``: apply or revert the schema migrations in ``migrations/`` (Beanie's format)."""
+"""``partner-repo migrate``: apply or revert the schema migrations that ship with the package (Beanie's
+format, from the top-level ``migrations/`` of the source tree)."""
 
 from __future__ import annotations
 
@@ -31,7 +32,7 @@ from partner_repo.settings import settings_for
     "--path",
     type=click.Path(file_okay=False, path_type=Path),
     default=None,
-    help="Migrations directory [default: migrations/ of this checkout, else ./migrations].",
+    help="Migrations directory [default: the migrations that ship with partner-repo].",
 )
 @click.option("--status", is_flag=True, help="Only show which migrations are applied and which are pending.")
 @click.pass_context
