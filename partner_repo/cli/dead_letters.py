@@ -61,10 +61,14 @@ def replay(ctx: click.Context, consumer_paths: tuple[str, ...], group: str, only
         raise SystemExit(EXIT_NOT_FOUND)
 
 
+ID_COLUMNS = {"group", "consumer", "slice", "unit"}
+"""Never broken over lines (an id split in two cannot be copied); the error wraps instead."""
+
+
 def _table(letters: list[DeadLetter]) -> Table:
     table = Table(title_justify="left")
     for name in ("failed (UTC)", "group", "consumer", "slice", "unit", "attempts", "error"):
-        table.add_column(name, overflow="fold")
+        table.add_column(name, overflow="fold", no_wrap=name in ID_COLUMNS)
     for letter in letters:
         table.add_row(
             when(letter.failed_at),

@@ -74,7 +74,7 @@ def repair(ctx: click.Context, core_id: str | None, as_json: bool) -> None:
         if report.failed:
             failed = Table(title="not repaired", title_justify="left")
             for name in ("unit", "core", "reason"):
-                failed.add_column(name, overflow="fold")
+                failed.add_column(name, overflow="fold", no_wrap=name != "reason")
             for failure in report.failed:
                 failed.add_row(failure.unit_id, failure.core_id or "-", failure.reason)
             out.print(failed)
@@ -123,7 +123,7 @@ def import_state(ctx: click.Context, directory: Path, core_id: str, as_json: boo
 def _violations_table(title: str, rows: Iterable[tuple[str, str | None, InvariantViolation]]) -> Table:
     table = Table(title=title, title_justify="left")
     for name in ("unit", "core", "code", "detail"):
-        table.add_column(name, overflow="fold", no_wrap=name == "code")
+        table.add_column(name, overflow="fold", no_wrap=name != "detail")
     for unit_id, core_id, violation in rows:
         table.add_row(unit_id, core_id or "-", violation.code, violation.detail)
     return table
@@ -132,7 +132,7 @@ def _violations_table(title: str, rows: Iterable[tuple[str, str | None, Invarian
 def _issues_table(title: str, issues: list[ImportIssue]) -> Table:
     table = Table(title=f"{title} ({len(issues)})", title_justify="left")
     for name in ("file", "item", "reason"):
-        table.add_column(name, overflow="fold")
+        table.add_column(name, overflow="fold", no_wrap=name != "reason")
     for issue in issues:
         table.add_row(issue.file, issue.item, issue.reason)
     return table

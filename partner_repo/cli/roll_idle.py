@@ -13,6 +13,7 @@ from datetime import timedelta
 
 import click
 
+from partner_repo.cli.consumers import importable_from_working_directory
 from partner_repo.cli.output import Duration
 from partner_repo.cli.runtime import connection, run_async
 from partner_repo.cli.signals import stop_on_signals
@@ -103,6 +104,7 @@ def _echo(result: RollingResult) -> None:
 
 
 def _load_summarizer(path: str) -> Summarizer:
+    importable_from_working_directory()
     try:
         found = import_object(path, what="summarizer")
     except InvalidInput as exc:

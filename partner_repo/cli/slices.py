@@ -276,8 +276,9 @@ def show_unit(ctx: click.Context, unit_id: str, with_messages: bool, as_json: bo
 
 
 def _fields(*rows: tuple[str, str]) -> Table:
+    """Name and value per row; the names never wrap, so the values (ids among them) get the rest."""
     grid = Table.grid(padding=(0, 2))
-    grid.add_column(style="bold")
+    grid.add_column(style="bold", no_wrap=True)
     grid.add_column(overflow="fold")
     for name, value in rows:
         grid.add_row(name, value)

@@ -13,11 +13,11 @@ from typing import Any
 
 import pytest
 from admin_support import at, insert_raw, raw_unit, seed_unit
+from cli_support import commands_open
 from click.testing import CliRunner, Result
 
 from partner_repo import in_memory_database, init_repository
 from partner_repo.cli import main
-from partner_repo.cli.runtime import Connection
 
 
 @pytest.fixture
@@ -32,13 +32,8 @@ def cli_db(monkeypatch: pytest.MonkeyPatch) -> Any:
         await seed_unit(database, "u2", "bob", [("b1", at(3), "Garden tomatoes")], messages_per_slice=3)
 
     asyncio.run(seed())
-
-    async def open_database(self: Connection) -> Any:
-        return database
-
-    monkeypatch.setattr(Connection, "open", open_database)
     monkeypatch.delenv("MONGODB_URI", raising=False)
-    return database
+    return commands_open(monkeypatch, database)
 
 
 def run(*args: str) -> Result:

@@ -6,10 +6,11 @@ import asyncio
 import contextlib
 import json
 import signal
+from pathlib import Path
 from typing import Any
 
 import pytest
-from cli_support import run_until_signal
+from cli_support import commands_open, run_until_signal
 from click.testing import CliRunner
 from listener_support import T0, append
 
@@ -22,7 +23,6 @@ from partner_repo import (
 )
 from partner_repo.cli import listen as listen_module
 from partner_repo.cli import main
-from partner_repo.cli.runtime import Connection
 
 DELIVERED: list[str] = []
 STOP: list[asyncio.Event] = []
@@ -69,14 +69,8 @@ def database(monkeypatch: pytest.MonkeyPatch) -> Any:
         )
         return db
 
-    db = asyncio.run(prepare())
-
-    async def open_prepared(self: Connection) -> Any:
-        return db
-
-    monkeypatch.setattr(Connection, "open", open_prepared)
     DELIVERED.clear()
-    return db
+    return commands_open(monkeypatch, asyncio.run(prepare()))
 
 
 def test_listen_delivers_to_the_consumers_until_stopped(
@@ -151,6 +145,22 @@ def test_listen_in_json_keeps_stderr_all_json(database: Any, monkeypatch: pytest
     records = [json.loads(line) for line in result.stderr.splitlines()]
     assert any(r["message"].startswith("listening as group 'default'") for r in records)
     assert any(r["logger"] == "partner_repo.listener.examples" for r in records)
+
+
+def test_listen_finds_a_consumer_module_in_the_working_directory(tmp_path: Path) -> None:
+    (tmp_path / "my_consumers_here.py").write_text(
+        "from partner_repo.listener.examples import PrintConsumer\n\nmine = PrintConsumer(name='mine')\n"
+    )
+
+    returncode, errors = run_until_signal(
+        ["listen", "--consumer", "my_consumers_here:mine", "--poll-interval", "0.05"],
+        running="listening as group 'default' for mine",
+        stop_signal=signal.SIGTERM,
+        console_script=True,
+        cwd=tmp_path,
+    )
+
+    assert returncode == 0, errors
 
 
 @pytest.mark.parametrize("path", ["nowhere.module:thing", "test_listener_cli:NOT_A_CONSUMER", "no-colon"])

@@ -4,16 +4,17 @@ from __future__ import annotations
 
 import asyncio
 import signal
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
-from cli_support import run_until_signal
+from cli_support import commands_open, run_until_signal
 from click.testing import CliRunner
 from rolling_support import T0, numbered
 
 from partner_repo import MemoryCoreRepository, Message, in_memory_database, init_repository
 from partner_repo.cli import main
-from partner_repo.cli.runtime import Connection
 
 
 async def custom_summarizer(messages: list[Message]) -> str:
@@ -35,13 +36,7 @@ def database(monkeypatch: pytest.MonkeyPatch) -> Any:
         await cores.record("busy-core", numbered(0, 4))
         return db
 
-    db = asyncio.run(prepare())
-
-    async def open_prepared(self: Connection) -> Any:
-        return db
-
-    monkeypatch.setattr(Connection, "open", open_prepared)
-    return db
+    return commands_open(monkeypatch, asyncio.run(prepare()))
 
 
 def test_once_rolls_the_idle_cores_prints_them_and_exits(database: Any) -> None:
@@ -107,6 +102,26 @@ def test_the_summarizer_can_be_loaded_from_an_import_path(database: Any) -> None
     )
     assert result.exit_code == 0, result.output
     assert "custom: 4 messages" in result.stdout
+
+
+def test_the_summarizer_may_be_a_module_of_the_working_directory(
+    database: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "summaries_here.py").write_text(
+        "async def short(messages):\n    return f'here: {len(messages)} messages'\n"
+    )
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(
+        sys, "path", [p for p in sys.path if p not in ("", str(tmp_path))]
+    )  # a console script's
+    monkeypatch.delitem(sys.modules, "summaries_here", raising=False)
+
+    result = CliRunner().invoke(
+        main, ["--in-memory", "roll-idle", "--once", "--summarizer", "summaries_here:short"]
+    )
+
+    assert result.exit_code == 0, result.output
+    assert "here: 4 messages" in result.stdout
 
 
 @pytest.mark.parametrize(
