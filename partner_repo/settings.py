@@ -63,7 +63,8 @@ class PartnerRepoSettings(BaseSettings):
     mongodb_uri: SecretStr | None = Field(
         default=None,
         validation_alias=AliasChoices("MONGODB_URI", "mongodb_uri"),
-        description="MongoDB connection string; unset: the embedded in-memory backend.",
+        description="MongoDB connection string (mongodb:// or mongodb+srv://); unset: the embedded in-memory "
+        "backend, with a warning (the CLI's writing commands refuse it).",
     )
     db: str = Field(default="partner", min_length=1, description="Database name.")
 
@@ -110,20 +111,20 @@ class PartnerRepoSettings(BaseSettings):
     )
     rolling_idle_after: timedelta = Field(
         default=timedelta(hours=1),
-        description="Roll, then start a new session, after this idle time (seconds).",
+        description="Roll, then start a new session, after this idle time (seconds, PT30M or HH:MM:SS).",
     )
     rolling_retain_divisor: int = Field(
         default=6, description="After a roll the window keeps 1/divisor of it."
     )
     rolling_check_interval: timedelta = Field(
         default=timedelta(seconds=10),
-        description="How often the idle scheduler looks for idle cores (seconds).",
+        description="How often the idle scheduler looks for idle cores (a duration, as above).",
     )
     rolling_unit_soft_limit_bytes: int = Field(
         default=DEFAULT_UNIT_SOFT_LIMIT_BYTES, description="A unit past this size continues in a new unit."
     )
     rolling_lease_duration: timedelta = Field(
-        default=timedelta(seconds=60), description="How long a crashed roller can block a core (seconds)."
+        default=timedelta(seconds=60), description="How long a crashed roller can block a core (a duration)."
     )
 
     @field_validator("mongodb_uri", mode="before")
