@@ -11,10 +11,10 @@ WORKDIR /app
 
 COPY pyproject.toml README.md ./
 COPY partner_repo ./partner_repo
-RUN pip install .
 COPY migrations ./migrations
+# The migrations are installed with the package: `partner-repo migrate` finds them from any directory.
+RUN pip install .
 
-# `partner-repo migrate` finds ./migrations from here.
 RUN useradd --create-home --uid 10001 partner
 USER partner
 

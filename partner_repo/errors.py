@@ -15,6 +15,11 @@ class InvalidInput(PartnerRepoError, ValueError):
     """The caller's input breaks the model (unknown role, blank id, negative count); nothing was written."""
 
 
+class InvalidSettings(InvalidInput):
+    """A setting (an environment variable, or a value given for one) is unusable; the message names the
+    variable, never its value."""
+
+
 class NotFound(PartnerRepoError, LookupError):
     """The unit, slice or core asked for does not exist."""
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
@@ -30,6 +30,7 @@ from partner_repo.errors import ConflictError, DuplicateSliceId, InvalidInput, U
 from partner_repo.import_format import EPOCH, ImportIssue, partner_unit, printable
 from partner_repo.models import MemoryUnit
 from partner_repo.normalization import new_slice_id, normalize_unit
+from partner_repo.progress import Progress
 from partner_repo.units import MemoryUnitRepository
 from partner_repo.validation import id_problem, require_encodable, require_id
 
@@ -38,8 +39,6 @@ UNITS_DIR = Path("core") / "memory"
 UNIT_PREFIX = "memory-unit"
 
 T = TypeVar("T")
-Progress = Callable[[int, int], None]
-"""Called after each unit file with (files done, files in total)."""
 
 CONTENT_ERRORS = (ValueError, ArithmeticError, RecursionError, InvalidDocument, OSError)
 """What one file can raise anywhere, reported for that file: ``InvalidInput``, ``UnicodeError`` and pydantic's
@@ -98,6 +97,8 @@ async def import_partner_state(
         )
     units = MemoryUnitRepository(database)
     total = len(files)
+    if progress is not None:
+        progress(0, total)
     for done, (unit_id, file) in enumerate(sorted(files.items()), 1):
         if listed is not None and unit_id not in listed:
             report.warnings.append(

@@ -96,13 +96,16 @@ def remember_secrets(uri: str) -> None:
 
 
 def scrub_record(record: logging.LogRecord) -> None:
-    """Scrub a log record's message and traceback in place (:func:`scrub`)."""
+    """Scrub a log record's message and traceback in place (:func:`scrub`); a traceback another handler
+    already formatted (``exc_text``) is scrubbed too."""
     message = record.getMessage()
     cleaned = scrub(message)
     if cleaned != message:
         record.msg, record.args = cleaned, None
     if record.exc_info and not record.exc_text:
-        record.exc_text = scrub(logging.Formatter().formatException(record.exc_info))
+        record.exc_text = logging.Formatter().formatException(record.exc_info)
+    if record.exc_text:
+        record.exc_text = scrub(record.exc_text)
 
 
 class SecretsFilter(logging.Filter):

@@ -20,7 +20,7 @@ from __future__ import annotations
 import logging
 import re
 import types
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from importlib.machinery import SourceFileLoader
 from pathlib import Path
@@ -34,6 +34,7 @@ from beanie.migrations.runner import MigrationNode
 from partner_repo.database import MongoDatabase
 from partner_repo.errors import InvalidInput, MigrationError
 from partner_repo.migration_failures import first_line, migration_failure
+from partner_repo.progress import Progress
 
 log = logging.getLogger(__name__)
 
@@ -45,9 +46,15 @@ ROOT = "root"
 
 
 def default_migrations_path() -> Path:
-    """``migrations/`` of the source tree this package runs from, else ``./migrations`` (as in the image)."""
-    beside_package = Path(__file__).resolve().parent.parent / "migrations"
-    return beside_package if beside_package.is_dir() else Path.cwd() / "migrations"
+    """The migrations that ship with the package, whatever the working directory.
+
+    Their one copy is the top-level ``migrations/`` of the source tree; an installed package holds it as
+    ``partner_repo/migrations`` (``pyproject.toml`` maps the one onto the other), an editable install or a
+    checkout reads it in place.
+    """
+    package = Path(__file__).resolve().parent
+    installed = package / "migrations"
+    return installed if installed.is_dir() else package.parent / "migrations"
 
 
 @dataclass(frozen=True)
@@ -82,19 +89,19 @@ class MigrationRun:
 class _Node(MigrationNode):
     """A Beanie migration node bound to one database, recording what it runs and translating failures."""
 
-    def __init__(self, name: str, database: MongoDatabase, ran: list[str], **links: Any) -> None:
+    def __init__(self, name: str, database: MongoDatabase, ran: Callable[[str], None], **links: Any) -> None:
         super().__init__(name, **links)
         self.database = database
         self.ran = ran
 
     async def run_forward(self, allow_index_dropping: bool, use_transaction: bool) -> None:
         await super().run_forward(allow_index_dropping=allow_index_dropping, use_transaction=use_transaction)
-        self.ran.append(self.name)
+        self.ran(self.name)
 
     async def run_backward(self, allow_index_dropping: bool, use_transaction: bool) -> None:
         await super().run_backward(allow_index_dropping=allow_index_dropping, use_transaction=use_transaction)
         if self.forward_class is not None or self.backward_class is not None:
-            self.ran.append(self.name)
+            self.ran(self.name)
 
     async def run_migration_class(self, cls: type, allow_index_dropping: bool, use_transaction: bool) -> None:
         controllers = [
@@ -163,7 +170,9 @@ def _load(file: Path) -> tuple[type | None, type | None]:
     return forward, backward
 
 
-def _build(database: MongoDatabase, files: Sequence[Path], current: str | None, ran: list[str]) -> _Node:
+def _build(
+    database: MongoDatabase, files: Sequence[Path], current: str | None, ran: Callable[[str], None]
+) -> _Node:
     root = _Node(ROOT, database, ran)
     start = root
     previous = root
@@ -186,6 +195,7 @@ async def run_migrations(
     backward: bool = False,
     distance: int | None = None,
     use_transaction: bool = False,
+    progress: Progress | None = None,
 ) -> MigrationRun:
     """Apply the pending migrations (or revert applied ones) and return what ran.
 
@@ -196,6 +206,8 @@ async def run_migrations(
     each in one transaction instead, all or nothing: only for a small, quiet database on a replica set, since
     MongoDB aborts a transaction after ``transactionLifetimeLimitSeconds`` (60 s) or on a write conflict.
 
+    ``progress`` is told how many of the migrations to run have run (:data:`~partner_repo.progress.Progress`).
+
     Beanie binds its migration documents (``migrations_log``, the migrations' frozen models) per process, so
     run one migration run at a time per process.
     """
@@ -203,10 +215,20 @@ async def run_migrations(
         raise InvalidInput(f"distance must be a non-negative integer, got {distance!r}")
     status = await migration_status(database, path)
     files = _migration_files(Path(path) if path is not None else default_migrations_path())
-    ran: list[str] = []
-    start = _build(database, files, status.current, ran)
     direction = RunningDirections.BACKWARD if backward else RunningDirections.FORWARD
     steps = distance if distance is not None else (1 if backward else 0)
+    candidates = len(status.applied if backward else status.pending)
+    total = candidates if steps == 0 else min(steps, candidates)
+    ran: list[str] = []
+
+    def record(name: str) -> None:
+        ran.append(name)
+        if progress is not None:
+            progress(len(ran), total)
+
+    start = _build(database, files, status.current, record)
+    if progress is not None:
+        progress(0, total)
     start_name = status.current or "the start"
     log.info("migrations %s from %s (distance %s)", direction.value.lower(), start_name, steps)
     await start.run(

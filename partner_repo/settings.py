@@ -12,6 +12,8 @@ The URI is a :class:`pydantic.SecretStr`: printing or logging the settings never
 
 from __future__ import annotations
 
+import logging
+from dataclasses import fields
 from datetime import timedelta
 from typing import Any, Literal
 from urllib.parse import parse_qsl
@@ -21,9 +23,24 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from pymongo import ReadPreference
 
 from partner_repo.database import MongoDatabase, connect
-from partner_repo.errors import InvalidInput
+from partner_repo.durations import parse_duration
+from partner_repo.errors import InvalidInput, InvalidSettings
 from partner_repo.masking import mask_uri
 from partner_repo.rolling.config import DEFAULT_UNIT_SOFT_LIMIT_BYTES, RollingConfig
+
+URI_SCHEMES = ("mongodb://", "mongodb+srv://")
+DATABASE_NAME_FORBIDDEN = '/\\. "$\x00'
+"""Characters MongoDB refuses in a database name (on every platform)."""
+MAX_DATABASE_NAME_BYTES = 63
+ROLLING_FIELDS = tuple(field.name for field in fields(RollingConfig))
+"""Each ``RollingConfig`` field is the setting ``rolling_<field>``."""
+
+IN_MEMORY_FALLBACK = (
+    "MONGODB_URI is not set: using the embedded in-memory database, which starts empty and is gone when the "
+    "process exits; set MONGODB_URI, or call connect() for the in-memory database on purpose"
+)
+
+log = logging.getLogger(__name__)
 
 ReadPreferenceName = Literal["primary", "primaryPreferred", "secondary", "secondaryPreferred", "nearest"]
 
@@ -46,7 +63,8 @@ class PartnerRepoSettings(BaseSettings):
     mongodb_uri: SecretStr | None = Field(
         default=None,
         validation_alias=AliasChoices("MONGODB_URI", "mongodb_uri"),
-        description="MongoDB connection string; unset: the embedded in-memory backend.",
+        description="MongoDB connection string (mongodb:// or mongodb+srv://); unset: the embedded in-memory "
+        "backend, with a warning (the CLI's writing commands refuse it).",
     )
     db: str = Field(default="partner", min_length=1, description="Database name.")
 
@@ -93,34 +111,44 @@ class PartnerRepoSettings(BaseSettings):
     )
     rolling_idle_after: timedelta = Field(
         default=timedelta(hours=1),
-        description="Roll, then start a new session, after this idle time (seconds).",
+        description="Roll, then start a new session, after this idle time (seconds, PT30M or HH:MM:SS).",
     )
     rolling_retain_divisor: int = Field(
         default=6, description="After a roll the window keeps 1/divisor of it."
     )
     rolling_check_interval: timedelta = Field(
         default=timedelta(seconds=10),
-        description="How often the idle scheduler looks for idle cores (seconds).",
+        description="How often the idle scheduler looks for idle cores (a duration, as above).",
     )
     rolling_unit_soft_limit_bytes: int = Field(
         default=DEFAULT_UNIT_SOFT_LIMIT_BYTES, description="A unit past this size continues in a new unit."
     )
     rolling_lease_duration: timedelta = Field(
-        default=timedelta(seconds=60), description="How long a crashed roller can block a core (seconds)."
+        default=timedelta(seconds=60), description="How long a crashed roller can block a core (a duration)."
     )
 
     @field_validator("mongodb_uri", mode="before")
     @classmethod
     def _blank_uri_is_unset(cls, value: object) -> object:
-        return None if isinstance(value, str) and not value.strip() else value
+        if isinstance(value, str) and not value.strip():
+            return None
+        if isinstance(value, str) and (problem := uri_problem(value)) is not None:
+            raise ValueError(problem)
+        return value
+
+    @field_validator("db")
+    @classmethod
+    def _usable_database_name(cls, value: str) -> str:
+        problem = database_name_problem(value)
+        if problem is not None:
+            raise ValueError(problem)
+        return value
 
     @field_validator("rolling_idle_after", "rolling_check_interval", "rolling_lease_duration", mode="before")
     @classmethod
-    def _seconds(cls, value: object) -> object:
-        """Durations are seconds (``90``, ``2.5``) or ISO 8601 (``PT30M``)."""
-        if isinstance(value, str) and value.strip().replace(".", "", 1).isdigit():
-            return float(value)
-        return value
+    def _duration(cls, value: object) -> timedelta:
+        """Durations are seconds (``90``, ``2.5``), ISO 8601 (``PT30M``) or ``HH:MM:SS``."""
+        return parse_duration(value)
 
     @property
     def uri(self) -> str | None:
@@ -134,14 +162,7 @@ class PartnerRepoSettings(BaseSettings):
 
     def rolling_config(self) -> RollingConfig:
         """The :class:`RollingConfig` these settings describe."""
-        return RollingConfig(
-            trigger_limit=self.rolling_trigger_limit,
-            idle_after=self.rolling_idle_after,
-            retain_divisor=self.rolling_retain_divisor,
-            check_interval=self.rolling_check_interval,
-            unit_soft_limit_bytes=self.rolling_unit_soft_limit_bytes,
-            lease_duration=self.rolling_lease_duration,
-        )
+        return RollingConfig(**{field: getattr(self, f"rolling_{field}") for field in ROLLING_FIELDS})
 
     def client_options(self) -> dict[str, Any]:
         """Keyword options for the Motor client, minus any option the URI already sets (the URI wins)."""
@@ -172,15 +193,21 @@ def uri_option_names(uri: str) -> set[str]:
 def load_settings(**overrides: Any) -> PartnerRepoSettings:
     """Settings from the environment, with the given non-None values on top.
 
-    A bad value (in the environment or given) is an :class:`InvalidInput` naming the variable; the value
-    itself is not echoed, as it may be a secret.
+    A bad value (in the environment or given) is an :class:`InvalidSettings` naming the variable; the value
+    itself is not echoed, as it may be a secret. The rolling settings are checked as
+    :class:`RollingConfig` checks them, so a bad one is refused here rather than when it is first used.
     """
     given = {key: value for key, value in overrides.items() if value is not None}
     try:
-        return PartnerRepoSettings(**given)
+        settings = PartnerRepoSettings(**given)
     except ValidationError as exc:
-        problems = "; ".join(f"{_variable(error['loc'])}: {error['msg']}" for error in exc.errors())
-        raise InvalidInput(f"invalid settings: {problems}") from None
+        problems = "; ".join(
+            f"{_variable(error['loc'])}: {error['msg'].removeprefix('Value error, ')}"
+            for error in exc.errors()
+        )
+        raise InvalidSettings(f"invalid settings: {problems}") from None
+    _check_rolling(settings)
+    return settings
 
 
 def settings_for(uri: str | None, db: str) -> PartnerRepoSettings:
@@ -189,8 +216,41 @@ def settings_for(uri: str | None, db: str) -> PartnerRepoSettings:
     The CLI uses it after resolving ``--uri``/``--db``, so ``MONGODB_URI`` is never picked up behind the back
     of a command that chose the in-memory backend.
     """
+    if uri is not None and (problem := uri_problem(uri)) is not None:
+        raise InvalidSettings(f"invalid uri: {problem}")
     settings = load_settings(db=db)
     return settings.model_copy(update={"mongodb_uri": None if uri is None else SecretStr(uri)})
+
+
+def uri_problem(uri: str) -> str | None:
+    """Why ``uri`` is no MongoDB connection string, or None. A bare host name is refused: the driver would
+    take it for one and fail only once server selection timed out."""
+    if uri.startswith(URI_SCHEMES):
+        return None
+    return f"{mask_uri(uri)!r} is not a mongodb:// or mongodb+srv:// URI"
+
+
+def database_name_problem(name: str) -> str | None:
+    """Why MongoDB would refuse ``name`` as a database name, or None."""
+    if not name:
+        return "a database name must not be empty"
+    bad = sorted({c for c in name if c in DATABASE_NAME_FORBIDDEN})
+    if bad:
+        shown = " ".join(repr(c) for c in bad)
+        return f"not a usable database name: it must not contain {shown}"
+    if len(name.encode("utf-8")) > MAX_DATABASE_NAME_BYTES:
+        return f"a database name must be at most {MAX_DATABASE_NAME_BYTES} bytes long"
+    return None
+
+
+def _check_rolling(settings: PartnerRepoSettings) -> None:
+    """Each rolling setting on its own against :class:`RollingConfig`'s rules, so the error names it."""
+    for field in ROLLING_FIELDS:
+        name = f"rolling_{field}"
+        try:
+            RollingConfig(**{field: getattr(settings, name)})
+        except InvalidInput as exc:
+            raise InvalidSettings(f"invalid settings: {_variable((name,))}: {exc}") from None
 
 
 def _variable(location: tuple[int | str, ...]) -> str:
@@ -204,10 +264,13 @@ async def connect_from_settings(
     """A ready database as the settings describe it (in-memory without a URI), production options applied.
 
     ``create_indexes`` overrides ``settings.create_indexes`` (``partner-repo migrate`` connects without them).
+    Falling back to the in-memory backend because ``MONGODB_URI`` is unset logs a WARNING (nothing written
+    there persists); ask for it on purpose with :func:`~partner_repo.connect` ``(None)`` instead.
     """
     settings = settings if settings is not None else load_settings()
     indexes = settings.create_indexes if create_indexes is None else create_indexes
     if settings.uri is None:
+        log.warning(IN_MEMORY_FALLBACK)
         return await connect(None, settings.db, create_indexes=indexes)
     options = settings.client_options()
     timeout = options.pop("serverSelectionTimeoutMS", None)

@@ -33,6 +33,7 @@ from partner_repo.errors import ConflictError, DuplicateSliceId, InvalidInput, N
 from partner_repo.indexes import UNITS
 from partner_repo.models import MAX_ID_LENGTH, MemoryUnit
 from partner_repo.normalization import new_slice_id
+from partner_repo.progress import Progress
 from partner_repo.storage import unit_from_document
 from partner_repo.units import MemoryUnitRepository
 from partner_repo.validation import require_id
@@ -120,15 +121,21 @@ class UnitChecker:
         self._batch = batch_units
         self._max_time_ms = max_time_ms
 
-    async def check(self, core_id: str | None = None) -> CheckReport:
-        """Every unit (of ``core_id``, or of every core) that breaks an invariant, with what is wrong."""
+    async def check(self, core_id: str | None = None, *, progress: Progress | None = None) -> CheckReport:
+        """Every unit (of ``core_id``, or of every core) that breaks an invariant, with what is wrong.
+
+        ``progress`` is told the units checked so far (:data:`~partner_repo.progress.Progress`).
+        """
         checked = 0
         found: list[UnitViolations] = []
+        total = await self._count(core_id, progress)
         async for document in self._walk(core_id, ascending=True):
             checked += 1
             report = await self._violations(document)
             if report is not None:
                 found.append(report)
+            if progress is not None:
+                progress(checked, total)
         return CheckReport(units_checked=checked, units=found)
 
     async def violations(self, core_id: str | None = None) -> AsyncIterator[UnitViolations]:
@@ -138,24 +145,37 @@ class UnitChecker:
             if report is not None:
                 yield report
 
-    async def repair(self, core_id: str | None = None) -> RepairReport:
-        """Normalize every broken unit in place; returns what changed and what could not be repaired."""
+    async def repair(self, core_id: str | None = None, *, progress: Progress | None = None) -> RepairReport:
+        """Normalize every broken unit in place; returns what changed and what could not be repaired.
+
+        ``progress`` is told the units checked (and repaired where broken) so far.
+        """
         checked = 0
         repaired: list[UnitRepair] = []
         failed: list[UnitRepairFailure] = []
+        total = await self._count(core_id, progress)
         async for document in self._walk(core_id, ascending=False):
             checked += 1
             report = await self._violations(document)
-            if report is None:
-                continue
-            outcome = await self._repair_one(document, report)
-            if isinstance(outcome, UnitRepair):
-                repaired.append(outcome)
-            else:
-                failed.append(outcome)
+            if report is not None:
+                outcome = await self._repair_one(document, report)
+                if isinstance(outcome, UnitRepair):
+                    repaired.append(outcome)
+                else:
+                    failed.append(outcome)
+            if progress is not None:
+                progress(checked, total)
         return RepairReport(units_checked=checked, repaired=repaired, failed=failed)
 
     # -- internals -----------------------------------------------------------------------------------------
+
+    async def _count(self, core_id: str | None, progress: Progress | None) -> int:
+        """The units a walk will meet, told to ``progress`` as the start (counted only when it is given)."""
+        if progress is None:
+            return 0
+        total: int = await self._units.count_documents(_scope(core_id), maxTimeMS=self._max_time_ms)
+        progress(0, total)
+        return total
 
     async def _walk(self, core_id: str | None, *, ascending: bool) -> AsyncIterator[dict[str, Any]]:
         """Every unit (of a core) by ``_id``: string ids in keyset batches, then any other ids.
@@ -163,7 +183,7 @@ class UnitChecker:
         A range on ``_id`` only matches values of its own BSON type, so ids of another type (units written
         by other tools, unreadable as units) are read separately instead of being silently skipped.
         """
-        base: dict[str, Any] = {} if core_id is None else {"core_id": require_id(core_id, "core_id")}
+        base = _scope(core_id)
         beyond, direction = ("$gt", 1) if ascending else ("$lt", -1)
         last: str | None = None
         while True:
@@ -301,6 +321,11 @@ class UnitChecker:
         if document is None:
             raise NotFound(f"no unit {unit_id!r}")
         return dict(document)
+
+
+def _scope(core_id: str | None) -> dict[str, Any]:
+    """The filter of every unit, or of one core's units."""
+    return {} if core_id is None else {"core_id": require_id(core_id, "core_id")}
 
 
 def _shorten_slice_ids(unit: MemoryUnit) -> list[InvariantViolation]:

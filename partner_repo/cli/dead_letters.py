@@ -5,9 +5,9 @@ from __future__ import annotations
 import click
 from rich.table import Table
 
-from partner_repo.cli.app import EXIT_NOT_FOUND, connection, run_async
 from partner_repo.cli.consumers import consumer_option, consumer_registry
 from partner_repo.cli.output import console, echo_json, json_option, short, when
+from partner_repo.cli.runtime import EXIT_NOT_FOUND, connection, run_async
 from partner_repo.listener.dead_letters import DeadLetter, DeadLetterRepository, replay_dead_letters
 
 
@@ -23,7 +23,7 @@ def dead_letters() -> None:
 @click.pass_context
 def list_letters(ctx: click.Context, group: str | None, consumer: str | None, as_json: bool) -> None:
     """List dead letters, oldest failure first."""
-    target = connection(ctx)
+    target = connection(ctx, "read")
 
     async def work() -> list[DeadLetter]:
         return await DeadLetterRepository(await target.open()).list(group=group, consumer=consumer)
@@ -45,7 +45,7 @@ def list_letters(ctx: click.Context, group: str | None, consumer: str | None, as
 @click.pass_context
 def replay(ctx: click.Context, consumer_paths: tuple[str, ...], group: str, only: str | None) -> None:
     """Deliver dead letters again: delivered letters are removed, failing ones updated and kept."""
-    target = connection(ctx)
+    target = connection(ctx, "write")
     registry = consumer_registry(consumer_paths)
 
     async def work() -> tuple[int, int, int, int]:
@@ -61,10 +61,14 @@ def replay(ctx: click.Context, consumer_paths: tuple[str, ...], group: str, only
         raise SystemExit(EXIT_NOT_FOUND)
 
 
+ID_COLUMNS = {"group", "consumer", "slice", "unit"}
+"""Never broken over lines (an id split in two cannot be copied); the error wraps instead."""
+
+
 def _table(letters: list[DeadLetter]) -> Table:
     table = Table(title_justify="left")
     for name in ("failed (UTC)", "group", "consumer", "slice", "unit", "attempts", "error"):
-        table.add_column(name, overflow="fold")
+        table.add_column(name, overflow="fold", no_wrap=name in ID_COLUMNS)
     for letter in letters:
         table.add_row(
             when(letter.failed_at),

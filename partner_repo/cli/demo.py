@@ -22,9 +22,9 @@ from rich.console import Console
 
 from partner_repo.admin.queries import MAX_LIMIT, SliceQueries
 from partner_repo.admin.views import SliceView
-from partner_repo.cli.app import Connection, run_async
 from partner_repo.cli.demo_script import TURNS
 from partner_repo.cli.output import console, short, slices_table
+from partner_repo.cli.runtime import Connection, run_async
 from partner_repo.cli.slices import stats_tables
 from partner_repo.clock import to_utc_ms, utc_now
 from partner_repo.cores import MemoryCoreRepository

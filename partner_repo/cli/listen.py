@@ -7,13 +7,19 @@ group's checkpoint is saved, so the next ``listen`` of the group resumes where t
 from __future__ import annotations
 
 import asyncio
+import logging
 
 import click
 
-from partner_repo.cli.app import connection, run_async
 from partner_repo.cli.consumers import consumer_option, consumer_registry
+from partner_repo.cli.output import Seconds
+from partner_repo.cli.runtime import connection, run_async
 from partner_repo.cli.signals import stop_on_signals
 from partner_repo.listener.listener import DEFAULT_POLL_INTERVAL, RollingListener
+
+log = logging.getLogger(__name__)
+"""The command's own lines (started, stopping, stopped) are log records, so ``--log-format json`` keeps
+stderr all JSON for a log shipper."""
 
 
 @click.command("listen")
@@ -28,7 +34,7 @@ from partner_repo.listener.listener import DEFAULT_POLL_INTERVAL, RollingListene
 )
 @click.option(
     "--poll-interval",
-    type=click.FloatRange(min=0, min_open=True),
+    type=Seconds(positive=True),
     default=DEFAULT_POLL_INTERVAL,
     show_default=True,
     help="Seconds between polls where change streams are unavailable.",
@@ -49,7 +55,7 @@ from partner_repo.listener.listener import DEFAULT_POLL_INTERVAL, RollingListene
 )
 @click.option(
     "--drain-timeout",
-    type=click.FloatRange(min=0),
+    type=Seconds(),
     default=30.0,
     show_default=True,
     help="Seconds stop waits for in-flight deliveries.",
@@ -66,7 +72,7 @@ def listen(
     drain_timeout: float,
 ) -> None:
     """Deliver every roll to the given consumers until SIGINT/SIGTERM."""
-    target = connection(ctx)
+    target = connection(ctx, "daemon")
     registry = consumer_registry(consumer_paths)
 
     async def work() -> None:
@@ -85,17 +91,15 @@ def listen(
             try:
                 await listener.start()
                 names = ", ".join(c.name for c in registry.consumers())
-                click.echo(f"listening as group {group!r} for {names}; stop with Ctrl-C or SIGTERM", err=True)
+                log.info("listening as group %r for %s; stop with Ctrl-C or SIGTERM", group, names)
                 await stop.wait()
-                click.echo("stopping: finishing in-flight deliveries", err=True)
+                log.info("stopping: finishing in-flight deliveries")
             finally:
                 drained = await listener.stop()
         lag = listener.lag()
         state = (
             "checkpoint saved" if drained else "unfinished deliveries are delivered again at the next start"
         )
-        click.echo(
-            f"stopped: {lag.delivered} delivered, {lag.dead_lettered} dead-lettered; {state}", err=True
-        )
+        log.info("stopped: %d delivered, %d dead-lettered; %s", lag.delivered, lag.dead_lettered, state)
 
     run_async(work)

@@ -1,32 +1,26 @@
 """``partner-repo check``, ``repair`` and ``import-state DIR``: keeping memory sound and bringing it in.
 
 ``check`` exits 1 when a unit breaks an invariant, ``repair`` when a unit could not be repaired; both print
-what they found (``--json`` for scripts). ``import-state`` shows a progress bar on stderr for large state
-directories and exits 0 even when it skipped items: they are reported, never fatal.
+what they found (``--json`` for scripts). ``import-state`` exits 0 even when it skipped items: they are
+reported, never fatal. All three show a progress bar on stderr when it is a terminal.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
 
 import click
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
 from partner_repo.admin.check import CheckReport, RepairReport, UnitChecker
 from partner_repo.admin.inspection import InvariantViolation
-from partner_repo.cli.app import EXIT_NOT_FOUND, connection, run_async
 from partner_repo.cli.output import console, echo_json, json_option
+from partner_repo.cli.progress import progress_bar
+from partner_repo.cli.runtime import EXIT_NOT_FOUND, connection, run_async
 from partner_repo.cli.slices import open_admin, usage_errors
 from partner_repo.cores import DEFAULT_CORE_ID
 from partner_repo.importer import ImportIssue, ImportReport, import_partner_state
-
-PROGRESS_THRESHOLD = 50
-"""Unit files from which ``import-state`` shows a progress bar."""
-
 
 _core_option = click.option("--core", "core_id", default=None, help="Only this core's units.")
 
@@ -39,8 +33,8 @@ def check(ctx: click.Context, core_id: str | None, as_json: bool) -> None:
     """Report every unit that breaks the invariants (exit 1 if any does)."""
 
     async def work() -> CheckReport:
-        with usage_errors():
-            return await UnitChecker(await open_admin(ctx)).check(core_id)
+        with usage_errors(), progress_bar("checking units") as progress:
+            return await UnitChecker(await open_admin(ctx)).check(core_id, progress=progress)
 
     report = run_async(work)
     if as_json:
@@ -63,10 +57,11 @@ def check(ctx: click.Context, core_id: str | None, as_json: bool) -> None:
 @click.pass_context
 def repair(ctx: click.Context, core_id: str | None, as_json: bool) -> None:
     """Normalize every broken unit in place (exit 1 if some could not be repaired)."""
+    target = connection(ctx, "write")
 
     async def work() -> RepairReport:
-        with usage_errors():
-            return await UnitChecker(await connection(ctx).open()).repair(core_id)
+        with usage_errors(), progress_bar("repairing units") as progress:
+            return await UnitChecker(await target.open()).repair(core_id, progress=progress)
 
     report = run_async(work)
     if as_json:
@@ -79,7 +74,7 @@ def repair(ctx: click.Context, core_id: str | None, as_json: bool) -> None:
         if report.failed:
             failed = Table(title="not repaired", title_justify="left")
             for name in ("unit", "core", "reason"):
-                failed.add_column(name, overflow="fold")
+                failed.add_column(name, overflow="fold", no_wrap=name != "reason")
             for failure in report.failed:
                 failed.add_row(failure.unit_id, failure.core_id or "-", failure.reason)
             out.print(failed)
@@ -100,15 +95,12 @@ def import_state(ctx: click.Context, directory: Path, core_id: str, as_json: boo
     """Import Partner's memory from its state DIRECTORY (core/memory.json, core/memory/memory-unit*.json)."""
     if not directory.is_dir():
         raise click.BadParameter(f"{directory} is not a directory", param_hint="DIRECTORY")
-    bar = _ProgressBar()
+    target = connection(ctx, "write")
 
     async def work() -> ImportReport:
-        with usage_errors():
-            database = await connection(ctx).open()
-            try:
-                return await import_partner_state(directory, database, core_id=core_id, progress=bar.update)
-            finally:
-                bar.close()
+        with usage_errors(), progress_bar("importing unit files") as progress:
+            database = await target.open()
+            return await import_partner_state(directory, database, core_id=core_id, progress=progress)
 
     report = run_async(work)
     if as_json:
@@ -131,7 +123,7 @@ def import_state(ctx: click.Context, directory: Path, core_id: str, as_json: boo
 def _violations_table(title: str, rows: Iterable[tuple[str, str | None, InvariantViolation]]) -> Table:
     table = Table(title=title, title_justify="left")
     for name in ("unit", "core", "code", "detail"):
-        table.add_column(name, overflow="fold", no_wrap=name == "code")
+        table.add_column(name, overflow="fold", no_wrap=name != "detail")
     for unit_id, core_id, violation in rows:
         table.add_row(unit_id, core_id or "-", violation.code, violation.detail)
     return table
@@ -140,35 +132,7 @@ def _violations_table(title: str, rows: Iterable[tuple[str, str | None, Invarian
 def _issues_table(title: str, issues: list[ImportIssue]) -> Table:
     table = Table(title=f"{title} ({len(issues)})", title_justify="left")
     for name in ("file", "item", "reason"):
-        table.add_column(name, overflow="fold")
+        table.add_column(name, overflow="fold", no_wrap=name != "reason")
     for issue in issues:
         table.add_row(issue.file, issue.item, issue.reason)
     return table
-
-
-class _ProgressBar:
-    """A rich progress bar on stderr, started only once the import knows it has many files."""
-
-    def __init__(self) -> None:
-        self._progress: Progress | None = None
-        self._task: Any = None
-
-    def update(self, done: int, total: int) -> None:
-        if self._progress is None:
-            if total < PROGRESS_THRESHOLD:
-                return
-            self._progress = Progress(
-                TextColumn("importing unit files"),
-                BarColumn(),
-                MofNCompleteColumn(),
-                TimeRemainingColumn(),
-                console=Console(stderr=True),
-                transient=True,
-            )
-            self._progress.start()
-            self._task = self._progress.add_task("import", total=total)
-        self._progress.update(self._task, completed=done)
-
-    def close(self) -> None:
-        if self._progress is not None:
-            self._progress.stop()

@@ -1,4 +1,5 @@
-"""``partner-repo migrate``: apply or revert the schema migrations in ``migrations/`` (Beanie's format)."""
+"""``partner-repo migrate``: apply or revert the schema migrations that ship with the package (Beanie's
+format, from the top-level ``migrations/`` of the source tree)."""
 
 from __future__ import annotations
 
@@ -6,9 +7,10 @@ from pathlib import Path
 
 import click
 
-from partner_repo.cli.app import connection, run_async
+from partner_repo.cli.progress import progress_bar
+from partner_repo.cli.runtime import connection, run_async
 from partner_repo.migration_runner import default_migrations_path, migration_status, run_migrations
-from partner_repo.settings import connect_from_settings, settings_for
+from partner_repo.settings import settings_for
 
 
 @click.command()
@@ -30,7 +32,7 @@ from partner_repo.settings import connect_from_settings, settings_for
     "--path",
     type=click.Path(file_okay=False, path_type=Path),
     default=None,
-    help="Migrations directory [default: migrations/ of this checkout, else ./migrations].",
+    help="Migrations directory [default: the migrations that ship with partner-repo].",
 )
 @click.option("--status", is_flag=True, help="Only show which migrations are applied and which are pending.")
 @click.pass_context
@@ -48,12 +50,12 @@ def migrate(
     each write is guarded on its own, so services may keep writing and there is no time limit; a run that
     fails leaves the migration pending, and running it again continues where it stopped.
     """
-    where = connection(ctx)
+    where = connection(ctx, "read" if status else "write")
     directory = path or default_migrations_path()
 
     async def work() -> None:
         settings = settings_for(where.uri, where.db_name)
-        database = await connect_from_settings(settings, create_indexes=False)
+        database = await where.open(create_indexes=False)
         click.echo(f"database {settings.db} at {settings.masked_uri}; migrations in {directory}")
         if status:
             state = await migration_status(database, directory)
@@ -61,9 +63,15 @@ def migrate(
                 click.echo(f"  {'applied' if name in state.applied else 'pending'}  {name}")
             click.echo(f"current: {state.current or '(none applied)'}")
             return
-        run = await run_migrations(
-            database, directory, backward=backward, distance=distance, use_transaction=transaction
-        )
+        with progress_bar("running migrations") as progress:
+            run = await run_migrations(
+                database,
+                directory,
+                backward=backward,
+                distance=distance,
+                use_transaction=transaction,
+                progress=progress,
+            )
         verb = "reverted" if backward else "applied"
         if not run.ran:
             click.echo(f"nothing to run; current: {run.after or '(none applied)'}")

@@ -8,19 +8,22 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 import click
 from pydantic import BaseModel
 from pydantic_core import to_jsonable_python
 from rich.console import Console
+from rich.measure import Measurement
 from rich.table import Table
 
 from partner_repo.admin.views import SliceView
 from partner_repo.clock import to_utc_ms
+from partner_repo.durations import parse_duration
 
 SUMMARY_WIDTH = 60
+UNBOUNDED_WIDTH = 100_000
 
 json_option = click.option(
     "--json", "as_json", is_flag=True, help="Print JSON for scripts instead of a table."
@@ -28,8 +31,41 @@ json_option = click.option(
 
 
 def console() -> Console:
-    """A console on the current stdout (so click's test runner captures it); never wraps JSON."""
-    return Console(soft_wrap=False, highlight=False)
+    """A console on the current stdout (so click's test runner captures it); never wraps JSON, never breaks an
+    id in a table (:class:`IdSafeConsole`)."""
+    return IdSafeConsole(soft_wrap=False, highlight=False)
+
+
+class IdSafeConsole(Console):
+    """A console that never breaks an id across lines (an id split in two cannot be copied).
+
+    Table columns holding ids are made with ``no_wrap=True``: such a column is never narrower than its
+    longest cell, and when the terminal (or a pipe's 80 columns) is too narrow for every id column plus the
+    shortest the other columns can be, the table is printed wider than the terminal instead. Other text
+    columns (summaries, errors) still wrap to fit. Ids may also share one wrapping column with other text
+    when every other column is ``no_wrap`` (a grid of names and values): it is never made narrower than its
+    longest word.
+    """
+
+    def print(self, *objects: Any, **kwargs: Any) -> None:
+        needed = max((self._width_keeping_ids(o) for o in objects if isinstance(o, Table)), default=0)
+        if needed <= self.width:
+            super().print(*objects, **kwargs)
+            return
+        previous = self.width
+        self.width = needed
+        try:
+            super().print(*objects, **kwargs)
+        finally:
+            self.width = previous
+
+    def _width_keeping_ids(self, table: Table) -> int:
+        unbounded = self.options.update_width(UNBOUNDED_WIDTH)
+        for column in table.columns:
+            if column.no_wrap and column.min_width is None:
+                widths = [Measurement.get(self, unbounded, cell).maximum for cell in column.cells]
+                column.min_width = max(widths, default=0) or None
+        return Measurement.get(self, unbounded, table).minimum
 
 
 def echo_json(value: BaseModel | dict[str, Any] | list[Any]) -> None:
@@ -65,12 +101,12 @@ def interval(start: int | None, end: int | None) -> str:
 
 
 def slices_table(views: Iterable[SliceView], *, title: str | None = None) -> Table:
-    """One row per slice; long ids fold rather than squeeze the summary out of a narrow terminal."""
+    """One row per slice; the ids are never broken, the summary wraps to fit."""
     table = Table(title=title, title_justify="left")
     table.add_column("created (UTC)", style="cyan", overflow="fold")
-    table.add_column("slice", style="bold", overflow="fold")
-    table.add_column("unit", overflow="fold")
-    table.add_column("core", overflow="fold")
+    table.add_column("slice", style="bold", no_wrap=True)
+    table.add_column("unit", no_wrap=True)
+    table.add_column("core", no_wrap=True)
     table.add_column("messages", overflow="fold")
     table.add_column("summary", overflow="fold")
     for view in views:
@@ -87,8 +123,10 @@ def slices_table(views: Iterable[SliceView], *, title: str | None = None) -> Tab
 
 if TYPE_CHECKING:
     _DateTimeParam = click.ParamType[datetime]
+    _TimedeltaParam = click.ParamType[timedelta]
+    _FloatParam = click.ParamType[float]
 else:  # click < 8.2 has no generic ParamType
-    _DateTimeParam = click.ParamType
+    _DateTimeParam = _TimedeltaParam = _FloatParam = click.ParamType
 
 
 class IsoDateTime(_DateTimeParam):
@@ -108,3 +146,36 @@ class IsoDateTime(_DateTimeParam):
 
 
 ISO_DATETIME = IsoDateTime()
+
+
+class Duration(_TimedeltaParam):
+    """A duration in any form the settings take (:func:`~partner_repo.durations.parse_duration`): seconds,
+    ISO 8601 (``PT30M``) or ``HH:MM:SS``; never negative, and not zero when ``positive``."""
+
+    name = "DURATION"
+
+    def __init__(self, *, positive: bool = False) -> None:
+        self.positive = positive
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> timedelta:
+        try:
+            parsed = value if isinstance(value, timedelta) else parse_duration(value)
+        except ValueError as exc:
+            self.fail(f"{value!r} is {exc}", param, ctx)
+        if parsed < timedelta(0) or (self.positive and not parsed):
+            self.fail(f"{value!r} must be {'positive' if self.positive else 'at least 0'}", param, ctx)
+        return parsed
+
+
+class Seconds(_FloatParam):
+    """A :class:`Duration` handed to the command as seconds (a float), for options that take seconds."""
+
+    name = "DURATION"
+
+    def __init__(self, *, positive: bool = False) -> None:
+        self.duration = Duration(positive=positive)
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> float:
+        if isinstance(value, float):
+            value = timedelta(seconds=value)
+        return self.duration.convert(value, param, ctx).total_seconds()

@@ -7,6 +7,7 @@ current (exit 1 when not), which a test runs.
 
 from __future__ import annotations
 
+import argparse
 import sys
 from collections.abc import Iterator, Sequence
 from datetime import timedelta
@@ -103,8 +104,19 @@ def regenerate(text: str) -> str:
 
 
 def run(arguments: Sequence[str]) -> int:
-    check = "--check" in arguments
-    files = [Path(a) for a in arguments if a != "--check"] or [Path("README.md")]
+    parser = argparse.ArgumentParser(
+        prog="python -m partner_repo.cli.reference",
+        description="Rewrite the generated sections (CLI reference, settings table) of Markdown documents.",
+    )
+    parser.add_argument(
+        "--check", action="store_true", help="Only report whether they are current (exit 1 when not)."
+    )
+    parser.add_argument(
+        "files", nargs="*", type=Path, metavar="FILE", help="Documents to update [default: README.md]."
+    )
+    options = parser.parse_args(list(arguments))
+    check: bool = options.check
+    files: list[Path] = options.files or [Path("README.md")]
     stale = []
     for file in files:
         text = file.read_text()

@@ -7,12 +7,15 @@ rolling by count) may share a database, the rolling lease gives each core to one
 from __future__ import annotations
 
 import asyncio
+import logging
 from dataclasses import replace
 from datetime import timedelta
 
 import click
 
-from partner_repo.cli.app import connection, run_async
+from partner_repo.cli.consumers import importable_from_working_directory
+from partner_repo.cli.output import Duration
+from partner_repo.cli.runtime import connection, run_async
 from partner_repo.cli.signals import stop_on_signals
 from partner_repo.errors import InvalidInput
 from partner_repo.importing import import_object
@@ -21,20 +24,24 @@ from partner_repo.rolling.service import RollingService
 from partner_repo.rolling.summarizer import Summarizer, extractive_summarizer
 from partner_repo.settings import load_settings
 
+log = logging.getLogger(__name__)
+"""The scheduler's own lines (started, stopped) are log records, like those of ``listen``."""
+
 
 @click.command("roll-idle")
 @click.option("--once", is_flag=True, help="Do one pass over the idle cores and exit.")
 @click.option(
     "--idle-after",
-    type=click.FloatRange(min=0),
+    type=Duration(),
     default=None,
-    help="Seconds without interaction before a window is rolled [default: PARTNER_REPO_ROLLING_IDLE_AFTER].",
+    help="How long without interaction before a window is rolled: seconds, PT30M or HH:MM:SS "
+    "[default: PARTNER_REPO_ROLLING_IDLE_AFTER].",
 )
 @click.option(
     "--check-interval",
-    type=click.FloatRange(min=0, min_open=True),
+    type=Duration(positive=True),
     default=None,
-    help="Seconds between passes [default: PARTNER_REPO_ROLLING_CHECK_INTERVAL].",
+    help="How long between passes, in the same forms [default: PARTNER_REPO_ROLLING_CHECK_INTERVAL].",
 )
 @click.option(
     "--retain-divisor",
@@ -53,19 +60,19 @@ from partner_repo.settings import load_settings
 def roll_idle(
     ctx: click.Context,
     once: bool,
-    idle_after: float | None,
-    check_interval: float | None,
+    idle_after: timedelta | None,
+    check_interval: timedelta | None,
     retain_divisor: int | None,
     summarizer_path: str | None,
 ) -> None:
     """Roll every idle chat window into memory (and start a new memory session for it)."""
-    target = connection(ctx)
+    target = connection(ctx, "write" if once else "daemon")
     summarizer = _load_summarizer(summarizer_path) if summarizer_path else extractive_summarizer
     config = load_settings().rolling_config()  # PARTNER_REPO_ROLLING_* from the environment; options win
     if idle_after is not None:
-        config = replace(config, idle_after=timedelta(seconds=idle_after))
+        config = replace(config, idle_after=idle_after)
     if check_interval is not None:
-        config = replace(config, check_interval=timedelta(seconds=check_interval))
+        config = replace(config, check_interval=check_interval)
     if retain_divisor is not None:
         config = replace(config, retain_divisor=retain_divisor)
 
@@ -80,9 +87,9 @@ def roll_idle(
         stop = asyncio.Event()
         with stop_on_signals(stop):
             interval = config.check_interval.total_seconds()
-            click.echo(f"rolling idle cores every {interval:g}s; stop with Ctrl-C or SIGTERM", err=True)
+            log.info("rolling idle cores every %gs; stop with Ctrl-C or SIGTERM", interval)
             await service.run_idle_scheduler(stop, on_rolled=_echo)
-        click.echo("stopped", err=True)
+        log.info("stopped")
 
     run_async(work)
 
@@ -97,6 +104,7 @@ def _echo(result: RollingResult) -> None:
 
 
 def _load_summarizer(path: str) -> Summarizer:
+    importable_from_working_directory()
     try:
         found = import_object(path, what="summarizer")
     except InvalidInput as exc:

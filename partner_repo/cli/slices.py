@@ -15,7 +15,6 @@ from rich.table import Table
 
 from partner_repo.admin.queries import DEFAULT_LIMIT, MAX_LIMIT, SliceQueries
 from partner_repo.admin.views import MemoryStats, SliceDetail, UnitView
-from partner_repo.cli.app import connection, run_async
 from partner_repo.cli.output import (
     ISO_DATETIME,
     console,
@@ -28,8 +27,9 @@ from partner_repo.cli.output import (
     slices_table,
     when,
 )
+from partner_repo.cli.runtime import connection, run_async
 from partner_repo.database import MongoDatabase
-from partner_repo.errors import InvalidCursor, InvalidInput
+from partner_repo.errors import InvalidCursor, InvalidInput, InvalidSettings
 from partner_repo.models import Message
 
 MESSAGE_WIDTH = 100
@@ -39,14 +39,16 @@ async def open_admin(ctx: click.Context) -> MongoDatabase:
     """The configured database with the admin read preference."""
     from partner_repo.settings import admin_database, load_settings
 
-    return admin_database(await connection(ctx).open(), load_settings())
+    return admin_database(await connection(ctx, "read").open(), load_settings())
 
 
 @contextmanager
 def usage_errors(cursor_option: str = "--after") -> Iterator[None]:
-    """Bad filter values are usage errors (exit 2), not failures."""
+    """Bad filter values are usage errors (exit 2), not failures; a bad setting stays one line of its own."""
     try:
         yield
+    except InvalidSettings:
+        raise
     except InvalidCursor as exc:
         raise click.BadParameter(str(exc), param_hint=cursor_option) from None
     except InvalidInput as exc:
@@ -274,8 +276,9 @@ def show_unit(ctx: click.Context, unit_id: str, with_messages: bool, as_json: bo
 
 
 def _fields(*rows: tuple[str, str]) -> Table:
+    """Name and value per row; the names never wrap, so the values (ids among them) get the rest."""
     grid = Table.grid(padding=(0, 2))
-    grid.add_column(style="bold")
+    grid.add_column(style="bold", no_wrap=True)
     grid.add_column(overflow="fold")
     for name, value in rows:
         grid.add_row(name, value)

@@ -7,10 +7,24 @@ import os
 import signal
 import subprocess
 import sys
+from pathlib import Path
+from typing import Any
 
 import click
+import pytest
 
 from partner_repo.cli import main
+from partner_repo.cli.runtime import Connection
+
+
+def commands_open(monkeypatch: pytest.MonkeyPatch, database: Any) -> Any:
+    """Every command of the test connects to ``database`` (a prepared in-memory one), whatever it was told."""
+
+    async def open_prepared(self: Connection, **options: Any) -> Any:
+        return database
+
+    monkeypatch.setattr(Connection, "open", open_prepared)
+    return database
 
 
 def parse_cli(arguments: list[str]) -> click.Context:
@@ -31,23 +45,39 @@ def parse_cli(arguments: list[str]) -> click.Context:
     return ctx
 
 
-def run_until_signal(arguments: list[str], *, running: str, stop_signal: signal.Signals) -> tuple[int, str]:
-    """Run ``partner-repo ARGUMENTS`` on the in-memory database in a process of its own; once its first stderr
-    line says it is ``running`` (its signal handlers are installed), send ``stop_signal``.
+def run_until_signal(
+    arguments: list[str],
+    *,
+    running: str,
+    stop_signal: signal.Signals,
+    console_script: bool = False,
+    cwd: Path | None = None,
+) -> tuple[int, str]:
+    """Run ``partner-repo ARGUMENTS`` on the in-memory database in a process of its own; once a stderr line
+    says it is ``running`` (its signal handlers are installed), send ``stop_signal``. With
+    ``console_script``, run the installed ``partner-repo`` script rather than ``python -m partner_repo``
+    (which puts the working directory on ``sys.path`` by itself).
 
     Returns the exit code and the rest of stderr.
     """
     environment = {k: v for k, v in os.environ.items() if k not in {"MONGODB_URI", "PARTNER_REPO_DB"}}
+    script = Path(sys.executable).parent / "partner-repo"
+    command = [str(script)] if console_script else [sys.executable, "-m", "partner_repo"]
     process = subprocess.Popen(
-        [sys.executable, "-m", "partner_repo", *arguments],
+        [*command, "--in-memory", *arguments],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
         env=environment,
+        cwd=cwd,
     )
     try:
         assert process.stderr is not None
-        assert running in process.stderr.readline()
+        for line in process.stderr:
+            if running in line:
+                break
+        else:
+            raise AssertionError(f"{arguments} ended without saying {running!r}")
         process.send_signal(stop_signal)
         _, errors = process.communicate(timeout=30)
     finally:

@@ -13,11 +13,11 @@ from typing import Any
 
 import pytest
 from admin_support import at, insert_raw, raw_unit, seed_unit
+from cli_support import commands_open
 from click.testing import CliRunner, Result
 
 from partner_repo import in_memory_database, init_repository
 from partner_repo.cli import main
-from partner_repo.cli.app import Connection
 
 
 @pytest.fixture
@@ -32,17 +32,12 @@ def cli_db(monkeypatch: pytest.MonkeyPatch) -> Any:
         await seed_unit(database, "u2", "bob", [("b1", at(3), "Garden tomatoes")], messages_per_slice=3)
 
     asyncio.run(seed())
-
-    async def open_database(self: Connection) -> Any:
-        return database
-
-    monkeypatch.setattr(Connection, "open", open_database)
     monkeypatch.delenv("MONGODB_URI", raising=False)
-    return database
+    return commands_open(monkeypatch, database)
 
 
 def run(*args: str) -> Result:
-    return CliRunner(env={"COLUMNS": "220"}).invoke(main, list(args), catch_exceptions=False)
+    return CliRunner(env={"COLUMNS": "220"}).invoke(main, ["--in-memory", *args], catch_exceptions=False)
 
 
 def test_slices_list_prints_a_table_of_slices_newest_first(cli_db: Any) -> None:
@@ -245,32 +240,6 @@ def test_import_state_of_a_missing_directory_is_a_usage_error(cli_db: Any, tmp_p
     result = run("import-state", str(tmp_path / "nope"))
 
     assert result.exit_code == 2 and "is not a directory" in result.output
-
-
-def test_import_state_shows_a_progress_bar_for_large_directories(
-    cli_db: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    from partner_repo.cli import maintenance
-
-    updates: list[tuple[int, int]] = []
-    original = maintenance._ProgressBar.update
-
-    def spy(self: Any, done: int, total: int) -> None:
-        updates.append((done, total))
-        original(self, done, total)
-        assert self._progress is not None
-
-    monkeypatch.setattr(maintenance._ProgressBar, "update", spy)
-    (tmp_path / "core" / "memory").mkdir(parents=True)
-    for n in range(maintenance.PROGRESS_THRESHOLD):
-        (tmp_path / "core" / "memory" / f"memory-unitbulk{n}.json").write_text(
-            json.dumps({"conversation_messages": [{"role": "user", "content": f"m{n}"}]})
-        )
-
-    result = run("import-state", str(tmp_path))
-
-    assert result.exit_code == 0 and f"imported {maintenance.PROGRESS_THRESHOLD} new unit(s)" in result.output
-    assert updates[-1] == (maintenance.PROGRESS_THRESHOLD, maintenance.PROGRESS_THRESHOLD)
 
 
 def test_an_unreachable_server_prints_one_line_naming_the_host(monkeypatch: pytest.MonkeyPatch) -> None:

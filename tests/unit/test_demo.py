@@ -13,9 +13,9 @@ from rich.console import Console
 
 from partner_repo import MemoryCoreRepository, SliceQueries, in_memory_database, init_repository
 from partner_repo.cli import main
-from partner_repo.cli.app import Connection
 from partner_repo.cli.demo import CONFIG, run_demo
 from partner_repo.cli.demo_script import TURNS
+from partner_repo.cli.runtime import Connection
 
 
 def test_the_script_is_a_conversation_of_at_least_100_messages() -> None:

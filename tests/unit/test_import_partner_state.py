@@ -364,9 +364,11 @@ async def test_a_path_that_is_not_a_directory_is_refused(tmp_path: Path, databas
         await import_partner_state(tmp_path / "nowhere", database)
 
 
-async def test_progress_is_reported_after_each_unit_file(state: Path, database: Any) -> None:
+async def test_progress_is_reported_before_the_first_and_after_each_unit_file(
+    state: Path, database: Any
+) -> None:
     calls: list[tuple[int, int]] = []
 
     await import_partner_state(state, database, progress=lambda done, total: calls.append((done, total)))
 
-    assert calls == [(n, 8) for n in range(1, 9)]
+    assert calls == [(n, 8) for n in range(0, 9)]

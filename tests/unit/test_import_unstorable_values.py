@@ -65,8 +65,8 @@ def issues(report: ImportReport | dict[str, Any], file: str, *, notes: bool = Fa
 def cli_import(root: Path) -> tuple[int, str, dict[str, Any]]:
     """``import-state`` twice on fresh in-memory databases: its table output, and its ``--json`` report."""
     runner, memory = CliRunner(), {"MONGODB_URI": "", "PARTNER_REPO_DB": ""}
-    table = runner.invoke(main, ["import-state", str(root)], env=memory)
-    as_json = runner.invoke(main, ["import-state", str(root), "--json"], env=memory)
+    table = runner.invoke(main, ["--in-memory", "import-state", str(root)], env=memory)
+    as_json = runner.invoke(main, ["--in-memory", "import-state", str(root), "--json"], env=memory)
     assert as_json.exit_code == 0, as_json.output
     return table.exit_code, table.output, json.loads(as_json.output)
 

@@ -6,10 +6,11 @@ import asyncio
 import contextlib
 import json
 import signal
+from pathlib import Path
 from typing import Any
 
 import pytest
-from cli_support import run_until_signal
+from cli_support import commands_open, run_until_signal
 from click.testing import CliRunner
 from listener_support import T0, append
 
@@ -22,7 +23,6 @@ from partner_repo import (
 )
 from partner_repo.cli import listen as listen_module
 from partner_repo.cli import main
-from partner_repo.cli.app import Connection
 
 DELIVERED: list[str] = []
 STOP: list[asyncio.Event] = []
@@ -69,14 +69,8 @@ def database(monkeypatch: pytest.MonkeyPatch) -> Any:
         )
         return db
 
-    db = asyncio.run(prepare())
-
-    async def open_prepared(self: Connection) -> Any:
-        return db
-
-    monkeypatch.setattr(Connection, "open", open_prepared)
     DELIVERED.clear()
-    return db
+    return commands_open(monkeypatch, asyncio.run(prepare()))
 
 
 def test_listen_delivers_to_the_consumers_until_stopped(
@@ -90,6 +84,7 @@ def test_listen_delivers_to_the_consumers_until_stopped(
     result = CliRunner().invoke(
         main,
         [
+            "--in-memory",
             "listen",
             "--consumer",
             "test_listener_cli:StoppingConsumer",
@@ -106,9 +101,71 @@ def test_listen_delivers_to_the_consumers_until_stopped(
     assert "stopped: 1 delivered, 0 dead-lettered; checkpoint saved" in result.stderr
 
 
+def listen_until_the_first_delivery(monkeypatch: pytest.MonkeyPatch, *options: str) -> Any:
+    """Run ``listen`` in-process with the shipped ``logging_consumer`` until the first slice is delivered."""
+
+    def capture(stop: asyncio.Event) -> contextlib.nullcontext[None]:
+        STOP[:] = [stop]
+        return contextlib.nullcontext()
+
+    monkeypatch.setattr(listen_module, "stop_on_signals", capture)
+    consumers = ["partner_repo.listener.examples:logging_consumer", "test_listener_cli:StoppingConsumer"]
+    return CliRunner().invoke(
+        main,
+        [
+            *options,
+            "--in-memory",
+            "listen",
+            *(f"--consumer={path}" for path in consumers),
+            "--poll-interval",
+            "0.01",
+        ],
+    )
+
+
+def test_listen_logs_each_roll_the_logging_consumer_receives(
+    database: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    result = listen_until_the_first_delivery(monkeypatch)
+
+    assert result.exit_code == 0, result.output
+    assert " INFO    partner_repo.listener.examples: rolled: slice " in result.stderr
+
+
+def test_listen_logs_the_listeners_own_info_lines(database: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    result = listen_until_the_first_delivery(monkeypatch)
+
+    assert "INFO    partner_repo.listener: listener group 'default': ChangeStreamUnavailable" in result.stderr
+    assert "polling every 0.01s instead" in result.stderr
+
+
+def test_listen_in_json_keeps_stderr_all_json(database: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    result = listen_until_the_first_delivery(monkeypatch, "--log-format", "json")
+
+    records = [json.loads(line) for line in result.stderr.splitlines()]
+    assert any(r["message"].startswith("listening as group 'default'") for r in records)
+    assert any(r["logger"] == "partner_repo.listener.examples" for r in records)
+
+
+def test_listen_finds_a_consumer_module_in_the_working_directory(tmp_path: Path) -> None:
+    (tmp_path / "my_consumers_here.py").write_text(
+        "from partner_repo.listener.examples import PrintConsumer\n\nmine = PrintConsumer(name='mine')\n"
+    )
+
+    returncode, errors = run_until_signal(
+        ["listen", "--consumer", "my_consumers_here:mine", "--poll-interval", "0.05"],
+        running="listening as group 'default' for mine",
+        stop_signal=signal.SIGTERM,
+        console_script=True,
+        cwd=tmp_path,
+    )
+
+    assert returncode == 0, errors
+
+
 @pytest.mark.parametrize("path", ["nowhere.module:thing", "test_listener_cli:NOT_A_CONSUMER", "no-colon"])
 def test_listen_refuses_a_consumer_it_cannot_load(path: str) -> None:
-    result = CliRunner().invoke(main, ["listen", "--consumer", path])
+    result = CliRunner().invoke(main, ["--in-memory", "listen", "--consumer", path])
 
     assert result.exit_code == 2
     assert "--consumer" in result.stderr
@@ -126,14 +183,16 @@ def test_listen_runs_until_a_signal_and_then_stops_cleanly(stop_signal: signal.S
 
 
 def test_dead_letters_list_shows_a_table(database: Any) -> None:
-    result = CliRunner(env={"COLUMNS": "220"}).invoke(main, ["dead-letters", "list"])
+    result = CliRunner(env={"COLUMNS": "220"}).invoke(main, ["--in-memory", "dead-letters", "list"])
 
     assert result.exit_code == 0, result.output
     assert "indexer" in result.stdout and "RuntimeError: index down" in result.stdout
 
 
 def test_dead_letters_list_as_json(database: Any) -> None:
-    result = CliRunner().invoke(main, ["dead-letters", "list", "--json", "--consumer", "indexer"])
+    result = CliRunner().invoke(
+        main, ["--in-memory", "dead-letters", "list", "--json", "--consumer", "indexer"]
+    )
 
     (letter,) = json.loads(result.stdout)
     assert (letter["consumer"], letter["unit_id"], letter["attempts"]) == ("indexer", "u1", 5)
@@ -141,14 +200,16 @@ def test_dead_letters_list_as_json(database: Any) -> None:
 
 
 def test_dead_letters_list_with_none_says_so(database: Any) -> None:
-    result = CliRunner().invoke(main, ["dead-letters", "list", "--group", "nobody"])
+    result = CliRunner().invoke(main, ["--in-memory", "dead-letters", "list", "--group", "nobody"])
 
     assert result.exit_code == 0
     assert result.stdout.strip() == "no dead letters"
 
 
 def test_dead_letters_replay_delivers_and_removes_them(database: Any) -> None:
-    result = CliRunner().invoke(main, ["dead-letters", "replay", "--consumer", "test_listener_cli:Healed"])
+    result = CliRunner().invoke(
+        main, ["--in-memory", "dead-letters", "replay", "--consumer", "test_listener_cli:Healed"]
+    )
 
     assert result.exit_code == 0, result.output
     assert "1 delivered, 0 failed again" in result.stdout
@@ -158,7 +219,14 @@ def test_dead_letters_replay_delivers_and_removes_them(database: Any) -> None:
 
 def test_dead_letters_replay_leaves_letters_of_consumers_not_given(database: Any) -> None:
     result = CliRunner().invoke(
-        main, ["dead-letters", "replay", "--consumer", "partner_repo.listener.examples:logging_consumer"]
+        main,
+        [
+            "--in-memory",
+            "dead-letters",
+            "replay",
+            "--consumer",
+            "partner_repo.listener.examples:logging_consumer",
+        ],
     )
 
     assert result.exit_code == 0, result.output

@@ -14,7 +14,7 @@ IN_MEMORY = {"MONGODB_URI": "", "PARTNER_REPO_DB": ""}
 
 
 def migrate(*args: str) -> tuple[int, str]:
-    result = CliRunner().invoke(main, ["migrate", *args], env=IN_MEMORY)
+    result = CliRunner().invoke(main, ["--in-memory", "migrate", *args], env=IN_MEMORY)
     return result.exit_code, result.output
 
 
@@ -35,7 +35,11 @@ def test_by_default_every_migration_is_applied_without_a_transaction_and_named()
 
 
 def test_no_transaction_is_still_accepted_and_is_the_default() -> None:
-    assert migrate("--no-transaction") == migrate()
+    quietly = ["--log-level", "WARNING", "--in-memory", "migrate"]
+    explicit = CliRunner().invoke(main, [*quietly, "--no-transaction"], env=IN_MEMORY)
+    default = CliRunner().invoke(main, quietly, env=IN_MEMORY)
+
+    assert (explicit.exit_code, explicit.output) == (default.exit_code, default.output)
 
 
 def test_a_distance_limits_how_many_run() -> None:

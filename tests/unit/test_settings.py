@@ -8,6 +8,7 @@ import pytest
 
 from partner_repo import (
     InvalidInput,
+    InvalidSettings,
     PartnerRepoSettings,
     RollingConfig,
     connect_from_settings,
@@ -112,6 +113,12 @@ def test_rolling_settings_become_a_rolling_config(monkeypatch: pytest.MonkeyPatc
         ("PARTNER_REPO_WRITE_TIMEOUT_MS", "-1"),
         ("PARTNER_REPO_SERVER_SELECTION_TIMEOUT_MS", "soon"),
         ("PARTNER_REPO_CREATE_INDEXES", "perhaps"),
+        # refused as RollingConfig refuses them, when loaded rather than when first used
+        ("PARTNER_REPO_ROLLING_TRIGGER_LIMIT", "-5"),
+        ("PARTNER_REPO_ROLLING_RETAIN_DIVISOR", "-1"),
+        ("PARTNER_REPO_ROLLING_CHECK_INTERVAL", "0"),
+        ("PARTNER_REPO_ROLLING_IDLE_AFTER", "-PT1M"),
+        ("PARTNER_REPO_ROLLING_UNIT_SOFT_LIMIT_BYTES", "0"),
     ],
 )
 def test_a_bad_value_is_invalid_input_naming_the_variable(
@@ -119,8 +126,42 @@ def test_a_bad_value_is_invalid_input_naming_the_variable(
 ) -> None:
     monkeypatch.setenv(variable, value)
 
-    with pytest.raises(InvalidInput, match=variable):
+    with pytest.raises(InvalidSettings, match=f"invalid settings: {variable}: "):
         load_settings()
+
+
+def test_a_uri_that_is_not_a_mongodb_uri_is_refused_naming_the_variable(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("MONGODB_URI", "db.example.net")
+
+    with pytest.raises(InvalidSettings, match=r"MONGODB_URI: 'db\.example\.net' is not a mongodb://"):
+        load_settings()
+
+
+def test_settings_for_refuses_a_uri_that_is_not_a_mongodb_uri() -> None:
+    with pytest.raises(InvalidSettings, match=r"is not a mongodb:// or mongodb\+srv:// URI"):
+        settings_for("notauri", "partner")
+
+
+@pytest.mark.parametrize("name", ["bad.db$", "with space", "a/b", "x" * 64])
+def test_a_database_name_mongodb_would_refuse_is_refused(monkeypatch: pytest.MonkeyPatch, name: str) -> None:
+    monkeypatch.setenv("PARTNER_REPO_DB", name)
+
+    with pytest.raises(InvalidSettings, match="PARTNER_REPO_DB: "):
+        load_settings()
+
+
+def test_durations_take_the_forms_of_parse_duration(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PARTNER_REPO_ROLLING_IDLE_AFTER", "pt30m")
+    monkeypatch.setenv("PARTNER_REPO_ROLLING_CHECK_INTERVAL", "0:00:05")
+    monkeypatch.setenv("PARTNER_REPO_ROLLING_LEASE_DURATION", "90")
+
+    settings = load_settings()
+
+    assert settings.rolling_idle_after == timedelta(minutes=30)
+    assert settings.rolling_check_interval == timedelta(seconds=5)
+    assert settings.rolling_lease_duration == timedelta(seconds=90)
 
 
 def test_a_bad_uri_value_never_echoes_it(monkeypatch: pytest.MonkeyPatch) -> None:
