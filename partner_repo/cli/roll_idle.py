@@ -47,7 +47,7 @@ from partner_repo.settings import load_settings
     "summarizer_path",
     default=None,
     metavar="MODULE:NAME",
-    help="An async callable (messages) -> str to summarize with [default: the offline extractive one].",
+    help="A callable (messages) -> str, async or sync [default: the offline extractive summarizer].",
 )
 @click.pass_context
 def roll_idle(
