@@ -39,6 +39,9 @@ from partner_repo.database import (
     in_memory_database,
     init_repository,
 )
+from partner_repo.erasure import ErasureReport, MemoryEraser
+from partner_repo.erasure_log import Erasure, ErasureAware, ErasureLog
+from partner_repo.erasure_store import ErasureRequest
 from partner_repo.errors import (
     ChangeStreamUnavailable,
     ConflictError,
@@ -135,6 +138,11 @@ __all__ = [
     "DeadLetter",
     "DeadLetterRepository",
     "DuplicateSliceId",
+    "Erasure",
+    "ErasureAware",
+    "ErasureLog",
+    "ErasureReport",
+    "ErasureRequest",
     "ExtractiveSummarizer",
     "GroupCheckpoint",
     "ImportIssue",
@@ -148,6 +156,7 @@ __all__ = [
     "LoggingConsumer",
     "MemoryCore",
     "MemoryCoreRepository",
+    "MemoryEraser",
     "MemorySlice",
     "MemoryStats",
     "MemoryUnit",
