@@ -101,6 +101,9 @@ def _register_commands() -> None:
     from partner_repo.cli.dead_letters import dead_letters
 
     main.add_command(dead_letters)
+    from partner_repo.cli.erasure import forget
+
+    main.add_command(forget)
 
 
 _register_commands()

@@ -7,10 +7,13 @@ import os
 import signal
 import subprocess
 import sys
+from typing import Any
 
 import click
+import pytest
 
 from partner_repo.cli import main
+from partner_repo.cli.app import Connection
 
 
 def parse_cli(arguments: list[str]) -> click.Context:
@@ -54,3 +57,14 @@ def run_until_signal(arguments: list[str], *, running: str, stop_signal: signal.
         if process.poll() is None:
             process.kill()
     return process.returncode, errors
+
+
+def every_command_uses(database: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """Make every command invocation of the test connect to ``database`` (and never to ``MONGODB_URI``)."""
+
+    async def open_database(self: Connection) -> Any:
+        return database
+
+    monkeypatch.setattr(Connection, "open", open_database)
+    monkeypatch.delenv("MONGODB_URI", raising=False)
+    return database

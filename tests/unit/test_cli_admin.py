@@ -13,11 +13,11 @@ from typing import Any
 
 import pytest
 from admin_support import at, insert_raw, raw_unit, seed_unit
+from cli_support import every_command_uses
 from click.testing import CliRunner, Result
 
 from partner_repo import in_memory_database, init_repository
 from partner_repo.cli import main
-from partner_repo.cli.app import Connection
 
 
 @pytest.fixture
@@ -32,13 +32,7 @@ def cli_db(monkeypatch: pytest.MonkeyPatch) -> Any:
         await seed_unit(database, "u2", "bob", [("b1", at(3), "Garden tomatoes")], messages_per_slice=3)
 
     asyncio.run(seed())
-
-    async def open_database(self: Connection) -> Any:
-        return database
-
-    monkeypatch.setattr(Connection, "open", open_database)
-    monkeypatch.delenv("MONGODB_URI", raising=False)
-    return database
+    return every_command_uses(database, monkeypatch)
 
 
 def run(*args: str) -> Result:
