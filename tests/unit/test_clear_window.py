@@ -6,10 +6,10 @@ import asyncio
 from datetime import timedelta
 from typing import Any
 
-from erasure_support import T0, remember, unit_ids_of
 from test_erasure_concurrency import GatedSummarizer, roll_in_progress
 
 from partner_repo import ErasureLog, MemoryCoreRepository, MemoryEraser, Message
+from tests.erasure_support import T0, remember, unit_ids_of
 
 
 async def test_clearing_empties_the_window_and_says_how_many_messages_it_held(memory_db: Any) -> None:

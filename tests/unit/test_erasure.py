@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from erasure_support import letter_on, progress_on, remember, unit_ids_of
 
 from partner_repo import (
     DeadLetterRepository,
@@ -15,6 +14,7 @@ from partner_repo import (
     MemoryEraser,
 )
 from partner_repo.indexes import ERASURE_REQUESTS
+from tests.erasure_support import letter_on, progress_on, remember, unit_ids_of
 
 
 async def test_forget_removes_the_cores_window_and_every_unit_of_it(memory_db: Any) -> None:

@@ -6,7 +6,6 @@ from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
-from erasure_support import T0, letter_on, progress_on, remember, rolling, unit_ids_of
 
 from partner_repo import (
     DeadLetterRepository,
@@ -18,6 +17,7 @@ from partner_repo import (
     Message,
     RollingService,
 )
+from tests.erasure_support import T0, letter_on, progress_on, remember, rolling, unit_ids_of
 
 ONE_DAY = timedelta(days=1)
 

@@ -8,7 +8,6 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from erasure_support import T0, remember, unit_ids_of
 
 from partner_repo import (
     ConflictError,
@@ -19,6 +18,7 @@ from partner_repo import (
     RollingConfig,
     RollingService,
 )
+from tests.erasure_support import T0, remember, unit_ids_of
 
 
 class GatedSummarizer:

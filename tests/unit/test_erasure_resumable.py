@@ -6,10 +6,10 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from erasure_support import T0, Crash, CrashingDatabase, remember, rolling, unit_ids_of
 
 from partner_repo import ErasureLog, MemoryCoreRepository, MemoryEraser, Message
 from partner_repo.indexes import CORES, ERASURE_REQUESTS, ERASURES, UNITS
+from tests.erasure_support import T0, Crash, CrashingDatabase, remember, rolling, unit_ids_of
 
 CRASH_POINTS = [
     pytest.param(ERASURE_REQUESTS, "update_one", 2, id="while-recording-targets"),

@@ -9,11 +9,11 @@ from typing import Any
 import pytest
 from cli_support import every_command_uses
 from click.testing import CliRunner, Result
-from erasure_support import Crash, CrashingDatabase, remember, unit_ids_of
 
 from partner_repo import MemoryCoreRepository, MemoryEraser, in_memory_database, init_repository
 from partner_repo.cli import main
 from partner_repo.indexes import UNITS
+from tests.erasure_support import Crash, CrashingDatabase, remember, unit_ids_of
 
 
 @pytest.fixture

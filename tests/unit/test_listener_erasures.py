@@ -9,7 +9,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from conftest import until
-from erasure_support import progress_on, remember
 from listener_support import Recorder, quick_listener, registry_of
 
 from partner_repo import (
@@ -22,6 +21,7 @@ from partner_repo import (
     replay_dead_letters,
 )
 from partner_repo.indexes import CHECKPOINTS
+from tests.erasure_support import progress_on, remember
 
 
 @dataclass
