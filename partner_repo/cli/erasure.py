@@ -51,10 +51,11 @@ def forget(
     wait: float,
     as_json: bool,
 ) -> None:
-    """Erase a core: its window, every unit of it, and the listener progress and dead letters naming them.
+    """Erase a core: its window, its units and what names them (nothing without --yes).
 
-    Listener groups then tell their consumers that have on_erased (ids only). Run again after a failure: it
-    finishes what the failed run left. Other cores are never touched.
+    Also removes every listener group's progress on those units and their dead letters; listener groups then
+    tell their consumers that have on_erased (ids only). Run again after a failure: it finishes what the
+    failed run left. Other cores are never touched.
     """
     if pending:
         if core_id is not None or before is not None or window_only:

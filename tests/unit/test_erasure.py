@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
@@ -150,3 +151,23 @@ async def test_a_large_core_is_erased_in_batches_and_logged_in_parts(
 async def test_a_bad_core_id_is_refused(memory_db: Any, core_id: Any) -> None:
     with pytest.raises(ValueError):
         await MemoryEraser(memory_db).forget(core_id)
+
+
+async def test_erasures_finishing_at_once_take_distinct_positions_in_the_log(racy_db: Any) -> None:
+    """Each takes ``last + 1``; the loser of a race for a position takes the next, so none is skipped."""
+    log = ErasureLog(racy_db)
+
+    await asyncio.gather(*(log.append(f"e{n}", f"core{n}", "core", [(f"u{n}", [f"s{n}"])]) for n in range(5)))
+
+    parts = await log.after(0)
+    assert [p.seq for p in parts] == [1, 2, 3, 4, 5]
+    assert sorted(p.erasure_id for p in parts) == [f"e{n}" for n in range(5)]
+
+
+async def test_logging_the_same_erasure_twice_logs_each_part_once(racy_db: Any) -> None:
+    log = ErasureLog(racy_db)
+    targets = [("u1", ["s1"])]
+
+    await asyncio.gather(log.append("e", "core", "core", targets), log.append("e", "core", "core", targets))
+
+    assert [(p.seq, p.erasure_id, p.part) for p in await log.after(0)] == [(1, "e", 0)]
