@@ -29,7 +29,20 @@ from partner_repo.admin.views import (
 from partner_repo.clock import to_utc_ms, utc_now
 from partner_repo.core_state import WindowState
 from partner_repo.cores import DEFAULT_CORE_ID, MemoryCoreRepository
-from partner_repo.database import MongoDatabase, connect, in_memory_database, init_repository
+from partner_repo.database import (
+    DOCUMENT_MODELS,
+    Connecting,
+    Database,
+    MongoDatabase,
+    close_database,
+    connect,
+    ensure_indexes,
+    in_memory_database,
+    init_repository,
+)
+from partner_repo.erasure import ErasureReport, MemoryEraser
+from partner_repo.erasure_log import Erasure, ErasureAware, ErasureLog
+from partner_repo.erasure_store import ErasureRequest
 from partner_repo.errors import (
     ChangeStreamUnavailable,
     ConflictError,
@@ -107,6 +120,7 @@ except PackageNotFoundError:  # pragma: no cover - running from a source tree th
 
 __all__ = [
     "DEFAULT_CORE_ID",
+    "DOCUMENT_MODELS",
     "HEAD_CACHE_SIZE",
     "MAX_DOCUMENT_BYTES",
     "MAX_MESSAGE_BYTES",
@@ -119,11 +133,18 @@ __all__ = [
     "ChangeStreamUnavailable",
     "CheckReport",
     "ConflictError",
+    "Connecting",
     "ConnectionFailed",
+    "Database",
     "DayCount",
     "DeadLetter",
     "DeadLetterRepository",
     "DuplicateSliceId",
+    "Erasure",
+    "ErasureAware",
+    "ErasureLog",
+    "ErasureReport",
+    "ErasureRequest",
     "ExtractiveSummarizer",
     "GroupCheckpoint",
     "ImportIssue",
@@ -138,6 +159,7 @@ __all__ = [
     "LoggingConsumer",
     "MemoryCore",
     "MemoryCoreRepository",
+    "MemoryEraser",
     "MemorySlice",
     "MemoryStats",
     "MemoryUnit",
@@ -182,9 +204,11 @@ __all__ = [
     "WindowTooLarge",
     "__version__",
     "admin_database",
+    "close_database",
     "connect",
     "connect_from_settings",
     "default_migrations_path",
+    "ensure_indexes",
     "extractive_summarizer",
     "import_partner_state",
     "in_memory_database",

@@ -262,6 +262,21 @@ class MemoryCoreRepository:
             rolled_into=rolled_into,
         )
 
+    async def clear_window(self, core_id: str, *, lease_owner: str) -> int | None:
+        """Empty the window (an erasure), fenced by the lease ``lease_owner`` holds; how many messages it
+        held, or None when it does not hold the lease (nothing written). The stored front goes with it."""
+        before = await self._cores.find_one_and_update(
+            {"_id": require_id(core_id, "core_id"), "lease_owner": require_id(lease_owner, "lease_owner")},
+            {
+                "$set": {"chat_messages": [], "window_size": 0},
+                "$unset": {"window_stored": ""},
+                "$inc": {"version": 1},
+            },
+            projection={"chat_messages": 1},
+            return_document=ReturnDocument.BEFORE,
+        )
+        return None if before is None else len(before.get("chat_messages") or [])
+
     async def mark_idle_rolled(
         self, core_id: str, *, window_size: int, last_interaction_at: datetime | None
     ) -> bool:

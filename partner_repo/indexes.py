@@ -17,6 +17,10 @@ UNITS = "memory_units"
 CORES = "memory_cores"
 CHECKPOINTS = "listener_checkpoints"
 DEAD_LETTERS = "rolling_dead_letters"
+ERASURES = "erasures"
+"""The append-only log of finished erasures (ids only) listeners follow: ``partner_repo.erasure_log``."""
+ERASURE_REQUESTS = "erasure_requests"
+"""Erasures in progress and done, and the ids each will erase: ``partner_repo.erasure_store``."""
 
 UNIT_INDEXES: list[IndexModel] = [
     IndexModel([("core_id", ASCENDING), ("updated_at", DESCENDING)], name="core_updated"),
@@ -52,12 +56,24 @@ CORE_INDEXES: list[IndexModel] = [
 
 CHECKPOINT_INDEXES: list[IndexModel] = [
     IndexModel([("group", ASCENDING), ("kind", ASCENDING)], name="group_kind"),
+    IndexModel([("unit_id", ASCENDING)], name="unit"),  # an erasure removes every group's progress on a unit
 ]
 
 DEAD_LETTER_INDEXES: list[IndexModel] = [
     IndexModel(
         [("group", ASCENDING), ("consumer", ASCENDING), ("failed_at", ASCENDING)], name="group_consumer"
     ),
+    IndexModel([("unit_id", ASCENDING)], name="unit"),  # an erasure removes the letters of its units
+]
+
+ERASURE_INDEXES: list[IndexModel] = [
+    IndexModel([("erasure_id", ASCENDING), ("part", ASCENDING)], name="erasure_part", unique=True),
+]
+"""``_id`` is the position in the log; a part is logged once however often a finishing erasure is rerun."""
+
+ERASURE_REQUEST_INDEXES: list[IndexModel] = [
+    IndexModel([("state", ASCENDING), ("core_id", ASCENDING)], name="state_core"),
+    IndexModel([("erasure_id", ASCENDING), ("unit_id", ASCENDING)], name="erasure_unit"),
 ]
 
 ALL_INDEXES: dict[str, list[IndexModel]] = {
@@ -65,4 +81,6 @@ ALL_INDEXES: dict[str, list[IndexModel]] = {
     CORES: CORE_INDEXES,
     CHECKPOINTS: CHECKPOINT_INDEXES,
     DEAD_LETTERS: DEAD_LETTER_INDEXES,
+    ERASURES: ERASURE_INDEXES,
+    ERASURE_REQUESTS: ERASURE_REQUEST_INDEXES,
 }

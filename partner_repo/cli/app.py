@@ -13,6 +13,7 @@ import click
 from partner_repo import __version__
 from partner_repo.cli.dead_letters import dead_letters
 from partner_repo.cli.demo import demo
+from partner_repo.cli.erasure import forget
 from partner_repo.cli.listen import listen
 from partner_repo.cli.logs import configure_logging, format_option, level_option
 from partner_repo.cli.maintenance import check, import_state, repair
@@ -60,6 +61,7 @@ for command in (
     check,
     dead_letters,
     demo,
+    forget,
     import_state,
     listen,
     migrate,

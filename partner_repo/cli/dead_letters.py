@@ -74,7 +74,7 @@ def _table(letters: list[DeadLetter]) -> Table:
             when(letter.failed_at),
             letter.group,
             letter.consumer,
-            letter.slice_id,
+            letter.slice_id if letter.erasure_seq is None else f"erasure {letter.erasure_seq}",
             letter.unit_id,
             str(letter.attempts),
             short(letter.error),

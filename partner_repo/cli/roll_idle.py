@@ -54,7 +54,7 @@ log = logging.getLogger(__name__)
     "summarizer_path",
     default=None,
     metavar="MODULE:NAME",
-    help="An async callable (messages) -> str to summarize with [default: the offline extractive one].",
+    help="A callable (messages) -> str, async or sync [default: the offline extractive summarizer].",
 )
 @click.pass_context
 def roll_idle(

@@ -68,15 +68,31 @@ class ConsumerAttempts:
         self._backoff = backoff
         self._consume_timeout = consume_timeout
 
+    @property
+    def max_attempts(self) -> int:
+        return self._max_attempts
+
     async def deliver(
         self, consumer: AfterRolling, unit_id: str, slice_id: str, result: RollingResult
     ) -> bool:
         """Deliver ``result``; False when every attempt failed and a dead letter was written instead."""
+        error = await self.attempts(consumer.name, f"slice {slice_id}", lambda: consumer.consume(result))
+        if error is None:
+            return True
+        core_id = result.memory_unit.core_id
+        await self.dead_letter(consumer, unit_id, core_id, slice_id, error, attempts=self._max_attempts)
+        return False
+
+    async def attempts(
+        self, consumer: str, what: str, call: Callable[[], Awaitable[object]]
+    ) -> BaseException | None:
+        """Run ``call`` (one delivery of ``what`` to ``consumer``) up to ``max_attempts`` times with backoff;
+        None once it succeeded, else the last failure (logged: the caller writes the dead letter)."""
         error: BaseException | None = None
         for attempt in range(1, self._max_attempts + 1):
             try:
-                await asyncio.wait_for(consumer.consume(result), self._consume_timeout)
-                return True
+                await asyncio.wait_for(call(), self._consume_timeout)
+                return None
             except BaseException as exc:  # a consumer's CancelledError is its failure, not our stop
                 if not raised_by_consumer(exc):
                     raise
@@ -84,9 +100,9 @@ class ConsumerAttempts:
                 if attempt < self._max_attempts:
                     delay = self._backoff.delay(attempt)
                     logger.warning(
-                        "AfterRolling consumer %r failed on slice %s (attempt %d of %d): %s; retry in %.2fs",
-                        consumer.name,
-                        slice_id,
+                        "AfterRolling consumer %r failed on %s (attempt %d of %d): %s; retry in %.2fs",
+                        consumer,
+                        what,
                         attempt,
                         self._max_attempts,
                         describe(exc),
@@ -95,15 +111,13 @@ class ConsumerAttempts:
                     await asyncio.sleep(delay)
         assert error is not None
         logger.error(
-            "AfterRolling consumer %r failed on slice %s %d times; writing a dead letter and moving on",
-            consumer.name,
-            slice_id,
+            "AfterRolling consumer %r failed on %s %d times; writing a dead letter and moving on",
+            consumer,
+            what,
             self._max_attempts,
             exc_info=error,
         )
-        core_id = result.memory_unit.core_id
-        await self.dead_letter(consumer, unit_id, core_id, slice_id, error, attempts=self._max_attempts)
-        return False
+        return error
 
     async def dead_letter(
         self,

@@ -9,6 +9,10 @@ Per listener group it keeps two kinds of documents:
   finished (``delivered``), the slices only some consumers have finished (``partial``: consumer, slice), the
   unit's core, and the unit fingerprint at which every slice was delivered.
 
+The group document also holds the group's erasure cursor (``erasure_seq``: every part of the erasure log up
+to it is delivered; ``erasure_partial``: consumer and position of parts only some consumers finished). An
+erasure removes the unit documents of the units it erased, in every group (:func:`remove_unit_progress`).
+
 Per-unit sets of slice ids, not a time or an array index, say what was delivered: a slice with an older
 ``created_at`` (a writer whose clock is behind) is inserted in the middle of its unit's array, so neither a
 time high-water mark nor a position would see it. A unit document is bounded by its unit (a slice id per
@@ -17,7 +21,7 @@ slice), and every update is a single atomic ``$addToSet``/``$pull``/``$set``, so
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
@@ -81,10 +85,12 @@ class ListenerCheckpoints:
         document = await self._collection.find_one({"_id": self._group_key()})
         return None if document is None else _group_from(document)
 
-    async def open_group(self, start_from: StartFrom) -> GroupCheckpoint:
+    async def open_group(self, start_from: StartFrom, *, erasure_seq: int = 0) -> GroupCheckpoint:
         """The group's checkpoint, created on first use (atomically: concurrent first starts agree).
 
-        A group created with ``start_from="now"`` is ``baseline_pending`` until :meth:`finish_baseline`.
+        A group created with ``start_from="now"`` is ``baseline_pending`` until :meth:`finish_baseline`. A new
+        group's erasure cursor starts at ``erasure_seq`` (the log's end: what was erased before it existed
+        was gone before it could deliver any of it); a group from before erasures has none and starts at 0.
         """
         document = await self._collection.find_one_and_update(
             {"_id": self._group_key()},
@@ -100,6 +106,7 @@ class ListenerCheckpoints:
                     "last_delivered_slice_at": None,
                     "owner": None,
                     "beat": 0,
+                    "erasure_seq": erasure_seq,
                 }
             },
             upsert=True,
@@ -179,6 +186,32 @@ class ListenerCheckpoints:
         result = await self._collection.delete_many({"group": self._group})
         return int(result.deleted_count)
 
+    # -- the erasure cursor (see partner_repo.listener.erasures) ------------------------------------------
+
+    async def erasure_progress(self) -> tuple[int, dict[int, set[str]]]:
+        """The position up to which every erasure is delivered, and the consumers that finished later ones."""
+        document = await self._collection.find_one(
+            {"_id": self._group_key()}, {"erasure_seq": 1, "erasure_partial": 1}
+        )
+        document = document or {}
+        partial: dict[int, set[str]] = {}
+        for entry in document.get("erasure_partial") or []:
+            partial.setdefault(entry["seq"], set()).add(entry["consumer"])
+        return int(document.get("erasure_seq") or 0), partial
+
+    async def mark_erasure_done_by(self, seq: int, consumer: str) -> None:
+        """One consumer finished the erasure at ``seq`` that others have not finished yet."""
+        await self._collection.update_one(
+            {"_id": self._group_key()}, {"$addToSet": {"erasure_partial": {"seq": seq, "consumer": consumer}}}
+        )
+
+    async def advance_erasures(self, seq: int) -> None:
+        """Every consumer finished the erasure at ``seq`` (delivered or dead-lettered): the cursor moves."""
+        await self._collection.update_one(
+            {"_id": self._group_key(), "$or": [{"erasure_seq": None}, {"erasure_seq": {"$lt": seq}}]},
+            {"$set": {"erasure_seq": seq}, "$pull": {"erasure_partial": {"seq": {"$lte": seq}}}},
+        )
+
     # -- unit documents ----------------------------------------------------------------------------------
 
     async def unit(self, unit_id: str) -> UnitProgress:
@@ -253,6 +286,20 @@ class ListenerCheckpoints:
         return {"group": self._group, "unit_id": unit_id}
 
 
+async def remove_unit_progress(
+    database: MongoDatabase, unit_ids: Collection[Any], *, group: str | None = None
+) -> int:
+    """Remove what listener groups (one group, when given) recorded of these units: delivered slice ids,
+    partial deliveries, fingerprints. Returns how many documents went."""
+    if not unit_ids:
+        return 0
+    query: dict[str, Any] = {"kind": "unit", "unit_id": {"$in": list(unit_ids)}}
+    if group is not None:
+        query["group"] = group
+    result = await database[CHECKPOINTS].delete_many(query)
+    return int(result.deleted_count)
+
+
 def _group_from(document: Mapping[str, Any]) -> GroupCheckpoint:
     token = document.get("resume_token")
     return GroupCheckpoint(
@@ -266,4 +313,4 @@ def _group_from(document: Mapping[str, Any]) -> GroupCheckpoint:
     )
 
 
-__all__ = ["GroupCheckpoint", "ListenerCheckpoints", "UnitProgress"]
+__all__ = ["GroupCheckpoint", "ListenerCheckpoints", "UnitProgress", "remove_unit_progress"]

@@ -4,12 +4,16 @@ A dead letter names the group, the consumer and the slice (plus its unit and cor
 attempts were made and when. It holds no copy of the result: a replay rebuilds the result from the unit, the
 source of truth. One letter per (group, consumer, slice): failing the same slice again (a failed replay)
 updates it instead of adding another.
+
+A consumer's failed ``on_erased`` is a letter too: it names the erasure's position in the erasure log
+(``erasure_seq``) and its core, with empty slice and unit ids; a replay hands the consumer that erasure again.
+An erasure removes the slice letters of the units it erased (:meth:`DeadLetterRepository.remove_for_units`).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -19,6 +23,7 @@ from pymongo import ReturnDocument
 
 from partner_repo.clock import UtcDatetime, utc_now
 from partner_repo.database import MongoDatabase
+from partner_repo.erasure_log import ErasureLog, handles_erasures
 from partner_repo.errors import UnreadableUnit
 from partner_repo.indexes import DEAD_LETTERS
 from partner_repo.listener.registry import AfterRollingRegistry, raised_by_consumer
@@ -48,6 +53,8 @@ class DeadLetter(BaseModel):
     first_failed_at: UtcDatetime
     failed_at: UtcDatetime
     replays: int = 0
+    erasure_seq: int | None = None
+    """For a failed ``on_erased``: the erasure's position in the erasure log (None for a slice)."""
 
 
 class DeadLetterRepository:
@@ -93,6 +100,49 @@ class DeadLetterRepository:
         )
         return _letter(document)
 
+    async def record_erasure(
+        self,
+        *,
+        group: str,
+        consumer: str,
+        core_id: str,
+        erasure_seq: int,
+        error: BaseException | str,
+        attempts: int,
+        replay: bool = False,
+    ) -> DeadLetter:
+        """Write (or update) the letter for this consumer's failed ``on_erased`` of the erasure at
+        ``erasure_seq``."""
+        stamp = utc_now()
+        document = await self._collection.find_one_and_update(
+            {"_id": {"group": group, "consumer": consumer, "erasure_seq": erasure_seq}},
+            {
+                "$set": {"error": describe(error), "failed_at": stamp, "core_id": core_id},
+                "$inc": {"attempts": attempts, "replays": 1 if replay else 0},
+                "$setOnInsert": {
+                    "group": group,
+                    "consumer": consumer,
+                    "erasure_seq": erasure_seq,
+                    "slice_id": "",
+                    "unit_id": "",
+                    "first_failed_at": stamp,
+                },
+            },
+            upsert=True,
+            return_document=ReturnDocument.AFTER,
+        )
+        return _letter(document)
+
+    async def remove_for_units(self, unit_ids: Collection[Any], *, group: str | None = None) -> int:
+        """Remove the slice letters of these units (of one group, when given); returns how many went."""
+        if not unit_ids:
+            return 0
+        query: dict[str, Any] = {"unit_id": {"$in": list(unit_ids)}}
+        if group is not None:
+            query["group"] = group
+        result = await self._collection.delete_many(query)
+        return int(result.deleted_count)
+
     async def list(
         self, *, group: str | None = None, consumer: str | None = None, limit: int | None = None
     ) -> list[DeadLetter]:
@@ -107,9 +157,10 @@ class DeadLetterRepository:
 
     async def remove(self, letter: DeadLetter) -> bool:
         """Delete a letter (after a successful replay); True when it existed."""
-        result = await self._collection.delete_one(
-            {"_id": _key(letter.group, letter.consumer, letter.slice_id)}
-        )
+        key: dict[str, object] = dict(_key(letter.group, letter.consumer, letter.slice_id))
+        if letter.erasure_seq is not None:
+            key = {"group": letter.group, "consumer": letter.consumer, "erasure_seq": letter.erasure_seq}
+        result = await self._collection.delete_one({"_id": key})
         return bool(result.deleted_count)
 
 
@@ -144,8 +195,11 @@ async def replay_dead_letters(
     report = ReplayReport()
     for letter in await letters_repo.list(group=group, consumer=consumer):
         target = registry.get(letter.consumer)
-        if target is None:
+        if target is None or (letter.erasure_seq is not None and not handles_erasures(target)):
             report.no_consumer.append(letter)
+            continue
+        if letter.erasure_seq is not None:
+            await _replay_erasure(ErasureLog(database), letters_repo, letter, target, report)
             continue
         try:
             result = await load_stored_result(units, letter.unit_id, letter.core_id, letter.slice_id)
@@ -171,6 +225,42 @@ async def replay_dead_letters(
         logger.info("replayed slice %s to consumer %r", letter.slice_id, letter.consumer)
         report.delivered.append(letter)
     return report
+
+
+async def _replay_erasure(
+    log: ErasureLog, letters: DeadLetterRepository, letter: DeadLetter, target: Any, report: ReplayReport
+) -> None:
+    """One more ``on_erased`` of the erasure a letter names (the log keeps every erasure)."""
+    assert letter.erasure_seq is not None
+    erasure = await log.get(letter.erasure_seq)
+    if erasure is None:
+        report.slice_gone.append(letter)
+        return
+    try:
+        await target.on_erased(erasure)
+    except BaseException as exc:
+        if not raised_by_consumer(exc):
+            raise
+        logger.warning(
+            "replay of erasure %s to consumer %r failed again: %s",
+            erasure.seq,
+            letter.consumer,
+            describe(exc),
+        )
+        failed = await letters.record_erasure(
+            group=letter.group,
+            consumer=letter.consumer,
+            core_id=letter.core_id,
+            erasure_seq=erasure.seq,
+            error=exc,
+            attempts=1,
+            replay=True,
+        )
+        report.failed.append(failed)
+        return
+    await letters.remove(letter)
+    logger.info("replayed erasure %s to consumer %r", erasure.seq, letter.consumer)
+    report.delivered.append(letter)
 
 
 async def _failed_again(

@@ -9,6 +9,7 @@ import logging
 import sys
 from typing import TextIO
 
+from partner_repo.erasure_log import Erasure
 from partner_repo.rolling.result import RollingResult
 
 
@@ -22,8 +23,16 @@ def describe_result(result: RollingResult) -> str:
     )
 
 
+def describe_erasure(erasure: Erasure) -> str:
+    """One line: the erasure, its core and how many units and slices it removed (ids only, as received)."""
+    return (
+        f"erasure {erasure.seq} ({erasure.scope}) core {erasure.core_id}: {len(erasure.unit_ids)} unit(s), "
+        f"{len(erasure.slice_ids)} slice(s) erased"
+    )
+
+
 class PrintConsumer:
-    """Prints one line per roll to a stream (standard output by default)."""
+    """Prints one line per roll (and per erasure) to a stream (standard output by default)."""
 
     def __init__(self, name: str = "print", stream: TextIO | None = None) -> None:
         self.name = name
@@ -33,9 +42,12 @@ class PrintConsumer:
         stream = self._stream or sys.stdout
         print(describe_result(result), file=stream, flush=True)
 
+    async def on_erased(self, erasure: Erasure) -> None:
+        print(describe_erasure(erasure), file=self._stream or sys.stdout, flush=True)
+
 
 class LoggingConsumer:
-    """Logs one line per roll at INFO on the ``partner_repo.listener.examples`` logger."""
+    """Logs one line per roll (and per erasure) at INFO on the ``partner_repo.listener.examples`` logger."""
 
     def __init__(self, name: str = "log", logger: logging.Logger | None = None) -> None:
         self.name = name
@@ -43,6 +55,9 @@ class LoggingConsumer:
 
     async def consume(self, result: RollingResult) -> None:
         self._logger.info("rolled: %s", describe_result(result))
+
+    async def on_erased(self, erasure: Erasure) -> None:
+        self._logger.info("erased: %s", describe_erasure(erasure))
 
 
 print_consumer = PrintConsumer()

@@ -15,6 +15,7 @@ from types import TracebackType
 from typing import Literal
 
 from partner_repo.database import MongoDatabase
+from partner_repo.erasure_log import ErasureLog
 from partner_repo.errors import ChangeStreamUnavailable, InvalidInput, PartnerRepoError, UnreadableUnit
 from partner_repo.listener.change_stream import ChangeStreamSource
 from partner_repo.listener.checkpoints import ListenerCheckpoints, StartFrom
@@ -25,6 +26,7 @@ from partner_repo.listener.dead_letters import (
     describe,
     replay_dead_letters,
 )
+from partner_repo.listener.erasures import ErasureDelivery
 from partner_repo.listener.lease import DEFAULT_LEASE_TTL, GroupLease, new_owner_id
 from partner_repo.listener.pipeline import DeliveryPipeline, ListenerLag
 from partner_repo.listener.polling import PollingSource, UnitScanner
@@ -106,6 +108,7 @@ class RollingListener:
         self._lease = GroupLease(self._checkpoints, owner=new_owner_id(), ttl=float(lease_ttl))
         self._unreadable = UnreadableUnits(self._group)
         self._pipeline: DeliveryPipeline | None = None
+        self._erasures: ErasureDelivery | None = None
         self._polling: PollingSource | None = None
         self._stopping = asyncio.Event()
         self._term_over = asyncio.Event()
@@ -145,7 +148,8 @@ class RollingListener:
         consumers = self._registry.consumers()
         if not consumers:
             raise InvalidInput("register at least one AfterRolling consumer before starting a listener")
-        checkpoint = await self._checkpoints.open_group(self._start_from)
+        last_erasure = await ErasureLog(self._database).last_seq()  # a new group's erasure cursor
+        checkpoint = await self._checkpoints.open_group(self._start_from, erasure_seq=last_erasure)
         if checkpoint.start_from != self._start_from:
             logger.info(
                 "listener group %r exists (started from %r); start_from=%r applies only to new groups",
@@ -168,11 +172,24 @@ class RollingListener:
             last_delivered_slice_at=checkpoint.last_delivered_slice_at,
         )
         self._pipeline.start()
+        self._erasures = ErasureDelivery(
+            self._database,
+            self._checkpoints,
+            self._dead_letters,
+            consumers,
+            delivering=self._pipeline.delivering,
+            interval=self._poll_interval,
+            max_attempts=self._max_attempts,
+            backoff=self._backoff,
+            consume_timeout=self._consume_timeout,
+        )
         self._stopping = asyncio.Event()
         self._term_over = asyncio.Event()
         self._source_ready = asyncio.Event()
         self._active = active
-        self._task = asyncio.create_task(self._run(self._pipeline), name=f"listener:{self._group}")
+        self._task = asyncio.create_task(
+            self._run(self._pipeline, self._erasures), name=f"listener:{self._group}"
+        )
         logger.info(
             "listener group %r started with consumers %s%s",
             self._group,
@@ -251,6 +268,8 @@ class RollingListener:
             if self._polling is not None:
                 await self._polling.request_scan()
         await pipeline.wait_idle()
+        if self._active and self._erasures is not None:
+            await self._erasures.catch_up()  # and every erasure logged so far
 
     async def dead_letters(self, consumer: str | None = None) -> list[DeadLetter]:
         """This group's dead letters (of one consumer, when given), oldest first."""
@@ -263,7 +282,7 @@ class RollingListener:
 
     # -- internals ---------------------------------------------------------------------------------------
 
-    async def _run(self, pipeline: DeliveryPipeline) -> None:
+    async def _run(self, pipeline: DeliveryPipeline, erasures: ErasureDelivery) -> None:
         """Hold the group's lease and run a source while holding it; stand by while another listener does."""
         use_stream = self._source_choice == "auto"
         while not self._stopping.is_set():
@@ -286,12 +305,14 @@ class RollingListener:
                 self._term_over.set()
             self._source_ready.clear()
             keeper = asyncio.create_task(self._lease.keep(self._term_over), name=f"lease:{self._group}")
+            erased = asyncio.create_task(erasures.run(self._term_over), name=f"erasures:{self._group}")
             try:
                 use_stream = await self._run_source(pipeline, self._term_over, use_stream)
             finally:
-                keeper.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await keeper
+                for task in (keeper, erased):
+                    task.cancel()
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await task
                 self._polling = None
             self._active = False
 

@@ -182,6 +182,10 @@ class DeliveryPipeline:
             self._progress.move_to_end(unit_id)
         return progress
 
+    def delivering(self, slice_ids: Iterable[str]) -> bool:
+        """Whether any of ``slice_ids`` is still being delivered (an erasure waits for these to finish)."""
+        return any(slice_id in self._in_flight for slice_id in slice_ids)
+
     def forget_progress(self) -> None:
         """Drop the cached progress of units with nothing in flight (another listener may have moved it)."""
         busy = {d.unit_id for d in self._in_flight.values()}

@@ -26,7 +26,7 @@ from pymongo.errors import ConnectionFailure
 from partner_repo.core_lease import CoreLease
 from partner_repo.core_state import StoredFront
 from partner_repo.cores import MemoryCoreRepository
-from partner_repo.errors import ConflictError, LeaseLost, StaleIncrement
+from partner_repo.errors import ConflictError, LeaseLost, NotFound, StaleIncrement
 from partner_repo.models import MemoryCore, MemorySlice, Message
 from partner_repo.normalization import new_slice_id
 from partner_repo.rolling.config import RollingConfig
@@ -162,6 +162,12 @@ class LeasedRoll:
                     core.id, unit_id, part, summary, stamp, consumed, previous, expected
                 )
             except StaleIncrement as exc:
+                # the unit moved on under this roll: someone else is at work here (a roller that took the
+                # lease over, an erasure). Go on only while the lease is still ours: an erased unit looks
+                # like a new one, and resolving again would store the erased messages anew.
+                if not await self._lease.renew(core.id, owner, duration=self._config.lease_duration):
+                    logger.warning("core %r: %s and the lease is lost; nothing stored", core.id, exc)
+                    return None
                 logger.info("core %r: %s; resolving the increment again", core.id, exc)
                 continue
             refresh = refresh_session and len(part) == len(increment)
@@ -247,8 +253,8 @@ class LeasedRoll:
                 release=release,
                 rolled_into=(unit_id, piece.end_index) if piece.end_index is not None else None,
             )
-        except LeaseLost:
-            held.released = True  # another roller holds it: there is nothing of ours to give back
+        except (LeaseLost, NotFound):
+            held.released = True  # another roller holds it (or the core was erased): nothing to give back
             logger.warning(
                 "core %r: lease taken over after slice %r was stored; the new roller trims the window",
                 held.core_id,

@@ -33,7 +33,12 @@ from partner_repo.models import MemoryCore, Message
 from partner_repo.rolling.config import RollingConfig
 from partner_repo.rolling.leased_roll import APPEND_ATTEMPTS, HeldLease, LeasedRoll, resolve
 from partner_repo.rolling.result import RollingResult
-from partner_repo.rolling.summarizer import SUMMARY_ON_EMPTY, SUMMARY_ON_EXCEPTION, Summarizer
+from partner_repo.rolling.summarizer import (
+    SUMMARY_ON_EMPTY,
+    SUMMARY_ON_EXCEPTION,
+    Summarizer,
+    as_async_summarizer,
+)
 from partner_repo.rolling.triggers import Trigger, due_query, trigger
 from partner_repo.units import MemoryUnitRepository
 from partner_repo.validation import optional_datetime, parse_messages, require_id
@@ -62,8 +67,7 @@ class RollingService:
         clock: Clock = utc_now,
         monotonic: Monotonic = time.monotonic,
     ) -> None:
-        if not callable(summarizer):
-            raise InvalidInput(f"summarizer must be an async callable, got {type(summarizer).__name__}")
+        self._summarizer = as_async_summarizer(summarizer)  # async or sync, decided once: see summarizer.py
         if config is not None and not isinstance(config, RollingConfig):
             raise InvalidInput(f"config must be a RollingConfig, got {type(config).__name__}")
         for name, value in (("clock", clock), ("monotonic", monotonic)):
@@ -72,7 +76,6 @@ class RollingService:
         self._cores = MemoryCoreRepository(database)
         self._units = MemoryUnitRepository(database)
         self._lease = CoreLease(database)
-        self._summarizer = summarizer
         self._config = config if config is not None else RollingConfig()
         self._clock = clock
         self._monotonic = monotonic

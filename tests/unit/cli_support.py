@@ -84,3 +84,14 @@ def run_until_signal(
         if process.poll() is None:
             process.kill()
     return process.returncode, errors
+
+
+def every_command_uses(database: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """Make every command invocation of the test connect to ``database`` (and never to ``MONGODB_URI``)."""
+
+    async def open_database(self: Connection) -> Any:
+        return database
+
+    monkeypatch.setattr(Connection, "open", open_database)
+    monkeypatch.delenv("MONGODB_URI", raising=False)
+    return database

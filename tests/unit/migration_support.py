@@ -24,6 +24,7 @@ NORMALIZE = migration_file("normalize_units")
 INDEXES = migration_file("create_indexes")
 SLICE_IDS = migration_file("slice_ids")
 SLICE_INDEX = migration_file("slice_ids_index")
+ERASURE_INDEXES = migration_file("erasure_indexes")
 
 
 def load(path: Path) -> types.ModuleType:

@@ -11,7 +11,16 @@ import pytest
 from beanie.migrations.controllers.base import BaseMigrationController
 from beanie.migrations.database import DBHandler
 from beanie.migrations.runner import MigrationNode
-from migration_support import INDEXES, MIGRATIONS, NORMALIZE, SLICE_IDS, SLICE_INDEX, fresh_database, load
+from migration_support import (
+    ERASURE_INDEXES,
+    INDEXES,
+    MIGRATIONS,
+    NORMALIZE,
+    SLICE_IDS,
+    SLICE_INDEX,
+    fresh_database,
+    load,
+)
 
 from partner_repo import (
     InvalidInput,
@@ -21,7 +30,8 @@ from partner_repo import (
     run_migrations,
 )
 
-ALL = (NORMALIZE.name, INDEXES.name, SLICE_IDS.name, SLICE_INDEX.name)
+ALL = (NORMALIZE.name, INDEXES.name, SLICE_IDS.name, SLICE_INDEX.name, ERASURE_INDEXES.name)
+LAST = ERASURE_INDEXES
 FAILING = """
 from beanie import Document, free_fall_migration
 
@@ -73,7 +83,7 @@ async def test_forward_applies_every_pending_migration_in_order() -> None:
 
     run = await run_migrations(database)
 
-    assert run.ran == ALL and run.before is None and run.after == SLICE_INDEX.name
+    assert run.ran == ALL and run.before is None and run.after == LAST.name
     assert (await migration_status(database)).pending == ()
 
 
@@ -83,7 +93,7 @@ async def test_forward_with_a_distance_applies_that_many() -> None:
     run = await run_migrations(database, distance=1)
 
     assert run.ran == (NORMALIZE.name,)
-    assert (await migration_status(database)).pending == (INDEXES.name, SLICE_IDS.name, SLICE_INDEX.name)
+    assert (await migration_status(database)).pending == ALL[1:]
 
 
 async def test_forward_when_nothing_is_pending_runs_nothing() -> None:
@@ -92,7 +102,7 @@ async def test_forward_when_nothing_is_pending_runs_nothing() -> None:
 
     run = await run_migrations(database)
 
-    assert run.ran == () and run.before == run.after == SLICE_INDEX.name
+    assert run.ran == () and run.before == run.after == LAST.name
 
 
 async def test_backward_reverts_only_the_most_recent_unless_told_otherwise() -> None:
@@ -101,7 +111,7 @@ async def test_backward_reverts_only_the_most_recent_unless_told_otherwise() -> 
 
     run = await run_migrations(database, backward=True)
 
-    assert run.ran == (SLICE_INDEX.name,) and run.after == SLICE_IDS.name
+    assert run.ran == (LAST.name,) and run.after == SLICE_INDEX.name
 
 
 async def test_backward_with_distance_zero_reverts_everything_newest_first() -> None:
@@ -110,7 +120,7 @@ async def test_backward_with_distance_zero_reverts_everything_newest_first() -> 
 
     run = await run_migrations(database, backward=True, distance=0)
 
-    assert run.ran == (SLICE_INDEX.name, SLICE_IDS.name, INDEXES.name, NORMALIZE.name) and run.after is None
+    assert run.ran == tuple(reversed(ALL)) and run.after is None
     assert (await migration_status(database)).pending == ALL
 
 
@@ -193,7 +203,7 @@ async def test_a_failing_migration_names_itself_and_stays_pending(own_migrations
     ):
         await run_migrations(database, own_migrations)
 
-    assert (await migration_status(database, own_migrations)).current == SLICE_INDEX.name
+    assert (await migration_status(database, own_migrations)).current == LAST.name
 
 
 @pytest.mark.parametrize(
@@ -223,9 +233,9 @@ async def test_an_unusable_migration_file_is_refused_before_anything_runs(
 async def test_a_database_ahead_of_the_migrations_directory_is_refused(own_migrations: Path) -> None:
     database = await fresh_database()
     await run_migrations(database)
-    (own_migrations / SLICE_INDEX.name).unlink()
+    (own_migrations / LAST.name).unlink()
 
-    with pytest.raises(MigrationError, match="not in 3 known migrations"):
+    with pytest.raises(MigrationError, match="not in 4 known migrations"):
         await run_migrations(database, own_migrations)
 
 

@@ -29,7 +29,7 @@ from partner_repo.cli.reference import (
 
 ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
-OWN_DOCS = [ROOT / "docs" / name for name in ("operations.md", "migrations.md", "sharding.md")]
+OWN_DOCS = [ROOT / "docs" / name for name in ("operations.md", "migrations.md", "sharding.md", "erasure.md")]
 ALL_DOCS = [README, *sorted((ROOT / "docs").glob("*.md"))]
 FENCE = re.compile(r"^```(\w*)\n(.*?)^```", re.S | re.M)
 TOOLS = {"python3", "python", "pip", ".", "partner-repo", "pytest", "docker", "export", "beanie", "mongodump",
