@@ -16,6 +16,7 @@ from typing import TypeVar
 
 from partner_repo.errors import UnreadableUnit
 from partner_repo.listener.dead_letters import DeadLetterRepository, describe
+from partner_repo.listener.observer import ListenerObserver
 from partner_repo.listener.registry import AfterRolling, raised_by_consumer
 from partner_repo.listener.retry import Backoff
 from partner_repo.rolling.result import RollingResult
@@ -61,7 +62,9 @@ class ConsumerAttempts:
         max_attempts: int,
         backoff: Backoff,
         consume_timeout: float | None,
+        observer: ListenerObserver | None = None,
     ) -> None:
+        self._observer = observer or ListenerObserver()
         self._dead_letters = dead_letters
         self._group = group
         self._max_attempts = max_attempts
@@ -81,7 +84,9 @@ class ConsumerAttempts:
                 if not raised_by_consumer(exc):
                     raise
                 error = exc
-                if attempt < self._max_attempts:
+                retrying = attempt < self._max_attempts
+                self._observer.attempt_failed(self._group, consumer.name, slice_id, attempt, retrying)
+                if retrying:
                     delay = self._backoff.delay(attempt)
                     logger.warning(
                         "AfterRolling consumer %r failed on slice %s (attempt %d of %d): %s; retry in %.2fs",
