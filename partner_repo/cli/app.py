@@ -101,6 +101,9 @@ def _register_commands() -> None:
     from partner_repo.cli.dead_letters import dead_letters
 
     main.add_command(dead_letters)
+    from partner_repo.cli.listener_status import listener
+
+    main.add_command(listener)
 
 
 _register_commands()
