@@ -28,7 +28,10 @@ def listener() -> None:
 @json_option
 @click.pass_context
 def status(ctx: click.Context, group: str | None, as_json: bool) -> None:
-    """Owner and heartbeat, source, resume position age, pending slices and dead letters per consumer."""
+    """Where each group stands: owner and heartbeat, source, resume position age.
+
+    Per consumer: its concurrency, slices pending (estimated from the checkpoints) and dead letters.
+    """
     target = connection(ctx)
 
     async def work() -> list[GroupStatus]:
