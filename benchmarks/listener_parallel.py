@@ -8,7 +8,8 @@ several concurrencies, on the embedded backend and on ``MONGODB_URI`` when set.
   embedded backend answers each later probe by scanning every unit on the event loop, CPU that would
   otherwise be taken from the deliveries measured.
 - Latency: slices appended at a steady 100 per second over the 200 units while a listener with concurrency
-  32 runs; for each, the time from the append's return to the consumer's call.
+  32 runs; for each, the time from the append's call to the consumer's call (from the call, not the
+  return: a change event may reach the listener before the append's reply reaches the writer).
 
 Every run checks what the listener promises, and fails its row otherwise: each slice delivered exactly once,
 each unit's slices in append order, and never two slices of one unit in the consumer at once.
@@ -106,13 +107,17 @@ async def run(scale: Scale) -> list[SectionResult]:
     return results
 
 
-async def _seed(units: MemoryUnitRepository, scale: Scale, count: int) -> AsyncIterator[tuple[str, str]]:
+async def _seed(
+    units: MemoryUnitRepository, scale: Scale, count: int
+) -> AsyncIterator[tuple[str, str, float]]:
+    """Append ``count`` slices round-robin over the units: (unit id, slice id, when the append was called)."""
     turn = [m.model_dump() for m in conversation(2, seed=11)]
     for number in range(count):
         unit_id = f"unit-{number % scale.parallel_units:04d}"
+        called = time.perf_counter()
         piece = await units.append(unit_id, turn, f"slice {number}", core_id="bench-core")
         assert piece.id is not None
-        yield unit_id, piece.id
+        yield unit_id, piece.id, called
 
 
 def _listener(database: Any, consumer: SlowConsumer, **options: Any) -> RollingListener:
@@ -127,7 +132,7 @@ async def _throughput(
         async with open_database() as database:  # each run starts from the same state
             appended: dict[str, list[str]] = defaultdict(list)
             units = MemoryUnitRepository(database)
-            async for unit_id, slice_id in _seed(units, scale, scale.parallel_slices):
+            async for unit_id, slice_id, _ in _seed(units, scale, scale.parallel_slices):
                 appended[unit_id].append(slice_id)
             consumer = SlowConsumer(scale.parallel_consume_s, scale.parallel_slices)
             listener = _listener(database, consumer, group=f"bench-c{concurrency}", concurrency=concurrency)
@@ -173,14 +178,14 @@ async def _latency(
             poll_interval=scale.listener_poll_s,
         )
         appended: dict[str, list[str]] = defaultdict(list)
-        returned: dict[str, float] = {}
+        called: dict[str, float] = {}
         period = 1.0 / scale.parallel_live_rate_per_s
         await listener.start()
         try:
             begin = time.perf_counter()
             number = 0
-            async for unit_id, slice_id in _seed(MemoryUnitRepository(database), scale, count):
-                returned[slice_id] = time.perf_counter()
+            async for unit_id, slice_id, at in _seed(MemoryUnitRepository(database), scale, count):
+                called[slice_id] = at
                 appended[unit_id].append(slice_id)
                 number += 1
                 await asyncio.sleep(max(begin + number * period - time.perf_counter(), 0))
@@ -192,7 +197,7 @@ async def _latency(
             source = listener.source
         finally:
             await listener.stop()
-    latencies = [(consumer.started[i] - t) * 1000 for i, t in returned.items() if i in consumer.started]
+    latencies = [(consumer.started[i] - t) * 1000 for i, t in called.items() if i in consumer.started]
     return {
         "slices": count,
         "delivered": consumer.finished,

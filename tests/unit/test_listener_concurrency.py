@@ -101,6 +101,25 @@ async def test_the_default_hands_a_consumer_one_slice_at_a_time(memory_db: Any) 
     assert len(tracker.finished) == 6
 
 
+async def test_one_at_a_time_keeps_the_offer_order_across_units(memory_db: Any) -> None:
+    units = MemoryUnitRepository(memory_db)
+    a1, a2, b1, a3 = [await append(units, unit) for unit in ("a", "a", "b", "a")]
+    hold = asyncio.Event()
+    tracker = Tracker(holds={a1.id or "": hold})  # everything is offered while a1 is being consumed
+    pipeline = pipeline_for(memory_db, units, tracker)
+    pipeline.start()
+    try:
+        await pipeline.offer("a", "core", [a1, a2])
+        await pipeline.offer("b", "core", [b1])
+        await pipeline.offer("a", "core", [a3])
+        hold.set()
+        await pipeline.wait_idle()
+    finally:
+        await pipeline.close()
+
+    assert [slice_id for _, slice_id in tracker.finished] == ids([a1, a2, b1, a3])
+
+
 async def test_slices_of_one_unit_never_overlap_and_arrive_in_slice_order(memory_db: Any) -> None:
     units = MemoryUnitRepository(memory_db)
     appended = await stored(units, unit_count=5, per_unit=6)
