@@ -29,6 +29,13 @@ class Scale:
     listener_live_slices: int
     listener_rate_per_s: float
     listener_poll_s: float
+    parallel_slices: int
+    parallel_units: int
+    parallel_consume_s: float
+    parallel_concurrencies: tuple[int, ...]
+    parallel_live_slices: int
+    parallel_live_rate_per_s: float
+    parallel_live_concurrency: int
     concurrency_appends_per_writer: int
     concurrency_writers: tuple[int, ...]
     admin_units: int
@@ -53,6 +60,13 @@ FULL = Scale(
     listener_live_slices=500,
     listener_rate_per_s=100.0,
     listener_poll_s=0.1,
+    parallel_slices=2_000,
+    parallel_units=200,
+    parallel_consume_s=0.05,
+    parallel_concurrencies=(1, 8, 32, 128),
+    parallel_live_slices=1_000,
+    parallel_live_rate_per_s=100.0,
+    parallel_live_concurrency=32,
     concurrency_appends_per_writer=25,
     concurrency_writers=(1, 8, 32),
     admin_units=2_000,
@@ -77,6 +91,13 @@ QUICK = Scale(
     listener_live_slices=10,
     listener_rate_per_s=200.0,
     listener_poll_s=0.01,
+    parallel_slices=24,
+    parallel_units=6,
+    parallel_consume_s=0.005,
+    parallel_concurrencies=(1, 4),
+    parallel_live_slices=12,
+    parallel_live_rate_per_s=200.0,
+    parallel_live_concurrency=4,
     concurrency_appends_per_writer=3,
     concurrency_writers=(1, 4),
     admin_units=20,

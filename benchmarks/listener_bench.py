@@ -16,6 +16,7 @@ import contextlib
 import time
 from typing import Any
 
+from benchmarks import listener_parallel
 from benchmarks.backends import describe, memory_database
 from benchmarks.common import Row, Scale, SectionResult, percentile
 from benchmarks.workload import conversation
@@ -68,7 +69,7 @@ async def run(scale: Scale) -> list[SectionResult]:
         "no-op consumer; one process: appender, poller and consumer share the event loop (mongomock-motor "
         "answers synchronously)"
     )
-    return [result]
+    return [result, *await listener_parallel.run(scale)]
 
 
 async def _throughput(scale: Scale) -> dict[str, Any]:

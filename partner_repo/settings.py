@@ -126,6 +126,12 @@ class PartnerRepoSettings(BaseSettings):
     rolling_lease_duration: timedelta = Field(
         default=timedelta(seconds=60), description="How long a crashed roller can block a core (a duration)."
     )
+    listener_concurrency: int = Field(
+        default=1,
+        ge=1,
+        le=1024,
+        description="Slices of different units `listen` hands a consumer at once (its `concurrency` wins).",
+    )
 
     @field_validator("mongodb_uri", mode="before")
     @classmethod

@@ -15,6 +15,7 @@ from partner_repo.cli.dead_letters import dead_letters
 from partner_repo.cli.demo import demo
 from partner_repo.cli.erasure import forget
 from partner_repo.cli.listen import listen
+from partner_repo.cli.listener_status import listener
 from partner_repo.cli.logs import configure_logging, format_option, level_option
 from partner_repo.cli.maintenance import check, import_state, repair
 from partner_repo.cli.migrate import migrate
@@ -64,6 +65,7 @@ for command in (
     forget,
     import_state,
     listen,
+    listener,
     migrate,
     repair,
     roll_idle,

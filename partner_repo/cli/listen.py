@@ -1,7 +1,8 @@
 """``partner-repo listen``: run a RollingListener with consumers loaded from import paths.
 
 Runs until SIGINT/SIGTERM, then stops cleanly: in-flight deliveries finish (up to the drain timeout) and the
-group's checkpoint is saved, so the next ``listen`` of the group resumes where this one stopped.
+group's checkpoint is saved, so the next ``listen`` of the group resumes where this one stopped. With
+``--metrics-port`` it also serves Prometheus metrics (the ``metrics`` extra).
 """
 
 from __future__ import annotations
@@ -16,6 +17,9 @@ from partner_repo.cli.output import Seconds
 from partner_repo.cli.runtime import connection, run_async
 from partner_repo.cli.signals import stop_on_signals
 from partner_repo.listener.listener import DEFAULT_POLL_INTERVAL, RollingListener
+from partner_repo.listener.metrics import ListenerMetrics
+from partner_repo.listener.prometheus import serve_metrics
+from partner_repo.settings import load_settings
 
 log = logging.getLogger(__name__)
 """The command's own lines (started, stopping, stopped) are log records, so ``--log-format json`` keeps
@@ -60,6 +64,19 @@ stderr all JSON for a log shipper."""
     show_default=True,
     help="Seconds stop waits for in-flight deliveries.",
 )
+@click.option(
+    "--concurrency",
+    type=click.IntRange(min=1, max=1024),
+    default=None,
+    help="Slices of different units each consumer is handed at once; a unit's go one at a time, in order "
+    "[default: PARTNER_REPO_LISTENER_CONCURRENCY, 1].",
+)
+@click.option(
+    "--metrics-port",
+    type=click.IntRange(min=0, max=65535),
+    default=None,
+    help="Serve Prometheus metrics at http://0.0.0.0:PORT/metrics (needs the metrics extra).",
+)
 @click.pass_context
 def listen(
     ctx: click.Context,
@@ -70,12 +87,15 @@ def listen(
     source: str,
     max_attempts: int,
     drain_timeout: float,
+    concurrency: int | None,
+    metrics_port: int | None,
 ) -> None:
     """Deliver every roll to the given consumers until SIGINT/SIGTERM."""
     target = connection(ctx, "daemon")
     registry = consumer_registry(consumer_paths)
 
     async def work() -> None:
+        metrics = ListenerMetrics() if metrics_port is not None else None
         listener = RollingListener(
             await target.open(),
             registry,
@@ -85,17 +105,24 @@ def listen(
             source=source,  # type: ignore[arg-type]
             max_attempts=max_attempts,
             drain_timeout=drain_timeout,
+            concurrency=concurrency or load_settings().listener_concurrency,
+            observer=metrics,
         )
+        server = None if metrics is None or metrics_port is None else serve_metrics(metrics, metrics_port)
         stop = asyncio.Event()
         with stop_on_signals(stop):
             try:
                 await listener.start()
                 names = ", ".join(c.name for c in registry.consumers())
                 log.info("listening as group %r for %s; stop with Ctrl-C or SIGTERM", group, names)
+                if server is not None:
+                    log.info("metrics at http://0.0.0.0:%s/metrics", server.port)
                 await stop.wait()
                 log.info("stopping: finishing in-flight deliveries")
             finally:
                 drained = await listener.stop()
+                if server is not None:
+                    server.close()
         lag = listener.lag()
         state = (
             "checkpoint saved" if drained else "unfinished deliveries are delivered again at the next start"

@@ -10,24 +10,32 @@ from partner_repo.listener.dead_letters import (
 from partner_repo.listener.examples import LoggingConsumer, PrintConsumer
 from partner_repo.listener.listener import RollingListener
 from partner_repo.listener.loading import load_consumer
+from partner_repo.listener.metrics import ListenerMetrics
+from partner_repo.listener.observer import ListenerObserver
 from partner_repo.listener.progress import ListenerLag
 from partner_repo.listener.registry import AfterRolling, AfterRollingRegistry
 from partner_repo.listener.retry import Backoff
+from partner_repo.listener.status import ConsumerStatus, GroupStatus, listener_status
 
 __all__ = [
     "AfterRolling",
     "AfterRollingRegistry",
     "Backoff",
+    "ConsumerStatus",
     "DeadLetter",
     "DeadLetterRepository",
     "GroupCheckpoint",
+    "GroupStatus",
     "ListenerCheckpoints",
     "ListenerLag",
+    "ListenerMetrics",
+    "ListenerObserver",
     "LoggingConsumer",
     "PrintConsumer",
     "ReplayReport",
     "RollingListener",
     "UnitProgress",
+    "listener_status",
     "load_consumer",
     "replay_dead_letters",
 ]

@@ -16,6 +16,7 @@ from typing import TypeVar
 
 from partner_repo.errors import UnreadableUnit
 from partner_repo.listener.dead_letters import DeadLetterRepository, describe
+from partner_repo.listener.observer import ListenerObserver
 from partner_repo.listener.registry import AfterRolling, raised_by_consumer
 from partner_repo.listener.retry import Backoff
 from partner_repo.rolling.result import RollingResult
@@ -61,7 +62,9 @@ class ConsumerAttempts:
         max_attempts: int,
         backoff: Backoff,
         consume_timeout: float | None,
+        observer: ListenerObserver | None = None,
     ) -> None:
+        self._observer = observer or ListenerObserver()
         self._dead_letters = dead_letters
         self._group = group
         self._max_attempts = max_attempts
@@ -76,7 +79,9 @@ class ConsumerAttempts:
         self, consumer: AfterRolling, unit_id: str, slice_id: str, result: RollingResult
     ) -> bool:
         """Deliver ``result``; False when every attempt failed and a dead letter was written instead."""
-        error = await self.attempts(consumer.name, f"slice {slice_id}", lambda: consumer.consume(result))
+        error = await self.attempts(
+            consumer.name, f"slice {slice_id}", lambda: consumer.consume(result), slice_id=slice_id
+        )
         if error is None:
             return True
         core_id = result.memory_unit.core_id
@@ -84,10 +89,11 @@ class ConsumerAttempts:
         return False
 
     async def attempts(
-        self, consumer: str, what: str, call: Callable[[], Awaitable[object]]
+        self, consumer: str, what: str, call: Callable[[], Awaitable[object]], *, slice_id: str = ""
     ) -> BaseException | None:
         """Run ``call`` (one delivery of ``what`` to ``consumer``) up to ``max_attempts`` times with backoff;
-        None once it succeeded, else the last failure (logged: the caller writes the dead letter)."""
+        None once it succeeded, else the last failure (logged: the caller writes the dead letter). Failed
+        attempts are reported to the observer with ``slice_id`` (empty for an erasure)."""
         error: BaseException | None = None
         for attempt in range(1, self._max_attempts + 1):
             try:
@@ -97,7 +103,9 @@ class ConsumerAttempts:
                 if not raised_by_consumer(exc):
                     raise
                 error = exc
-                if attempt < self._max_attempts:
+                retrying = attempt < self._max_attempts
+                self._observer.attempt_failed(self._group, consumer, slice_id, attempt, retrying)
+                if retrying:
                     delay = self._backoff.delay(attempt)
                     logger.warning(
                         "AfterRolling consumer %r failed on %s (attempt %d of %d): %s; retry in %.2fs",

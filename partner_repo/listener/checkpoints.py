@@ -4,7 +4,8 @@ Per listener group it keeps two kinds of documents:
 
 - one *group* document: how the group started (``start_from``, whether the ``"now"`` baseline is complete),
   the change stream's resume token (and whether it must be used as ``startAfter``, after an invalidate),
-  the time of the last delivered slice, and the group lease (its owner and heartbeat counter);
+  the time of the last delivered slice, the group lease (its owner and heartbeat counter) and what the
+  holder reports with each heartbeat for ``partner-repo listener status`` (its source, consumers, clock);
 - one *unit* document per memory unit the group has seen: the ids of the unit's slices every consumer has
   finished (``delivered``), the slices only some consumers have finished (``partial``: consumer, slice), the
   unit's core, and the unit fingerprint at which every slice was delivered.
@@ -151,15 +152,24 @@ class ListenerCheckpoints:
         """Take the group's lease if it is free (or already ours), beating once; True when we hold it."""
         document = await self._collection.find_one_and_update(
             {"_id": self._group_key(), "$or": [{"owner": None}, {"owner": owner}]},
-            {"$set": {"owner": owner}, "$inc": {"beat": 1}},
+            {"$set": {"owner": owner, "beat_at": utc_now()}, "$inc": {"beat": 1}},
         )
         return document is not None
 
-    async def beat(self, owner: str) -> bool:
-        """Prove we are alive; False when the lease is no longer ours (another listener took it over)."""
+    async def beat(self, owner: str, vitals: Mapping[str, Any] | None = None) -> bool:
+        """Prove we are alive; False when the lease is no longer ours (another listener took it over).
+
+        ``vitals`` are fields the holder reports for monitoring (stored as given, with ``beat_at``, the
+        holder's clock); a ``last_delivered_slice_at`` among them only ever moves the stored one forward.
+        """
+        fields = dict(vitals or {})
+        newest = fields.pop("last_delivered_slice_at", None)
         result = await self._collection.update_one(
-            {"_id": self._group_key(), "owner": owner}, {"$inc": {"beat": 1}}
+            {"_id": self._group_key(), "owner": owner},
+            {"$inc": {"beat": 1}, "$set": {**fields, "beat_at": utc_now()}},
         )
+        if result.matched_count and newest is not None:
+            await self.save_last_delivered(newest)
         return bool(result.matched_count)
 
     async def lease_state(self) -> tuple[str | None, int]:
@@ -172,7 +182,7 @@ class ListenerCheckpoints:
         """Take the lease from a holder whose heartbeat stopped at ``silent_beat`` (only if it still has)."""
         result = await self._collection.update_one(
             {"_id": self._group_key(), "owner": silent_owner, "beat": silent_beat},
-            {"$set": {"owner": owner}, "$inc": {"beat": 1}},
+            {"$set": {"owner": owner, "beat_at": utc_now()}, "$inc": {"beat": 1}},
         )
         return bool(result.matched_count)
 

@@ -155,6 +155,15 @@ class DeadLetterRepository:
     async def count(self, *, group: str | None = None, consumer: str | None = None) -> int:
         return int(await self._collection.count_documents(_filter(group, consumer)))
 
+    async def counts(self, *, group: str | None = None) -> dict[tuple[str, str], int]:
+        """(group, consumer) -> how many letters it has, counted by the server."""
+        pipeline: list[dict[str, Any]] = [
+            {"$match": _filter(group, None)},
+            {"$group": {"_id": {"group": "$group", "consumer": "$consumer"}, "letters": {"$sum": 1}}},
+        ]
+        rows = await self._collection.aggregate(pipeline).to_list(length=None)
+        return {(row["_id"]["group"], row["_id"]["consumer"]): int(row["letters"]) for row in rows}
+
     async def remove(self, letter: DeadLetter) -> bool:
         """Delete a letter (after a successful replay); True when it existed."""
         key: dict[str, object] = dict(_key(letter.group, letter.consumer, letter.slice_id))

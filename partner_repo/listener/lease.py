@@ -16,6 +16,8 @@ import logging
 import os
 import socket
 import uuid
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from partner_repo.leases import LeaseState, SilenceWatch
 from partner_repo.listener.checkpoints import ListenerCheckpoints
@@ -35,11 +37,17 @@ class GroupLease:
     """The lease on one group's checkpoint; see the module docstring."""
 
     def __init__(
-        self, checkpoints: ListenerCheckpoints, *, owner: str, ttl: float = DEFAULT_LEASE_TTL
+        self,
+        checkpoints: ListenerCheckpoints,
+        *,
+        owner: str,
+        ttl: float = DEFAULT_LEASE_TTL,
+        vitals: Callable[[], Mapping[str, Any]] | None = None,
     ) -> None:
         self._checkpoints = checkpoints
         self.owner = owner
         self.ttl = ttl
+        self._vitals = vitals or dict
 
     @property
     def period(self) -> float:
@@ -84,7 +92,7 @@ class GroupLease:
         while True:
             await asyncio.sleep(self.period)
             try:
-                held = await self._checkpoints.beat(self.owner)
+                held = await self._checkpoints.beat(self.owner, self._vitals())
             except Exception as exc:  # an unreachable database: keep trying; a standby waits ttl anyway
                 logger.warning(
                     "listener group %r: lease heartbeat failed (%s)", self._checkpoints.group_name, exc
@@ -98,6 +106,10 @@ class GroupLease:
                 )
                 lost.set()
                 return
+
+    async def report(self) -> None:
+        """Beat now with fresh vitals (a source just started); nothing when the lease is no longer ours."""
+        await self._checkpoints.beat(self.owner, self._vitals())
 
     async def release(self) -> None:
         await self._checkpoints.release(self.owner)

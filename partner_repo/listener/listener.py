@@ -12,11 +12,11 @@ import contextlib
 import logging
 import time
 from types import TracebackType
-from typing import Literal
+from typing import Any, Literal
 
 from partner_repo.database import MongoDatabase
 from partner_repo.erasure_log import ErasureLog
-from partner_repo.errors import ChangeStreamUnavailable, InvalidInput, PartnerRepoError, UnreadableUnit
+from partner_repo.errors import ChangeStreamUnavailable, InvalidInput, PartnerRepoError
 from partner_repo.listener.change_stream import ChangeStreamSource
 from partner_repo.listener.checkpoints import ListenerCheckpoints, StartFrom
 from partner_repo.listener.dead_letters import (
@@ -28,8 +28,15 @@ from partner_repo.listener.dead_letters import (
 )
 from partner_repo.listener.erasures import ErasureDelivery
 from partner_repo.listener.lease import DEFAULT_LEASE_TTL, GroupLease, new_owner_id
+from partner_repo.listener.observer import SAMPLE_INTERVAL, GuardedObserver, ListenerObserver
+from partner_repo.listener.options import (
+    MAX_CONCURRENCY,
+    consumer_concurrency,
+    require_count,
+    require_seconds,
+)
 from partner_repo.listener.pipeline import DeliveryPipeline, ListenerLag
-from partner_repo.listener.polling import PollingSource, UnitScanner
+from partner_repo.listener.polling import PollingSource, UnitScanner, take_history_as_delivered
 from partner_repo.listener.registry import AfterRollingRegistry
 from partner_repo.listener.retry import Backoff
 from partner_repo.listener.unreadable import UnreadableUnits
@@ -56,7 +63,10 @@ class RollingListener:
     ``max_attempts`` times in all (waiting ``backoff`` between tries; a try longer than ``consume_timeout``
     seconds, when set, counts as failed) before a dead letter is written. At most ``max_pending`` slices are
     held in memory awaiting delivery; beyond that the source waits (the one way a very slow consumer can
-    slow the others). ``stop()`` waits up to ``drain_timeout`` seconds for in-flight deliveries.
+    slow the others). ``stop()`` waits up to ``drain_timeout`` seconds for in-flight deliveries. Each
+    consumer is handed up to ``concurrency`` slices of different units at once (a consumer's own
+    ``concurrency`` attribute wins); a unit's slices always go one at a time, in slice order. ``observer``
+    is told what happens (:class:`~partner_repo.listener.observer.ListenerObserver`), for metrics.
     """
 
     def __init__(
@@ -74,39 +84,43 @@ class RollingListener:
         consume_timeout: float | None = None,
         drain_timeout: float = 30.0,
         lease_ttl: float = DEFAULT_LEASE_TTL,
+        concurrency: int = 1,
+        observer: ListenerObserver | None = None,
     ) -> None:
         if not isinstance(registry, AfterRollingRegistry):
             raise InvalidInput(f"registry must be an AfterRollingRegistry, got {type(registry).__name__}")
         self._group = require_id(group, "group")
-        _require_positive(poll_interval, "poll_interval")
-        _require_positive(drain_timeout, "drain_timeout", allow_zero=True)
-        _require_positive(lease_ttl, "lease_ttl")
-        if consume_timeout is not None:
-            _require_positive(consume_timeout, "consume_timeout")
+        self._poll_interval = require_seconds(poll_interval, "poll_interval")
+        self._drain_timeout = require_seconds(drain_timeout, "drain_timeout", allow_zero=True)
+        ttl = require_seconds(lease_ttl, "lease_ttl")
+        self._consume_timeout = (
+            None if consume_timeout is None else require_seconds(consume_timeout, "consume_timeout")
+        )
         if start_from not in ("beginning", "now"):
             raise InvalidInput(f"start_from must be 'beginning' or 'now', got {start_from!r}")
         if source not in ("auto", "polling"):
             raise InvalidInput(f"source must be 'auto' or 'polling', got {source!r}")
-        for value, name in ((max_attempts, "max_attempts"), (max_pending, "max_pending")):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise InvalidInput(f"{name} must be a positive integer, got {value!r}")
+        self._max_attempts = require_count(max_attempts, "max_attempts")
+        self._max_pending = require_count(max_pending, "max_pending")
+        self._concurrency = require_count(concurrency, "concurrency", maximum=MAX_CONCURRENCY)
         if backoff is not None and not isinstance(backoff, Backoff):
             raise InvalidInput(f"backoff must be a Backoff, got {type(backoff).__name__}")
+        if observer is not None and not isinstance(observer, ListenerObserver):
+            raise InvalidInput(f"observer must be a ListenerObserver, got {type(observer).__name__}")
         self._database = database
         self._registry = registry
-        self._poll_interval = float(poll_interval)
         self._start_from: StartFrom = start_from
         self._source_choice: SourceChoice = source
-        self._max_attempts = max_attempts
         self._backoff = backoff or Backoff()
-        self._max_pending = max_pending
-        self._consume_timeout = None if consume_timeout is None else float(consume_timeout)
-        self._drain_timeout = float(drain_timeout)
+        self._observer = observer
+        self._watch = GuardedObserver(observer)
         self._units = MemoryUnitRepository(database, majority_reads=True)  # what it hands out stays
         self._checkpoints = ListenerCheckpoints(database, self._group)
         self._dead_letters = DeadLetterRepository(database)
-        self._lease = GroupLease(self._checkpoints, owner=new_owner_id(), ttl=float(lease_ttl))
+        self._lease = GroupLease(self._checkpoints, owner=new_owner_id(), ttl=ttl, vitals=self._vitals)
         self._unreadable = UnreadableUnits(self._group)
+        self._concurrency_of: dict[str, int] = {}
+        self._sampler: asyncio.Task[None] | None = None
         self._pipeline: DeliveryPipeline | None = None
         self._erasures: ErasureDelivery | None = None
         self._polling: PollingSource | None = None
@@ -148,6 +162,7 @@ class RollingListener:
         consumers = self._registry.consumers()
         if not consumers:
             raise InvalidInput("register at least one AfterRolling consumer before starting a listener")
+        self._concurrency_of = {c.name: consumer_concurrency(c, self._concurrency) for c in consumers}
         last_erasure = await ErasureLog(self._database).last_seq()  # a new group's erasure cursor
         checkpoint = await self._checkpoints.open_group(self._start_from, erasure_seq=last_erasure)
         if checkpoint.start_from != self._start_from:
@@ -158,7 +173,7 @@ class RollingListener:
                 self._start_from,
             )
         if checkpoint.baseline_pending:
-            await self._take_history_as_delivered()
+            await take_history_as_delivered(self._units, self._checkpoints, self._unreadable)
         active = await self._lease.try_acquire()
         self._pipeline = DeliveryPipeline(
             self._checkpoints,
@@ -170,6 +185,8 @@ class RollingListener:
             max_pending=self._max_pending,
             consume_timeout=self._consume_timeout,
             last_delivered_slice_at=checkpoint.last_delivered_slice_at,
+            concurrency=self._concurrency_of,
+            observer=self._observer,
         )
         self._pipeline.start()
         self._erasures = ErasureDelivery(
@@ -186,14 +203,17 @@ class RollingListener:
         self._stopping = asyncio.Event()
         self._term_over = asyncio.Event()
         self._source_ready = asyncio.Event()
-        self._active = active
+        self._set_active(active)
         self._task = asyncio.create_task(
             self._run(self._pipeline, self._erasures), name=f"listener:{self._group}"
         )
+        if self._observer is not None:
+            self._sampler = asyncio.create_task(self._sample(self._pipeline), name=f"sample:{self._group}")
         logger.info(
-            "listener group %r started with consumers %s%s",
+            "listener group %r started with consumers %s (concurrency %s)%s",
             self._group,
             [c.name for c in consumers],
+            self._concurrency_of,
             "" if self._active else " (standing by: another listener holds the group)",
         )
 
@@ -217,9 +237,14 @@ class RollingListener:
             await self._task
         drained = await pipeline.drain(max(deadline - time.monotonic(), 0))
         await pipeline.close()
+        if self._sampler is not None:
+            self._sampler.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._sampler
+            self._sampler = None
         with contextlib.suppress(Exception):  # unreachable: a standby takes over after lease_ttl instead
             await self._lease.release()
-        self._active = False
+        self._set_active(False)
         if pipeline.last_delivered_slice_at is not None:
             with contextlib.suppress(Exception):
                 await self._checkpoints.save_last_delivered(pipeline.last_delivered_slice_at)
@@ -299,7 +324,7 @@ class RollingListener:
                         await asyncio.wait_for(self._stopping.wait(), self._lease.period)
                     continue
                 pipeline.forget_progress()  # the other holder delivered meanwhile: re-read the checkpoints
-                self._active = True
+                self._set_active(True)
             self._term_over = asyncio.Event()
             if self._stopping.is_set():
                 self._term_over.set()
@@ -314,7 +339,7 @@ class RollingListener:
                     with contextlib.suppress(asyncio.CancelledError):
                         await task
                 self._polling = None
-            self._active = False
+            self._set_active(False)
 
     async def _run_source(
         self, pipeline: DeliveryPipeline, stopping: asyncio.Event, use_stream: bool
@@ -339,6 +364,7 @@ class RollingListener:
                 source = self._polling = PollingSource(scanner, self._poll_interval, backoff=self._backoff)
                 self._source_ready.set()
             pipeline.source = source.name
+            await pipeline.barrier(self._lease.report)  # status shows the source now, not at the next beat
             try:
                 await source.run(stopping)
             except ChangeStreamUnavailable as exc:
@@ -364,31 +390,29 @@ class RollingListener:
                     await asyncio.wait_for(stopping.wait(), delay)
         return use_stream
 
-    async def _take_history_as_delivered(self) -> None:
-        """First start of a ``start_from="now"`` group: every slice stored now counts as delivered."""
-        count = 0
-        async for unit_id, fingerprint in self._units.fingerprints():
-            try:
-                outline = await self._units.outline(unit_id)
-            except UnreadableUnit as exc:  # nothing of it can be delivered: once repaired, it counts as new
-                self._unreadable.skip(exc, fingerprint)
-                continue
-            if outline is None:
-                continue
-            ids = [s.id for s in outline.slices if s.id is not None]
-            await self._checkpoints.mark_baseline(outline.id, outline.core_id, ids, outline.fingerprint)
-            count += len(ids)
-        await self._checkpoints.finish_baseline()
-        logger.info(
-            "listener group %r starts from now: %d stored slice(s) taken as delivered", self._group, count
-        )
+    def _set_active(self, active: bool) -> None:
+        if active != self._active:
+            self._active = active
+            self._watch.lease_changed(self._group, active)
 
+    def _vitals(self) -> dict[str, Any]:
+        """What each heartbeat stores for ``partner-repo listener status``."""
+        pipeline, polling = self._pipeline, self._polling
+        vitals: dict[str, Any] = {
+            "source": None if pipeline is None else pipeline.source,
+            "consumers": [{"name": n, "concurrency": c} for n, c in self._concurrency_of.items()],
+            "polled_at": None if polling is None else polling.position_at,
+        }
+        if pipeline is not None:
+            lag = pipeline.lag()
+            vitals["last_delivered_at"] = lag.last_delivered_at
+            vitals["last_delivered_slice_at"] = lag.last_delivered_slice_at
+        return vitals
 
-def _require_positive(value: object, name: str, *, allow_zero: bool = False) -> None:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise InvalidInput(f"{name} must be a number of seconds, got {type(value).__name__}")
-    if value < 0 or (value == 0 and not allow_zero):
-        raise InvalidInput(f"{name} must be {'non-negative' if allow_zero else 'positive'}, got {value}")
+    async def _sample(self, pipeline: DeliveryPipeline) -> None:
+        while True:
+            self._watch.sampled(self._group, pipeline.lag())
+            await asyncio.sleep(SAMPLE_INTERVAL)
 
 
 __all__ = ["RollingListener"]

@@ -7,13 +7,15 @@ pipeline:
 - drops the slices the group already delivered or is delivering (per-unit slice-id sets, see
   :mod:`partner_repo.listener.checkpoints`), so an event seen twice, or by two sources, is delivered once;
 - hands the rest, in slice order (interval order: the order the appends happened, whatever the clocks said),
-  to one queue and one task per consumer, so a consumer's retries and backoff only ever delay that consumer;
+  to each consumer's :class:`~partner_repo.listener.lanes.UnitLanes`: per unit one slice at a time, in that
+  order, and up to the consumer's concurrency units at once, with workers of its own, so a consumer's
+  retries and backoff only ever delay that consumer (and, within it, that unit);
 - retries a failing consumer with backoff, then writes a dead letter and lets the consumer move on;
 - records per consumer what it finished, and per unit what every consumer finished;
 - runs the commits strictly in the order they were offered, each only after every delivery offered before it
-  is finished: a saved resume token or fingerprint never runs ahead of an undelivered slice. A crash
-  therefore re-delivers at most the unfinished tail (at least once), and a restart after a commit delivers
-  none of it again.
+  is finished (:mod:`partner_repo.listener.commits`): a saved resume token or fingerprint never runs ahead of
+  an undelivered slice, however many deliveries run at once. A crash therefore re-delivers at most the
+  unfinished tail (at least once), and a restart after a commit delivers none of it again.
 """
 
 from __future__ import annotations
@@ -21,8 +23,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections import OrderedDict, deque
-from collections.abc import Iterable
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -30,7 +32,10 @@ from partner_repo.clock import utc_now
 from partner_repo.errors import UnreadableUnit
 from partner_repo.listener.attempts import ConsumerAttempts, retry_storage
 from partner_repo.listener.checkpoints import ListenerCheckpoints, UnitProgress
+from partner_repo.listener.commits import Commit, OrderedCommits
 from partner_repo.listener.dead_letters import DeadLetterRepository
+from partner_repo.listener.lanes import UnitLanes
+from partner_repo.listener.observer import GuardedObserver, ListenerObserver, Outcome
 from partner_repo.listener.progress import CommitAction, ListenerLag, in_slice_order
 from partner_repo.listener.registry import AfterRolling
 from partner_repo.listener.results import load_result
@@ -46,20 +51,12 @@ PROGRESS_CACHE_UNITS = 4096
 
 
 @dataclass(eq=False)
-class _Commit:
-    action: CommitAction | None
-    key: object = None
-    outstanding: int = 0
-    sealed: bool = False
-
-
-@dataclass(eq=False)
 class _Delivery:
     unit_id: str
     piece: MemorySlice
     progress: UnitProgress
     pending: set[str]
-    commit: _Commit
+    commit: Commit
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     loaded: bool = False
     result: RollingResult | None = None
@@ -86,23 +83,29 @@ class DeliveryPipeline:
         max_pending: int,
         consume_timeout: float | None = None,
         last_delivered_slice_at: datetime | None = None,
+        concurrency: Mapping[str, int] | None = None,
+        observer: ListenerObserver | None = None,
     ) -> None:
         self._checkpoints = checkpoints
         self._units = units
+        self._group = checkpoints.group_name
+        self._observer = GuardedObserver(observer)
         self._attempts = ConsumerAttempts(
             dead_letters,
-            checkpoints.group_name,
+            self._group,
             max_attempts=max_attempts,
             backoff=backoff,
             consume_timeout=consume_timeout,
+            observer=self._observer,
         )
         self._consumers = list(consumers)
         self._max_pending = max_pending
-        self._queues: dict[str, asyncio.Queue[_Delivery]] = {c.name: asyncio.Queue() for c in consumers}
+        self._lanes: dict[str, UnitLanes[_Delivery]] = {
+            c.name: UnitLanes(c.name, (concurrency or {}).get(c.name, 1), self._handler(c)) for c in consumers
+        }
         self._in_flight: dict[str, _Delivery] = {}
         self._progress: OrderedDict[str, UnitProgress] = OrderedDict()
-        self._commits: deque[_Commit] = deque()
-        self._commit_ready = asyncio.Event()
+        self._commits = OrderedCommits()
         self._capacity = asyncio.Condition()
         self._idle = asyncio.Event()
         self._idle.set()
@@ -117,12 +120,9 @@ class DeliveryPipeline:
     # -- lifecycle ---------------------------------------------------------------------------------------
 
     def start(self) -> None:
-        for consumer in self._consumers:
-            queue = self._queues[consumer.name]
-            self._tasks.append(
-                asyncio.create_task(self._work(consumer, queue), name=f"consume:{consumer.name}")
-            )
-        self._tasks.append(asyncio.create_task(self._commit_loop(), name="commit"))
+        for lanes in self._lanes.values():
+            lanes.start()
+        self._tasks.append(asyncio.create_task(self._commits.run(self._check_idle), name="commit"))
 
     async def drain(self, seconds: float | None) -> bool:
         """Wait until everything offered is delivered and committed; False when ``seconds`` ran out first."""
@@ -141,6 +141,8 @@ class DeliveryPipeline:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
         self._tasks.clear()
+        for lanes in self._lanes.values():
+            await lanes.close()
 
     @property
     def idle(self) -> bool:
@@ -155,9 +157,14 @@ class DeliveryPipeline:
 
     def lag(self) -> ListenerLag:
         by_consumer = {c.name: 0 for c in self._consumers}
+        oldest: dict[str, datetime | None] = dict.fromkeys(by_consumer)
         for delivery in self._in_flight.values():
+            created = delivery.piece.created_at
             for name in delivery.pending:
                 by_consumer[name] = by_consumer.get(name, 0) + 1
+                seen = oldest.get(name)
+                if created is not None and (seen is None or created < seen):
+                    oldest[name] = created
         return ListenerLag(
             source=self.source,
             pending=len(self._in_flight),
@@ -166,6 +173,8 @@ class DeliveryPipeline:
             last_delivered_at=self._last_delivered_at,
             delivered=self._delivered,
             dead_lettered=self._dead_lettered,
+            in_flight_by_consumer={name: lanes.busy for name, lanes in self._lanes.items()},
+            oldest_pending_by_consumer=oldest,
         )
 
     # -- offering ----------------------------------------------------------------------------------------
@@ -215,8 +224,7 @@ class DeliveryPipeline:
             for piece in in_slice_order(slices)
             if piece.id is not None and piece.id not in progress.delivered and piece.id not in self._in_flight
         ]
-        commit = _Commit(action=on_commit, key=commit_key)
-        self._commits.append(commit)
+        commit = self._commits.add(on_commit, commit_key)
         self._idle.clear()
         started = 0
         try:
@@ -237,17 +245,15 @@ class DeliveryPipeline:
                     continue
                 for consumer in self._consumers:
                     if consumer.name in pending:
-                        self._queues[consumer.name].put_nowait(delivery)
+                        self._lanes[consumer.name].put(delivery)
         finally:
-            commit.sealed = True
-            self._commit_ready.set()
+            self._commits.seal(commit)
         return started
 
     async def barrier(self, on_commit: CommitAction, *, commit_key: object = None) -> None:
         """Run ``on_commit`` once everything offered so far is delivered (an idle stream's token)."""
-        self._commits.append(_Commit(action=on_commit, key=commit_key, sealed=True))
         self._idle.clear()
-        self._commit_ready.set()
+        self._commits.add(on_commit, commit_key, sealed=True)
 
     async def _wait_for_capacity(self) -> None:
         async with self._capacity:
@@ -255,28 +261,10 @@ class DeliveryPipeline:
 
     # -- consumers ---------------------------------------------------------------------------------------
 
-    async def _work(self, consumer: AfterRolling, queue: asyncio.Queue[_Delivery]) -> None:
-        while True:
-            delivery = await queue.get()
+    def _handler(self, consumer: AfterRolling) -> Callable[[_Delivery], Awaitable[None]]:
+        async def handle(delivery: _Delivery) -> None:
             try:
-                result = await self._result(delivery)
-                if result is not None:
-                    if not await self._attempts.deliver(
-                        consumer, delivery.unit_id, delivery.slice_id, result
-                    ):
-                        self._dead_lettered += 1
-                elif delivery.unreadable is not None:  # no attempt could succeed: visible, replayable
-                    core_id = delivery.progress.core_id or ""
-                    await self._attempts.dead_letter(
-                        consumer,
-                        delivery.unit_id,
-                        core_id,
-                        delivery.slice_id,
-                        delivery.unreadable,
-                        attempts=0,
-                    )
-                    self._dead_lettered += 1
-                await self._consumer_done(consumer.name, delivery)
+                await self._deliver(consumer, delivery)
             except asyncio.CancelledError:
                 raise
             except Exception:  # a bug here must not silently stop this consumer's deliveries
@@ -285,8 +273,30 @@ class DeliveryPipeline:
                     delivery.slice_id,
                     consumer.name,
                 )
-            finally:
-                queue.task_done()
+
+        return handle
+
+    async def _deliver(self, consumer: AfterRolling, delivery: _Delivery) -> None:
+        self._observer.delivery_started(self._group, consumer.name, delivery.slice_id)
+        outcome: Outcome = "skipped"
+        try:
+            result = await self._result(delivery)
+            if result is not None:
+                delivered = await self._attempts.deliver(
+                    consumer, delivery.unit_id, delivery.slice_id, result
+                )
+                outcome = "delivered" if delivered else "dead_lettered"
+            elif delivery.unreadable is not None:  # no attempt could succeed: visible, replayable
+                core_id = delivery.progress.core_id or ""
+                await self._attempts.dead_letter(
+                    consumer, delivery.unit_id, core_id, delivery.slice_id, delivery.unreadable, attempts=0
+                )
+                outcome = "dead_lettered"
+            if outcome == "dead_lettered":
+                self._dead_lettered += 1
+            await self._consumer_done(consumer.name, delivery)
+        finally:
+            self._observer.delivery_finished(self._group, consumer.name, delivery.slice_id, outcome)
 
     async def _result(self, delivery: _Delivery) -> RollingResult | None:
         async with delivery.lock:
@@ -347,30 +357,13 @@ class DeliveryPipeline:
             self._last_slice_at = created
         self._last_delivered_at = utc_now()
         self._delivered += 1
-        delivery.commit.outstanding -= 1
-        self._commit_ready.set()
+        self._commits.finished_one(delivery.commit)
         async with self._capacity:
             self._capacity.notify_all()
 
-    # -- commits -----------------------------------------------------------------------------------------
-
-    async def _commit_loop(self) -> None:
-        while True:
-            await self._commit_ready.wait()
-            self._commit_ready.clear()
-            while self._commits and _ready(self._commits[0]):
-                commit = self._commits[0]
-                superseded = (
-                    len(self._commits) > 1
-                    and commit.key is not None
-                    and _ready(self._commits[1])
-                    and self._commits[1].key == commit.key
-                )
-                if commit.action is not None and not superseded:
-                    await retry_storage("checkpoint", commit.action)
-                self._commits.popleft()
-            if not self._commits and not self._in_flight:
-                self._idle.set()
+    def _check_idle(self) -> None:
+        if not self._commits and not self._in_flight:
+            self._idle.set()
 
     def _evict_one(self) -> bool:
         busy = {d.unit_id for d in self._in_flight.values()}
@@ -379,10 +372,6 @@ class DeliveryPipeline:
                 del self._progress[unit_id]
                 return True
         return False
-
-
-def _ready(commit: _Commit) -> bool:
-    return commit.sealed and commit.outstanding == 0
 
 
 __all__ = ["ListenerLag"]

@@ -20,13 +20,15 @@ import asyncio
 import contextlib
 import logging
 import time
+from datetime import datetime
 from typing import Any
 
+from partner_repo.clock import utc_now
 from partner_repo.errors import UnreadableUnit
 from partner_repo.listener.checkpoints import ListenerCheckpoints
 from partner_repo.listener.dead_letters import describe
 from partner_repo.listener.pipeline import DeliveryPipeline
-from partner_repo.listener.progress import fingerprint_commit
+from partner_repo.listener.progress import CommitAction, fingerprint_commit
 from partner_repo.listener.retry import Backoff
 from partner_repo.listener.unreadable import UnitKey, UnreadableUnits, unit_key
 from partner_repo.units import MemoryUnitRepository, UnitFingerprint, UnitOutline
@@ -98,6 +100,10 @@ class UnitScanner:
                 known[outline.id] = outline.fingerprint
         return started
 
+    async def after_delivery(self, action: CommitAction) -> None:
+        """Run ``action`` once everything offered so far is delivered (coalesced with the next one)."""
+        await self._pipeline.barrier(action, commit_key=self)
+
     async def _outline(self, unit_id: object, fingerprint: UnitFingerprint) -> UnitOutline | None:
         try:
             outline = await self._units.outline(unit_id)
@@ -113,6 +119,30 @@ class UnitScanner:
         progress = await self._pipeline.progress(outline.id)
         commit = fingerprint_commit(self._checkpoints, progress, outline.fingerprint)
         return await self._pipeline.offer(outline.id, outline.core_id, outline.slices, on_commit=commit)
+
+
+async def take_history_as_delivered(
+    units: MemoryUnitRepository, checkpoints: ListenerCheckpoints, unreadable: UnreadableUnits
+) -> None:
+    """First start of a ``start_from="now"`` group: every slice stored now counts as delivered."""
+    count = 0
+    async for unit_id, fingerprint in units.fingerprints():
+        try:
+            outline = await units.outline(unit_id)
+        except UnreadableUnit as exc:  # nothing of it can be delivered: once repaired, it counts as new
+            unreadable.skip(exc, fingerprint)
+            continue
+        if outline is None:
+            continue
+        ids = [s.id for s in outline.slices if s.id is not None]
+        await checkpoints.mark_baseline(outline.id, outline.core_id, ids, outline.fingerprint)
+        count += len(ids)
+    await checkpoints.finish_baseline()
+    logger.info(
+        "listener group %r starts from now: %d stored slice(s) taken as delivered",
+        checkpoints.group_name,
+        count,
+    )
 
 
 class PollingSource:
@@ -136,6 +166,8 @@ class PollingSource:
         self._waiting: list[asyncio.Future[None]] = []
         self.got_going = False
         """Whether a pass ever completed (so a failure afterwards starts backoff afresh)."""
+        self.position_at: datetime | None = None
+        """When the newest pass whose finds are all delivered started: what a restart would resume from."""
 
     def request_scan(self) -> asyncio.Future[None]:
         """A future resolved when a full pass that started after this call has offered what it found."""
@@ -150,6 +182,7 @@ class PollingSource:
         while not stopping.is_set():
             waiting, self._waiting = self._waiting, []
             full = bool(waiting) or time.monotonic() - last_full >= self._full_scan_interval
+            started_at = utc_now()
             try:
                 await self._scanner.scan(probe=not full)
             except asyncio.CancelledError:
@@ -164,6 +197,7 @@ class PollingSource:
                 continue
             failures = 0
             self.got_going = True
+            await self._scanner.after_delivery(self._position_reached(started_at))
             if full:
                 last_full = time.monotonic()
             for future in waiting:
@@ -172,6 +206,12 @@ class PollingSource:
             await _sleep_until(stopping, self._wake, self._interval)
         for future in self._waiting:
             future.cancel()
+
+    def _position_reached(self, at: datetime) -> CommitAction:
+        async def advance() -> None:
+            self.position_at = at
+
+        return advance
 
 
 async def _sleep_until(stopping: asyncio.Event, wake: asyncio.Event, seconds: float) -> None:

@@ -4,7 +4,7 @@ delivers a unit's slices in."""
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 
 from partner_repo.listener.checkpoints import ListenerCheckpoints, UnitProgress
@@ -22,6 +22,9 @@ class ListenerLag:
     ``pending`` counts slices found but not yet finished by every consumer (``pending_by_consumer`` per
     consumer); ``last_delivered_slice_at`` is the ``created_at`` of the newest slice every consumer finished
     (a writer's clock: compare it with care); ``last_delivered_at`` is when that happened here.
+    ``in_flight_by_consumer`` counts the slices each consumer is being handed right now (at most its
+    concurrency), and ``oldest_pending_by_consumer`` is the ``created_at`` of the oldest slice each consumer
+    has pending (None when it has none): :meth:`lag_seconds` turns it into how far behind it is.
     """
 
     source: str | None
@@ -31,6 +34,19 @@ class ListenerLag:
     last_delivered_at: datetime | None
     delivered: int
     dead_lettered: int
+    in_flight_by_consumer: dict[str, int] = field(default_factory=dict)
+    oldest_pending_by_consumer: dict[str, datetime | None] = field(default_factory=dict)
+
+    def lag_seconds(self, now: datetime) -> dict[str, float]:
+        """Per consumer, the age at ``now`` of the oldest slice it has pending (0 when none is).
+
+        A lower bound while the listener is behind by more than ``max_pending`` slices (those not read yet
+        are not counted), and measured against writers' clocks.
+        """
+        return {
+            name: 0.0 if oldest is None else max((now - oldest).total_seconds(), 0.0)
+            for name, oldest in self.oldest_pending_by_consumer.items()
+        }
 
 
 def in_slice_order(slices: Iterable[MemorySlice]) -> list[MemorySlice]:

@@ -31,6 +31,7 @@ from partner_repo import (
     RollingService,
     init_repository,
 )
+from partner_repo.listener.status import listener_status
 
 T0 = datetime(2024, 7, 1, 9, 0, tzinfo=UTC)
 until = partial(conftest.until, within=15.0)  # a real replica set may take longer to deliver than the fakes
@@ -187,6 +188,77 @@ async def test_a_new_group_backfills_and_a_now_group_does_not(database: Any) -> 
 
     assert sorted(backfill.slice_ids) == sorted([*(p.id or "" for p in history), new.id or ""])
     assert fresh.slice_ids == [new.id]
+
+
+class Careful(Recorder):
+    """Takes a little while per slice, and notes any two slices of one unit handed over at once."""
+
+    def __init__(self) -> None:
+        super().__init__("careful")
+        self.busy: set[str] = set()
+        self.overlaps: list[str] = []
+        self.most_at_once = 0
+
+    async def consume(self, result: RollingResult) -> None:
+        unit_id = result.memory_unit.id
+        if unit_id in self.busy:
+            self.overlaps.append(unit_id)
+        self.busy.add(unit_id)
+        self.most_at_once = max(self.most_at_once, len(self.busy))
+        try:
+            await asyncio.sleep(0.02)
+        finally:
+            self.busy.discard(unit_id)
+        await super().consume(result)
+
+
+async def test_parallel_delivery_keeps_each_units_slices_in_order_and_never_together(database: Any) -> None:
+    units = MemoryUnitRepository(database)
+    careful = Careful()
+    async with listener_for(database, careful, concurrency=8) as listener:
+        pieces = [await append(units, f"u{n % 4}", n) for n in range(16)]
+        await until(lambda: len(careful.results) >= len(pieces))
+        await settled(listener)
+
+    assert sorted(careful.slice_ids) == sorted(p.id or "" for p in pieces)
+    assert careful.overlaps == [] and careful.most_at_once > 1
+    for unit in ("u0", "u1", "u2", "u3"):
+        delivered = [r.slice_id for r in careful.results if r.memory_unit.id == unit]
+        assert delivered == [p.id for n, p in enumerate(pieces) if n % 4 == int(unit[1:])]
+
+
+async def test_the_status_read_through_another_client_shows_the_running_group(database: Any) -> None:
+    units = MemoryUnitRepository(database)
+    recorder = Recorder()
+    other, close = another_client(database)
+    try:
+        async with listener_for(database, recorder, group="watched", lease_ttl=0.4) as listener:
+            await append(units, "u1", 1)
+            await until(lambda: len(recorder.results) == 1)
+
+            async def reported() -> bool:
+                (found,) = await listener_status(other, "watched")
+                return found.last_delivered_at is not None and found.position_at is not None
+
+            await until(reported)
+            (status,) = await listener_status(other, "watched")
+            source = listener.source
+    finally:
+        close()
+
+    assert status.owner == listener.owner and status.source == source
+    assert [(c.name, c.pending, c.dead_letters) for c in status.consumers] == [("recorder", 0, 0)]
+    assert status.last_delivered_slice_at == T0 + timedelta(minutes=1)
+
+
+def another_client(database: Any) -> tuple[Any, Any]:
+    """The same database through a client of its own (as another process would see it), and its close."""
+    if conftest.MONGODB_URI and database.name.startswith("partner_repo_test_"):
+        from motor.motor_asyncio import AsyncIOMotorClient
+
+        client: Any = AsyncIOMotorClient(conftest.MONGODB_URI, tz_aware=True, serverSelectionTimeoutMS=5000)
+        return client[database.name], client.close
+    return database, lambda: None  # the in-memory backend lives in this process only
 
 
 # -- change streams on the real server -----------------------------------------------------------------

@@ -232,3 +232,52 @@ def test_dead_letters_replay_leaves_letters_of_consumers_not_given(database: Any
     assert result.exit_code == 0, result.output
     assert "0 delivered, 0 failed again, 1 left (consumer not given)" in result.stdout
     assert len(asyncio.run(DeadLetterRepository(database).list())) == 1
+
+
+def listen_once(monkeypatch: pytest.MonkeyPatch, *options: str) -> tuple[Any, dict[str, Any]]:
+    """Run ``listen`` with the stopping consumer and ``options``; the result and the listener's options."""
+    built: dict[str, Any] = {}
+
+    class Recorded(listen_module.RollingListener):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            built.update(kwargs)
+            super().__init__(*args, **kwargs)
+
+    def capture(stop: asyncio.Event) -> contextlib.nullcontext[None]:
+        STOP[:] = [stop]
+        return contextlib.nullcontext()
+
+    monkeypatch.setattr(listen_module, "stop_on_signals", capture)
+    monkeypatch.setattr(listen_module, "RollingListener", Recorded)
+    arguments = ["listen", "--consumer", "test_listener_cli:StoppingConsumer", "--poll-interval", "0.01"]
+    return CliRunner().invoke(main, ["--in-memory", *arguments, *options]), built
+
+
+def test_listen_hands_each_consumer_concurrency_slices_at_once(
+    database: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    result, options = listen_once(monkeypatch, "--concurrency", "8")
+
+    assert result.exit_code == 0, result.output
+    assert options["concurrency"] == 8
+
+
+def test_listen_takes_its_concurrency_from_the_setting_when_not_given(
+    database: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PARTNER_REPO_LISTENER_CONCURRENCY", "16")
+
+    result, options = listen_once(monkeypatch)
+
+    assert result.exit_code == 0, result.output
+    assert options["concurrency"] == 16
+
+
+def test_listen_serves_metrics_on_the_port_given(database: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("prometheus_client", reason="the metrics extra (prometheus_client) is not installed")
+
+    result, options = listen_once(monkeypatch, "--metrics-port", "0")
+
+    assert result.exit_code == 0, result.output
+    assert "metrics at http://0.0.0.0:" in result.stderr
+    assert options["observer"] is not None
