@@ -16,8 +16,7 @@ from typing import Any, Literal
 
 from partner_repo.database import MongoDatabase
 from partner_repo.erasure_log import ErasureLog
-from partner_repo.errors import ChangeStreamUnavailable, InvalidInput, PartnerRepoError
-from partner_repo.listener.change_stream import ChangeStreamSource
+from partner_repo.errors import InvalidInput, PartnerRepoError
 from partner_repo.listener.checkpoints import ListenerCheckpoints, StartFrom
 from partner_repo.listener.dead_letters import (
     DeadLetter,
@@ -36,9 +35,10 @@ from partner_repo.listener.options import (
     require_seconds,
 )
 from partner_repo.listener.pipeline import DeliveryPipeline, ListenerLag
-from partner_repo.listener.polling import PollingSource, UnitScanner, take_history_as_delivered
+from partner_repo.listener.polling import take_history_as_delivered
 from partner_repo.listener.registry import AfterRollingRegistry
 from partner_repo.listener.retry import Backoff
+from partner_repo.listener.sources import GroupSources
 from partner_repo.listener.unreadable import UnreadableUnits
 from partner_repo.units import MemoryUnitRepository
 from partner_repo.validation import require_id
@@ -123,10 +123,17 @@ class RollingListener:
         self._sampler: asyncio.Task[None] | None = None
         self._pipeline: DeliveryPipeline | None = None
         self._erasures: ErasureDelivery | None = None
-        self._polling: PollingSource | None = None
+        self._sources = GroupSources(
+            self._group,
+            self._units,
+            self._checkpoints,
+            self._unreadable,
+            poll_interval=self._poll_interval,
+            backoff=self._backoff,
+            report=self._lease.report,
+        )
         self._stopping = asyncio.Event()
         self._term_over = asyncio.Event()
-        self._source_ready = asyncio.Event()
         self._active = False
         self._task: asyncio.Task[None] | None = None
 
@@ -202,7 +209,7 @@ class RollingListener:
         )
         self._stopping = asyncio.Event()
         self._term_over = asyncio.Event()
-        self._source_ready = asyncio.Event()
+        self._sources.ready = asyncio.Event()
         self._set_active(active)
         self._task = asyncio.create_task(
             self._run(self._pipeline, self._erasures), name=f"listener:{self._group}"
@@ -258,7 +265,7 @@ class RollingListener:
                 pipeline.lag().pending,
             )
         self._task = None
-        self._polling = None
+        self._sources.polling = None
         pipeline.source = None
         return drained
 
@@ -289,9 +296,9 @@ class RollingListener:
             return
         pipeline = self._pipeline
         if self._active:
-            await self._source_ready.wait()
-            if self._polling is not None:
-                await self._polling.request_scan()
+            await self._sources.ready.wait()
+            if self._sources.polling is not None:
+                await self._sources.polling.request_scan()
         await pipeline.wait_idle()
         if self._active and self._erasures is not None:
             await self._erasures.catch_up()  # and every erasure logged so far
@@ -328,67 +335,18 @@ class RollingListener:
             self._term_over = asyncio.Event()
             if self._stopping.is_set():
                 self._term_over.set()
-            self._source_ready.clear()
+            self._sources.ready.clear()
             keeper = asyncio.create_task(self._lease.keep(self._term_over), name=f"lease:{self._group}")
             erased = asyncio.create_task(erasures.run(self._term_over), name=f"erasures:{self._group}")
             try:
-                use_stream = await self._run_source(pipeline, self._term_over, use_stream)
+                use_stream = await self._sources.run(pipeline, self._term_over, use_stream)
             finally:
                 for task in (keeper, erased):
                     task.cancel()
                     with contextlib.suppress(asyncio.CancelledError):
                         await task
-                self._polling = None
+                self._sources.polling = None
             self._set_active(False)
-
-    async def _run_source(
-        self, pipeline: DeliveryPipeline, stopping: asyncio.Event, use_stream: bool
-    ) -> bool:
-        """Run a source until ``stopping``; a source that breaks is logged and started again. Returns whether
-        change streams are still worth trying."""
-        scanner = UnitScanner(self._units, self._checkpoints, pipeline, self._unreadable)
-        failures = 0
-        while not stopping.is_set():
-            source: ChangeStreamSource | PollingSource
-            if use_stream:
-                source = ChangeStreamSource(
-                    self._units,
-                    self._checkpoints,
-                    pipeline,
-                    scanner,
-                    max_await_seconds=self._poll_interval,
-                    following=self._source_ready,
-                    backoff=self._backoff,
-                )
-            else:
-                source = self._polling = PollingSource(scanner, self._poll_interval, backoff=self._backoff)
-                self._source_ready.set()
-            pipeline.source = source.name
-            await pipeline.barrier(self._lease.report)  # status shows the source now, not at the next beat
-            try:
-                await source.run(stopping)
-            except ChangeStreamUnavailable as exc:
-                logger.info(
-                    "listener group %r: %s; polling every %.2fs instead",
-                    self._group,
-                    describe(exc),
-                    self._poll_interval,
-                )
-                use_stream = False
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:
-                failures = 1 if source.got_going else failures + 1  # a source that got going starts afresh
-                delay = self._backoff.delay(failures)
-                logger.exception(
-                    "listener group %r: source failed (%s); restarting it in %.1fs",
-                    self._group,
-                    describe(exc),
-                    delay,
-                )
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(stopping.wait(), delay)
-        return use_stream
 
     def _set_active(self, active: bool) -> None:
         if active != self._active:
@@ -397,7 +355,7 @@ class RollingListener:
 
     def _vitals(self) -> dict[str, Any]:
         """What each heartbeat stores for ``partner-repo listener status``."""
-        pipeline, polling = self._pipeline, self._polling
+        pipeline, polling = self._pipeline, self._sources.polling
         vitals: dict[str, Any] = {
             "source": None if pipeline is None else pipeline.source,
             "consumers": [{"name": n, "concurrency": c} for n, c in self._concurrency_of.items()],
