@@ -174,20 +174,24 @@ class MemoryCoreRepository:
         documents = [m.model_dump() for m in parsed]
         _refuse_unrollable(documents)
         stamp = optional_datetime(at, "at") or utc_now()
-        fresh = self._fresh_fields(stamp)
-        for key in ("chat_messages", "window_size", "last_interaction_at", "idle_rolled", "version"):
-            fresh.pop(key)
+        update: dict[str, Any] = {
+            "$push": {"chat_messages": {"$each": documents}},
+            "$set": {"last_interaction_at": stamp, "idle_rolled": False},
+            "$inc": {"version": 1, "window_size": len(documents)},
+        }
         try:
-            document = await self._upsert(
-                core_id,
-                {
-                    "$push": {"chat_messages": {"$each": documents}},
-                    "$set": {"last_interaction_at": stamp, "idle_rolled": False},
-                    "$inc": {"version": 1, "window_size": len(documents)},
-                    "$setOnInsert": fresh,
-                },
-                counted=True,
+            # a plain update first: the fields of a new core are sent only when there is none (once a core)
+            document = await self._cores.find_one_and_update(
+                {"_id": core_id, "window_size": {"$type": "number"}},
+                update,
+                projection=dict(WINDOW_STATE_PROJECTION),  # a copy: mongomock adds "_id" to the one it gets
+                return_document=ReturnDocument.AFTER,
             )
+            if document is None:
+                fresh = self._fresh_fields(stamp)
+                for key in ("chat_messages", "window_size", "last_interaction_at", "idle_rolled", "version"):
+                    fresh.pop(key)
+                document = await self._upsert(core_id, {**update, "$setOnInsert": fresh}, counted=True)
         except DocumentTooLarge:
             raise WindowTooLarge(core_id) from None
         except OperationFailure as exc:

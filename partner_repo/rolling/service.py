@@ -129,14 +129,16 @@ class RollingService:
             raise InvalidInput(f"recorded must be the WindowState record() returned for core {core_id!r}")
         else:
             state = recorded
-        if state is None or self.trigger(state, stamp) is None:
+        held = None if state is None else self.trigger(state, stamp)
+        if state is None or held is None:
             return None
 
         def decide(leased: MemoryCore) -> bool | None:
             trigger = self.trigger(leased, stamp)
             return None if trigger is None else trigger == "idle"
 
-        return await self._leased_roll(core_id, stamp, decide, seen=state, due=due_query(stamp, self._config))
+        due = due_query(stamp, self._config, held)  # only the trigger that holds: a shorter command
+        return await self._leased_roll(core_id, stamp, decide, seen=state, due=due)
 
     def trigger(self, core: MemoryCore | WindowState, now: datetime) -> Trigger | None:
         """Which trigger holds for ``core`` at ``now``: ``"idle"``, ``"count"`` or None."""

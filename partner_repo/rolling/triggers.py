@@ -40,18 +40,20 @@ def trigger(state: WindowState | MemoryCore, now: datetime, config: RollingConfi
     return None
 
 
-def due_query(now: datetime, config: RollingConfig) -> dict[str, Any]:
-    """:func:`trigger` as a query on the stored core: matches while either trigger holds on its window."""
-    return {
-        "$or": [
-            {f"chat_messages.{config.trigger_limit - 1}": {"$exists": True}},
-            {
-                "chat_messages.1": {"$exists": True},
-                "idle_rolled": {"$ne": True},
-                "last_interaction_at": {"$lt": to_utc_ms(now) - config.idle_after},
-            },
-        ]
+def due_query(now: datetime, config: RollingConfig, which: Trigger | None = None) -> dict[str, Any]:
+    """:func:`trigger` as a query on the stored core: matches while ``which`` trigger holds on its window
+    (either, when None). A caller that decided on one asks for that one: a shorter command."""
+    count = {f"chat_messages.{config.trigger_limit - 1}": {"$exists": True}}
+    idle = {
+        "chat_messages.1": {"$exists": True},
+        "idle_rolled": {"$ne": True},
+        "last_interaction_at": {"$lt": to_utc_ms(now) - config.idle_after},
     }
+    if which == "count":
+        return count
+    if which == "idle":
+        return idle
+    return {"$or": [count, idle]}
 
 
 __all__ = ["Trigger", "due_query", "trigger"]

@@ -110,7 +110,11 @@ async def test_record_is_one_write_and_no_read(memory_db: Any) -> None:
             return getattr(collection, name)
 
     await MemoryCoreRepository(Spy()).record("agent", [message(0)])
-    assert calls == ["find_one_and_update"]
+    assert calls == ["find_one_and_update", "find_one_and_update"]  # a new core: the update, then the upsert
+    calls.clear()
+
+    await MemoryCoreRepository(Spy()).record("agent", [message(1)])
+    assert calls == ["find_one_and_update"]  # every later turn: one write, no read
 
 
 async def test_concurrent_records_never_lose_a_message(racy_db: Any) -> None:

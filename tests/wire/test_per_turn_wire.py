@@ -45,11 +45,14 @@ async def turns(service: RollingService, meter: WireMeter, count: int) -> list[t
     return seen
 
 
-async def test_a_turn_below_the_limit_is_one_command(metered: tuple[Any, WireMeter]) -> None:
+async def test_a_turn_below_the_limit_is_one_command_once_the_core_exists(metered: tuple[Any, WireMeter]) -> None:
     database, meter = metered
     service = RollingService(database, ExtractiveSummarizer(), RollingConfig())
 
-    for commands, rolled in await turns(service, meter, 17):
+    first, *later = await turns(service, meter, 17)
+
+    assert first == (["findAndModify", "findAndModify"], False)  # a new core: the update, then the upsert
+    for commands, rolled in later:
         assert rolled or commands == ["findAndModify"]
 
 

@@ -44,7 +44,7 @@ def core_document(**fields: Any) -> dict[str, Any]:
     return {"_id": "agent", "memory_session_id": "s1", "session_started_at": T0, **fields}
 
 
-async def test_record_is_a_single_upsert_that_pushes_stamps_counts_and_answers_without_the_window(
+async def test_record_is_one_update_that_pushes_stamps_counts_and_answers_without_the_window(
     server: MockupDB, cores: MemoryCoreRepository
 ) -> None:
     pending = asyncio.ensure_future(cores.record("agent", [HELLO], at=T0))
@@ -52,18 +52,33 @@ async def test_record_is_a_single_upsert_that_pushes_stamps_counts_and_answers_w
     request = await receive(server)
     assert request.command_name == "findAndModify"
     assert request.doc["query"] == {"_id": "agent", "window_size": {"$type": "number"}}
-    assert request.doc["upsert"] is True
+    assert not request.doc.get("upsert")
     assert request.doc["fields"] == {"chat_messages": 0, "window_stored": 0}
     update = request.doc["update"]
     assert update["$push"] == {"chat_messages": {"$each": [{"role": "user", "content": "hello"}]}}
-    assert update["$set"]["last_interaction_at"] == T0.replace(tzinfo=None)
-    assert update["$set"]["idle_rolled"] is False
+    assert update["$set"] == {"last_interaction_at": T0.replace(tzinfo=None), "idle_rolled": False}
     assert update["$inc"] == {"version": 1, "window_size": 1}
-    assert "chat_messages" not in update["$setOnInsert"] and "window_size" not in update["$setOnInsert"]
+    assert "$setOnInsert" not in update  # a new core's fields travel only when there is no core
     request.ok(value=core_document(window_size=1, last_interaction_at=T0, version=1))
 
     recorded = await pending
     assert recorded.window_size == 1 and recorded.memory_session_id == "s1"
+
+
+async def test_the_first_record_of_a_core_upserts_it_with_a_fresh_session(
+    server: MockupDB, cores: MemoryCoreRepository
+) -> None:
+    pending = asyncio.ensure_future(cores.record("agent", [HELLO], at=T0))
+
+    (await receive(server)).ok(value=None)  # no core yet
+    upsert = await receive(server)
+    assert upsert.command_name == "findAndModify" and upsert.doc["upsert"] is True
+    assert upsert.doc["query"] == {"_id": "agent", "window_size": {"$type": "number"}}
+    inserted = upsert.doc["update"]["$setOnInsert"]
+    assert inserted["memory_session_id"] and "chat_messages" not in inserted and "window_size" not in inserted
+    upsert.ok(value=core_document(window_size=1, version=1))
+
+    assert (await pending).window_size == 1
 
 
 async def test_record_counts_a_core_written_before_the_window_count_once_then_records(
@@ -71,8 +86,9 @@ async def test_record_counts_a_core_written_before_the_window_count_once_then_re
 ) -> None:
     pending = asyncio.ensure_future(cores.record("agent", [HELLO], at=T0))
 
+    (await receive(server)).ok(value=None)  # the core has no count: the update matches nothing
     first = await receive(server)
-    assert first.command_name == "findAndModify"
+    assert first.command_name == "findAndModify" and first.doc["upsert"] is True
     first.command_err(code=11000, errmsg="E11000 duplicate key error collection: partner.memory_cores")
     count = await receive(server)
     assert count.command_name == "find" and count.doc["projection"] == {"chat_messages": 1, "window_size": 1}
