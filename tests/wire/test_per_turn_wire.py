@@ -45,7 +45,9 @@ async def turns(service: RollingService, meter: WireMeter, count: int) -> list[t
     return seen
 
 
-async def test_a_turn_below_the_limit_is_one_command_once_the_core_exists(metered: tuple[Any, WireMeter]) -> None:
+async def test_a_turn_below_the_limit_is_one_command_once_the_core_exists(
+    metered: tuple[Any, WireMeter],
+) -> None:
     database, meter = metered
     service = RollingService(database, ExtractiveSummarizer(), RollingConfig())
 
