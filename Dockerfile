@@ -13,7 +13,8 @@ COPY pyproject.toml README.md ./
 COPY partner_repo ./partner_repo
 COPY migrations ./migrations
 # The migrations are installed with the package: `partner-repo migrate` finds them from any directory.
-RUN pip install .
+# The metrics extra (prometheus_client, pure Python) lets `listen --metrics-port` serve /metrics.
+RUN pip install ".[metrics]"
 
 RUN useradd --create-home --uid 10001 partner
 USER partner

@@ -253,12 +253,18 @@ class LeasedRoll:
                 release=release,
                 rolled_into=(unit_id, piece.end_index) if piece.end_index is not None else None,
             )
-        except (LeaseLost, NotFound):
-            held.released = True  # another roller holds it (or the core was erased): nothing to give back
+        except LeaseLost:
+            held.released = True  # another roller holds it: there is nothing of ours to give back
             logger.warning(
                 "core %r: lease taken over after slice %r was stored; the new roller trims the window",
                 held.core_id,
                 piece.id,
+            )
+            return
+        except NotFound:
+            held.released = True
+            logger.warning(
+                "core %r: erased after slice %r was stored; nothing to trim", held.core_id, piece.id
             )
             return
         held.released = release

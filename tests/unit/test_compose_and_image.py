@@ -79,9 +79,16 @@ def test_the_dockerfile_installs_the_package_with_its_migrations_and_runs_the_cl
     for sources in copied:
         for source in sources.split():
             assert (ROOT / source).exists(), source
-    assert any("migrations" in c for c in copied) and "RUN pip install ." in dockerfile
+    assert any("migrations" in c for c in copied) and 'RUN pip install ".[metrics]"' in dockerfile
     assert 'ENTRYPOINT ["partner-repo"]' in dockerfile
     assert re.search(r"^USER (?!root)\w+", dockerfile, re.M)
+
+
+def test_the_compose_listener_serves_its_metrics_on_loopback() -> None:
+    listener = yaml.safe_load((ROOT / "docker-compose.yml").read_text())["services"]["listener"]
+
+    port = listener["command"][listener["command"].index("--metrics-port") + 1]
+    assert listener["ports"] == [f"127.0.0.1:{port}:{port}"]
 
 
 def test_the_build_context_leaves_out_what_the_image_does_not_need() -> None:

@@ -24,6 +24,7 @@ from partner_repo import (
     roll_chat_messages,
 )
 from partner_repo.core_lease import CoreLease
+from partner_repo.indexes import CORES
 
 
 @pytest.fixture
@@ -434,3 +435,25 @@ async def test_roll_refuses_bad_arguments(
 def test_the_service_refuses_bad_dependencies(memory_db: Any, arguments: dict[str, Any]) -> None:
     with pytest.raises(InvalidInput):
         RollingService(memory_db, **arguments)
+
+
+async def test_a_roller_whose_core_was_erased_after_it_stored_ends_without_an_error(
+    memory_db: Any,
+    cores: MemoryCoreRepository,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    original = MemoryUnitRepository.append
+
+    async def erased_after_storing(self: MemoryUnitRepository, *args: Any, **kwargs: Any) -> Any:
+        stored = await original(self, *args, **kwargs)
+        await memory_db[CORES].delete_one({"_id": "agent"})  # a forget that took the lease over meanwhile
+        return stored
+
+    monkeypatch.setattr(MemoryUnitRepository, "append", erased_after_storing)
+    await cores.record("agent", numbered(0, 6), at=T0)
+    with caplog.at_level(logging.WARNING, logger="partner_repo"):
+        result = await RollingService(memory_db, RecordingSummarizer()).roll("agent", now=T0)
+
+    assert result is not None and await cores.get("agent") is None
+    assert any("erased after slice" in r.getMessage() for r in caplog.records)
