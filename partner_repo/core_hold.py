@@ -17,13 +17,12 @@ import contextlib
 import logging
 import time
 from collections.abc import AsyncIterator, Callable
-from dataclasses import replace
 from datetime import timedelta
 
 from partner_repo.core_lease import CoreLease
 from partner_repo.database import MongoDatabase
 from partner_repo.errors import ConflictError
-from partner_repo.leases import LeaseState, SilenceWatch
+from partner_repo.leases import SilenceWatch
 from partner_repo.models import MemoryCore
 
 logger = logging.getLogger(__name__)
@@ -60,7 +59,7 @@ class CoreHold:
         if core is None:
             yield None
             return
-        keeper = asyncio.create_task(self._keep(core_id, owner, duration))
+        keeper = asyncio.create_task(self._lease.keep(core_id, owner, duration=duration))
         failed = False
         try:
             yield core
@@ -86,13 +85,14 @@ class CoreHold:
             state = await self._lease.state(core_id)
             if state is None:
                 return None
-            if state.holder is not None and (state.holder == owner or watch.silent(core_id, _ttl(state))):
+            state = state.or_ttl(DEFAULT_TTL.total_seconds())
+            if state.holder is not None and (state.holder == owner or watch.silent(core_id, state)):
                 if state.holder != owner:
                     logger.warning(
                         "core %r: rolling lease of %s silent for %.0fs; taking it over",
                         core_id,
                         state.holder,
-                        _ttl(state).ttl_s,
+                        state.ttl_s,
                     )
                 core = await self._lease.acquire(core_id, owner, duration=duration, silent=state)
                 if core is not None:
@@ -104,20 +104,6 @@ class CoreHold:
                     "nothing of the core was changed yet: try again"
                 )
             await asyncio.sleep(self._poll)
-
-    async def _keep(self, core_id: str, owner: str, duration: timedelta) -> None:
-        interval = duration.total_seconds() / 3
-        while True:
-            await asyncio.sleep(interval)
-            try:
-                if not await self._lease.renew(core_id, owner, duration=duration):
-                    return
-            except Exception:
-                logger.warning("core %r: could not renew the lease of %s", core_id, owner, exc_info=True)
-
-
-def _ttl(state: LeaseState) -> LeaseState:
-    return state if state.ttl_s > 0 else replace(state, ttl_s=DEFAULT_TTL.total_seconds())
 
 
 __all__ = ["CoreHold"]

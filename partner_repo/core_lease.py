@@ -13,6 +13,8 @@ fenced on its own (the append on the unit's message count, the trim and session 
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from collections.abc import Mapping
 from datetime import timedelta
 from typing import Any
@@ -25,6 +27,8 @@ from partner_repo.indexes import CORES
 from partner_repo.leases import LeaseState
 from partner_repo.models import MemoryCore
 from partner_repo.validation import require_id
+
+logger = logging.getLogger(__name__)
 
 LEASE_PROJECTION = {"lease_owner": 1, "lease_beat": 1, "lease_ttl_ms": 1}
 
@@ -106,6 +110,19 @@ class CoreLease:
             {"$set": {"lease_ttl_ms": _ttl_ms(duration)}, "$inc": {"lease_beat": 1, "version": 1}},
         )
         return bool(result.matched_count)
+
+    async def keep(self, core_id: str, owner: str, *, duration: timedelta) -> None:
+        """Beat every third of ``duration`` until cancelled, or until the lease is no longer ``owner``'s;
+        a beat that fails (the database unreachable) is logged and the next one tried."""
+        while True:
+            await asyncio.sleep(duration.total_seconds() / 3)
+            try:
+                if not await self.renew(core_id, owner, duration=duration):
+                    return
+            except Exception:
+                logger.warning(
+                    "core %r: could not renew the rolling lease of %s", core_id, owner, exc_info=True
+                )
 
     async def release(self, core_id: str, owner: str) -> bool:
         """Give the lease back so the next roll need not wait; False if ``owner`` no longer held it."""

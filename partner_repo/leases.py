@@ -15,7 +15,7 @@ from __future__ import annotations
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 WATCHED = 4096
 """Lease states one watcher remembers (least recently seen forgotten first)."""
@@ -28,6 +28,10 @@ class LeaseState:
     holder: str | None
     beat: int
     ttl_s: float
+
+    def or_ttl(self, ttl_s: float) -> LeaseState:
+        """This state, counted with ``ttl_s`` when it was written without a ttl (0.1.0's leases)."""
+        return self if self.ttl_s > 0 else replace(self, ttl_s=ttl_s)
 
 
 class SilenceWatch:

@@ -18,7 +18,6 @@ import logging
 import time
 import uuid
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
@@ -28,7 +27,7 @@ from partner_repo.core_state import WindowState
 from partner_repo.cores import DEFAULT_CORE_ID, MemoryCoreRepository
 from partner_repo.database import MongoDatabase
 from partner_repo.errors import InvalidInput
-from partner_repo.leases import LeaseState, SilenceWatch
+from partner_repo.leases import SilenceWatch
 from partner_repo.models import MemoryCore, Message
 from partner_repo.rolling.config import RollingConfig
 from partner_repo.rolling.leased_roll import APPEND_ATTEMPTS, HeldLease, LeasedRoll, resolve
@@ -129,15 +128,15 @@ class RollingService:
             raise InvalidInput(f"recorded must be the WindowState record() returned for core {core_id!r}")
         else:
             state = recorded
-        held = None if state is None else self.trigger(state, stamp)
-        if state is None or held is None:
+        holds = None if state is None else self.trigger(state, stamp)
+        if state is None or holds is None:
             return None
 
         def decide(leased: MemoryCore) -> bool | None:
             trigger = self.trigger(leased, stamp)
             return None if trigger is None else trigger == "idle"
 
-        due = due_query(stamp, self._config, held)  # only the trigger that holds: a shorter command
+        due = due_query(stamp, self._config, holds)  # only the trigger that holds: a shorter command
         return await self._leased_roll(core_id, stamp, decide, seen=state, due=due)
 
     def trigger(self, core: MemoryCore | WindowState, now: datetime) -> Trigger | None:
@@ -217,7 +216,8 @@ class RollingService:
             state = await self._lease.state(core_id)  # roll(): who holds it, to watch for its silence
             if state is None or state.holder is None:
                 return None
-        if not self._watch.silent(core_id, self._with_ttl(state)):
+        # a lease written without a ttl (0.1.0's) counts with this service's lease duration
+        if not self._watch.silent(core_id, state.or_ttl(duration.total_seconds())):
             logger.debug("core %r: lease held by %s; not rolling", core_id, state.holder)
             return None
         logger.warning(
@@ -227,12 +227,6 @@ class RollingService:
             state.ttl_s,
         )
         return await self._lease.acquire(core_id, owner, duration=duration, silent=state, when=due)
-
-    def _with_ttl(self, state: LeaseState) -> LeaseState:
-        """A lease written without a ttl (0.1.0's) counts with this service's lease duration."""
-        if state.ttl_s > 0:
-            return state
-        return replace(state, ttl_s=self._config.lease_duration.total_seconds())
 
     # -- the summary -----------------------------------------------------------------------------------------
 
@@ -245,7 +239,7 @@ class RollingService:
         whether the lease was taken over meanwhile (the roll is then abandoned before it writes). Either way
         the writes that follow are fenced on their own, so a stall past this point stores nothing twice.
         """
-        keeper = asyncio.create_task(self._keep_lease(core_id, owner))
+        keeper = asyncio.create_task(self._lease.keep(core_id, owner, duration=self._config.lease_duration))
         started = self._monotonic()
         try:
             summary = await self._summarize(core_id, increment)
@@ -258,17 +252,6 @@ class RollingService:
             logger.warning("core %r: lease taken over while summarizing; this roll is abandoned", core_id)
             return None
         return summary
-
-    async def _keep_lease(self, core_id: str, owner: str) -> None:
-        """Beat every third of the lease duration while a (possibly slow) summarizer runs."""
-        interval = self._config.lease_duration.total_seconds() / 3
-        while True:
-            await asyncio.sleep(interval)
-            try:
-                if not await self._lease.renew(core_id, owner, duration=self._config.lease_duration):
-                    return
-            except Exception:
-                logger.warning("core %r: could not renew the rolling lease", core_id, exc_info=True)
 
     async def _summarize(self, core_id: str, increment: list[Message]) -> str:
         """The summarizer's text; Partner's fixed texts when it raises or returns nothing."""
