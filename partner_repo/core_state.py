@@ -17,8 +17,11 @@ from partner_repo.core_lease import lease_state
 from partner_repo.leases import LeaseState
 from partner_repo.models import MemoryCore
 
-WINDOW_STATE_PROJECTION = {"chat_messages": 0, "window_stored": 0}
-"""Everything on a core but its window (the other fields are bounded in size)."""
+
+def state_projection() -> dict[str, Any]:
+    """Everything on a core but its window (the other fields are bounded in size). A new dict at every call:
+    mongomock adds ``_id`` to the projection it is given."""
+    return {"chat_messages": 0, "window_stored": 0}
 
 
 @dataclass(frozen=True)
@@ -88,4 +91,4 @@ class WindowState:
         return cls.of(MemoryCore.model_validate({**document, "chat_messages": []}), window_size)
 
 
-__all__ = ["WINDOW_STATE_PROJECTION", "StoredFront", "WindowState", "is_count"]
+__all__ = ["StoredFront", "WindowState", "is_count", "state_projection"]

@@ -18,7 +18,7 @@ from pymongo import ASCENDING, ReturnDocument
 from pymongo.errors import DocumentTooLarge, DuplicateKeyError, OperationFailure
 
 from partner_repo.clock import utc_now
-from partner_repo.core_state import WINDOW_STATE_PROJECTION, WindowState, is_count
+from partner_repo.core_state import WindowState, is_count, state_projection
 from partner_repo.core_trim import trim_front
 from partner_repo.database import MongoDatabase
 from partner_repo.errors import ConflictError, InvalidInput, LeaseLost, WindowTooLarge
@@ -182,10 +182,7 @@ class MemoryCoreRepository:
         try:
             # a plain update first: the fields of a new core are sent only when there is none (once a core)
             document = await self._cores.find_one_and_update(
-                {"_id": core_id, "window_size": {"$type": "number"}},
-                update,
-                projection=dict(WINDOW_STATE_PROJECTION),  # a copy: mongomock adds "_id" to the one it gets
-                return_document=ReturnDocument.AFTER,
+                _counted(core_id), update, projection=state_projection(), return_document=ReturnDocument.AFTER
             )
             if document is None:
                 fresh = self._fresh_fields(stamp)
@@ -198,24 +195,16 @@ class MemoryCoreRepository:
             if exc.code in DOCUMENT_TOO_LARGE_CODES:
                 raise WindowTooLarge(core_id) from None
             raise
-        size = document.get("window_size")
-        if not is_count(size):  # a count another tool wrote (a float, say): counted again, exactly
-            size = await self._count_window(core_id)
-        return WindowState.from_document(document, size or 0)
+        state = await self._state_of(core_id, document)
+        assert state is not None  # the core was just written
+        return state
 
     async def window_state(self, core_id: str = DEFAULT_CORE_ID) -> WindowState | None:
         """The core's :class:`~partner_repo.core_state.WindowState` (None: no such core), without reading
         the window: a few hundred bytes whatever the window holds."""
         core_id = require_id(core_id, "core_id")
-        document = await self._cores.find_one({"_id": core_id}, dict(WINDOW_STATE_PROJECTION))
-        if document is None:
-            return None
-        size = document.get("window_size")
-        if not is_count(size):
-            size = await self._count_window(core_id)
-            if size is None:
-                return None
-        return WindowState.from_document(document, size)
+        document = await self._cores.find_one({"_id": core_id}, state_projection())
+        return None if document is None else await self._state_of(core_id, document)
 
     async def snapshot(self, core_id: str = DEFAULT_CORE_ID) -> list[Message]:
         """The chat window as it is now (empty when the core does not exist)."""
@@ -321,11 +310,8 @@ class MemoryCoreRepository:
         only a core whose count exists, so a core written before the count (or by another tool) fails the
         same way, once: it is counted, then the write is sent again.
         """
-        query: dict[str, Any] = {"_id": core_id}
-        projection: dict[str, Any] | None = None
-        if counted:
-            query["window_size"] = {"$type": "number"}
-            projection = dict(WINDOW_STATE_PROJECTION)  # a copy: mongomock adds "_id" to the one it is given
+        query = _counted(core_id) if counted else {"_id": core_id}
+        projection = state_projection() if counted else None
         for _ in range(UPSERT_ATTEMPTS):
             try:
                 document = await self._cores.find_one_and_update(
@@ -337,6 +323,13 @@ class MemoryCoreRepository:
                     await self._count_window(core_id)
                 continue
         raise ConflictError(f"core {core_id!r}: concurrent creation did not settle; try again")
+
+    async def _state_of(self, core_id: str, document: dict[str, Any]) -> WindowState | None:
+        """The state of a core read without its window; a count that is missing or not a count (another
+        tool's, a float say) is counted again, exactly. None: the core is gone meanwhile."""
+        size = document.get("window_size")
+        counted = size if is_count(size) else await self._count_window(core_id)
+        return None if counted is None else WindowState.from_document(document, counted)
 
     async def _count_window(self, core_id: str) -> int | None:
         """Count a window whose stored count is missing or not a count (a core written before 0.3.0, or by
@@ -379,6 +372,11 @@ def _session(session_id: str, stamp: datetime, continues: str | None = None) -> 
 
 DOCUMENT_TOO_LARGE_CODES = frozenset({10334, 17419})
 """BSONObjectTooLarge, and "resulting document after update is larger than 16777216"."""
+
+
+def _counted(core_id: str) -> dict[str, Any]:
+    """A core whose window count exists: what every write that keeps the count matches."""
+    return {"_id": core_id, "window_size": {"$type": "number"}}
 
 
 def _refuse_unrollable(documents: list[dict[str, Any]]) -> None:
