@@ -22,7 +22,6 @@ from partner_repo.window import dropped_count
 TRIM_ATTEMPTS = 200
 """How often a trim that lost the race to concurrent ``record`` calls re-reads and retries."""
 
-Update = Mapping[str, Mapping[str, Any]]
 Collection = Any
 """A Motor (or mongomock-motor) collection of cores."""
 
@@ -40,13 +39,10 @@ async def trim_front(
 ) -> int:
     """Drop what rolling the first ``snapshot_size`` messages consumed; how many were dropped (arguments
     validated by the caller; see ``MemoryCoreRepository.trim_window`` for their meaning)."""
-    done: Update = RELEASED if release else {}
     if window_size is not None and owner is not None:
         drop = dropped_count(window_size, snapshot_size, retain_divisor)
         guard = {"_id": core_id, "lease_owner": owner, "chat_messages": {"$size": window_size}}
-        if await _drop_front(
-            cores, guard, window_size, drop, _front(done, rolled_into, window_size, snapshot_size, drop)
-        ):
+        if await _write(cores, guard, _trim(window_size, drop, snapshot_size, release, rolled_into)):
             return drop
     projection = {"chat_messages": 1, "version": 1, "lease_owner": 1}
     for attempt in range(TRIM_ATTEMPTS):
@@ -60,45 +56,42 @@ async def trim_front(
         guard = {"_id": core_id, "version": _version_guard(document)}
         if owner is not None:
             guard["lease_owner"] = owner
-        if await _drop_front(cores, guard, size, drop, _front(done, rolled_into, size, snapshot_size, drop)):
+        if await _write(cores, guard, _trim(size, drop, snapshot_size, release, rolled_into)):
             return drop
         await asyncio.sleep(random.uniform(0, 0.0005 * min(attempt, 20)))
     raise ConflictError(f"core {core_id!r}: trimming the window lost the race {TRIM_ATTEMPTS} times")
 
 
-async def _drop_front(cores: Collection, guard: dict[str, Any], size: int, drop: int, done: Update) -> bool:
-    """One write, guarded, dropping the first ``drop`` of ``size`` messages and applying ``done`` (the lease
-    release, the stored front); True when it matched. Nothing to drop and no lease to give back writes
-    nothing (the stored front is then still what it was)."""
-    if not drop and not done.get("$inc"):
-        return True
-    update: dict[str, dict[str, Any]] = {
-        operator: {**done.get(operator, {})} for operator in ("$set", "$inc", "$unset")
-    }
+def _trim(
+    size: int, drop: int, snapshot_size: int, release: bool, rolled_into: tuple[str, int] | None
+) -> dict[str, dict[str, Any]] | None:
+    """The update dropping the first ``drop`` of ``size`` messages (only the front goes, no message is
+    rewritten), giving the lease back when ``release``, and recording the window's stored front when a roll's
+    snapshot (all of it still at the front) now ends a unit, else removing it. None: nothing to drop and no
+    lease to give back, so nothing to write (the stored front is then still what it was)."""
+    if not drop and not release:
+        return None
+    update: dict[str, dict[str, Any]] = {"$set": {}, "$inc": {"version": 1}, "$unset": {}}
+    if release:
+        update["$set"].update(RELEASED["$set"])
+        update["$inc"].update(RELEASED["$inc"])
     if drop:
-        # keep the last (size - drop): only the front goes, no message is rewritten
-        update["$push"] = {"chat_messages": {"$each": [], "$slice": -(size - drop)}}
+        update["$push"] = {"chat_messages": {"$each": [], "$slice": -(size - drop)}}  # keep the last ones
         update["$set"]["window_size"] = size - drop
-    update["$inc"]["version"] = 1
-    result = await cores.update_one(
-        guard, {operator: fields for operator, fields in update.items() if fields}
-    )
-    return bool(result.matched_count)
-
-
-def _front(
-    done: Update, rolled_into: tuple[str, int] | None, size: int, snapshot_size: int, drop: int
-) -> dict[str, dict[str, Any]]:
-    """``done`` plus the window's stored front after dropping ``drop`` of ``size``: recorded when a roll's
-    snapshot (all of it still at the front) now ends a unit, removed otherwise."""
-    update = {operator: dict(fields) for operator, fields in done.items()}
     if rolled_into is not None and size >= snapshot_size:
         unit_id, count = rolled_into
-        stored = StoredFront(unit_id, count, snapshot_size - drop)
-        update.setdefault("$set", {})["window_stored"] = stored.as_document()
+        update["$set"]["window_stored"] = StoredFront(unit_id, count, snapshot_size - drop).as_document()
     else:
-        update.setdefault("$unset", {})["window_stored"] = ""
-    return update
+        update["$unset"]["window_stored"] = ""
+    return {operator: fields for operator, fields in update.items() if fields}
+
+
+async def _write(cores: Collection, guard: dict[str, Any], update: dict[str, Any] | None) -> bool:
+    """Send ``update`` guarded by ``guard``; True when it matched (or there was nothing to write)."""
+    if update is None:
+        return True
+    result = await cores.update_one(guard, update)
+    return bool(result.matched_count)
 
 
 def _version_guard(document: Mapping[str, Any]) -> Any:
