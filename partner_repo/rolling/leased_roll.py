@@ -171,7 +171,7 @@ class LeasedRoll:
                 logger.info("core %r: %s; resolving the increment again", core.id, exc)
                 continue
             refresh = refresh_session and len(part) == len(increment)
-            await self._trim(held, len(snapshot), consumed, (unit_id, piece), release=not refresh)
+            await self._trim(held, len(snapshot), consumed, unit_id, piece, release=not refresh)
             if refresh:
                 await self._refresh(core, owner, len(snapshot), consumed, stamp)
             return RollingResult.from_slice(unit_id, core.id, piece, part)
@@ -235,14 +235,15 @@ class LeasedRoll:
         held: HeldLease,
         window_size: int,
         consumed: int,
-        stored: tuple[str, MemorySlice],
+        unit_id: str,
+        piece: MemorySlice,
         *,
         release: bool,
     ) -> None:
         """Trim what the roll consumed (fenced on the lease), giving the lease back in the same write when
         ``release``; the window should still hold the snapshot's ``window_size`` (no read unless it grew).
-        The write also records that the kept front is stored: the last messages of ``stored``'s unit."""
-        unit_id, piece = stored
+        The write also records that the kept front is stored: the last messages of unit ``unit_id``, which
+        ``piece`` now ends."""
         try:
             await self._cores.trim_window(
                 held.core_id,
