@@ -27,8 +27,9 @@ from partner_repo.admin.views import (
     UnitView,
 )
 from partner_repo.clock import to_utc_ms, utc_now
-from partner_repo.core_state import WindowState
-from partner_repo.cores import DEFAULT_CORE_ID, MemoryCoreRepository
+from partner_repo.cores.repository import DEFAULT_CORE_ID, MemoryCoreRepository
+from partner_repo.cores.state import WindowState
+from partner_repo.cores.window import roll_chat_messages
 from partner_repo.database import (
     DOCUMENT_MODELS,
     Connecting,
@@ -40,9 +41,8 @@ from partner_repo.database import (
     in_memory_database,
     init_repository,
 )
-from partner_repo.erasure import ErasureReport, MemoryEraser
-from partner_repo.erasure_log import Erasure, ErasureAware, ErasureLog
-from partner_repo.erasure_store import ErasureRequest
+from partner_repo.erasure.eraser import ErasureReport, MemoryEraser
+from partner_repo.erasure.requests import ErasureRequest
 from partner_repo.errors import (
     ChangeStreamUnavailable,
     ConflictError,
@@ -61,7 +61,7 @@ from partner_repo.errors import (
     UnreadableUnit,
     WindowTooLarge,
 )
-from partner_repo.importer import ImportIssue, ImportReport, import_partner_state, partner_unit
+from partner_repo.importing.importer import ImportIssue, ImportReport, import_partner_state, partner_unit
 from partner_repo.listener import (
     AfterRolling,
     AfterRollingRegistry,
@@ -79,8 +79,9 @@ from partner_repo.listener import (
     load_consumer,
     replay_dead_letters,
 )
+from partner_repo.listener.erasure_log import Erasure, ErasureAware, ErasureLog
 from partner_repo.masking import mask_library_logs, mask_uri
-from partner_repo.migration_runner import (
+from partner_repo.migrating.runner import (
     MigrationRun,
     MigrationStatus,
     default_migrations_path,
@@ -108,8 +109,13 @@ from partner_repo.settings import (
     settings_for,
 )
 from partner_repo.storage import MAX_DOCUMENT_BYTES, MAX_MESSAGE_BYTES, MAX_SUMMARY_BYTES
-from partner_repo.units import HEAD_CACHE_SIZE, MemoryUnitRepository, UnitFingerprint, UnitHead, UnitOutline
-from partner_repo.window import roll_chat_messages
+from partner_repo.units.repository import (
+    HEAD_CACHE_SIZE,
+    MemoryUnitRepository,
+    UnitFingerprint,
+    UnitHead,
+    UnitOutline,
+)
 
 mask_library_logs()  # records of every partner_repo logger are scrubbed of credentials (partner_repo.masking)
 

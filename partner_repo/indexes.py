@@ -18,9 +18,10 @@ CORES = "memory_cores"
 CHECKPOINTS = "listener_checkpoints"
 DEAD_LETTERS = "rolling_dead_letters"
 ERASURES = "erasures"
-"""The append-only log of finished erasures (ids only) listeners follow: ``partner_repo.erasure_log``."""
+"""The append-only log of finished erasures (ids only) listeners follow:
+``partner_repo.listener.erasure_log``."""
 ERASURE_REQUESTS = "erasure_requests"
-"""Erasures in progress and done, and the ids each will erase: ``partner_repo.erasure_store``."""
+"""Erasures in progress and done, and the ids each will erase: ``partner_repo.erasure.requests``."""
 
 UNIT_INDEXES: list[IndexModel] = [
     IndexModel([("core_id", ASCENDING), ("updated_at", DESCENDING)], name="core_updated"),

@@ -17,6 +17,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictStr, Ty
 from pydantic.dataclasses import dataclass
 
 from partner_repo.clock import UtcDatetime
+from partner_repo.encoding import require_encodable
 from partner_repo.indexes import CORE_INDEXES, CORES, UNIT_INDEXES, UNITS
 
 Role = Literal["user", "assistant", "system"]
@@ -60,8 +61,6 @@ def _bounded(value: str) -> str:
     if len(value) > MAX_ID_LENGTH:
         raise ValueError(f"must be at most {MAX_ID_LENGTH} characters, got {len(value)}")
     if not value.isascii():
-        from partner_repo.validation import require_encodable  # validation imports this module
-
         require_encodable(value, "the id")
     return value
 
@@ -170,14 +169,14 @@ class MemoryCore(_PlainConstruction):
     """Per agent: the current memory session and the live chat window shared by every service process.
 
     ``lease_owner``/``lease_beat``/``lease_ttl_ms`` make rolling single-flight across processes without
-    comparing clocks (see :mod:`partner_repo.core_lease`). ``session_continues`` names the unit the current
+    comparing clocks (see :mod:`partner_repo.cores.lease`). ``session_continues`` names the unit the current
     session's unit continues when a roll opened it because the previous one was full (None after an idle
     refresh: a new conversation session starts afresh).
     ``idle_rolled`` is set once an idle roll has covered the window's last interaction and cleared by the next
     ``record``, so an idle window is rolled once, not again at every scheduler pass.
     ``window_size`` counts ``chat_messages`` (kept by every write of the window, so ``record`` can answer
     without it); ``window_stored`` says which front of the window the last roll left stored (see
-    :class:`partner_repo.core_state.StoredFront`). Both are the repository's, read leniently.
+    :class:`partner_repo.cores.state.StoredFront`). Both are the repository's, read leniently.
     """
 
     id: Identifier = "default"  # type: ignore[assignment]

@@ -13,6 +13,7 @@ from typing import Any
 from pydantic import TypeAdapter, ValidationError
 
 from partner_repo.clock import to_utc_ms
+from partner_repo.encoding import require_encodable
 from partner_repo.errors import InvalidInput
 from partner_repo.models import MAX_ID_LENGTH, Message
 
@@ -43,22 +44,6 @@ def id_problem(value: object, what: str) -> str | None:
     except InvalidInput as exc:
         return str(exc)
     return None
-
-
-def require_encodable(text: str, what: str) -> str:
-    """``text`` if it can be stored (BSON strings are UTF-8), else :class:`InvalidInput`.
-
-    Python strings may hold lone surrogates (half of an emoji's UTF-16 pair, as ``json.loads`` yields from
-    ``"\\ud83d"``); the driver cannot encode them, so they are refused here, before anything is written.
-    """
-    if not text.isascii():
-        try:
-            text.encode("utf-8")
-        except UnicodeEncodeError as exc:
-            raise InvalidInput(
-                f"{what} is not valid Unicode text: a lone surrogate at position {exc.start}"
-            ) from None
-    return text
 
 
 def require_count(value: object, what: str) -> int:

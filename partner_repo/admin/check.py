@@ -35,7 +35,7 @@ from partner_repo.models import MAX_ID_LENGTH, MemoryUnit
 from partner_repo.normalization import new_slice_id
 from partner_repo.progress import Progress
 from partner_repo.storage import unit_from_document
-from partner_repo.units import MemoryUnitRepository
+from partner_repo.units.repository import MemoryUnitRepository
 from partner_repo.validation import require_id
 
 BATCH_UNITS = 100

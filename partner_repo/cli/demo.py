@@ -27,7 +27,7 @@ from partner_repo.cli.output import console, short, slices_table
 from partner_repo.cli.runtime import Connection, run_async
 from partner_repo.cli.slices import stats_tables
 from partner_repo.clock import to_utc_ms, utc_now
-from partner_repo.cores import MemoryCoreRepository
+from partner_repo.cores.repository import MemoryCoreRepository
 from partner_repo.database import MongoDatabase
 from partner_repo.listener.listener import RollingListener
 from partner_repo.listener.registry import AfterRollingRegistry

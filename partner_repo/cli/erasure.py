@@ -14,8 +14,8 @@ import click
 
 from partner_repo.cli.output import ISO_DATETIME, echo_json, json_option, when
 from partner_repo.cli.runtime import connection, run_async
-from partner_repo.erasure import LEASE_WAIT, ErasureReport, MemoryEraser
-from partner_repo.erasure_store import ErasureRequest
+from partner_repo.erasure.eraser import LEASE_WAIT, ErasureReport, MemoryEraser
+from partner_repo.erasure.requests import ErasureRequest
 
 
 @click.command()

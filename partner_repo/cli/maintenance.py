@@ -19,8 +19,8 @@ from partner_repo.cli.output import console, echo_json, json_option
 from partner_repo.cli.progress import progress_bar
 from partner_repo.cli.runtime import EXIT_NOT_FOUND, connection, run_async
 from partner_repo.cli.slices import open_admin, usage_errors
-from partner_repo.cores import DEFAULT_CORE_ID
-from partner_repo.importer import ImportIssue, ImportReport, import_partner_state
+from partner_repo.cores.repository import DEFAULT_CORE_ID
+from partner_repo.importing.importer import ImportIssue, ImportReport, import_partner_state
 
 _core_option = click.option("--core", "core_id", default=None, help="Only this core's units.")
 

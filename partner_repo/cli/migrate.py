@@ -9,7 +9,7 @@ import click
 
 from partner_repo.cli.progress import progress_bar
 from partner_repo.cli.runtime import connection, run_async
-from partner_repo.migration_runner import default_migrations_path, migration_status, run_migrations
+from partner_repo.migrating.runner import default_migrations_path, migration_status, run_migrations
 from partner_repo.settings import settings_for
 
 

@@ -18,7 +18,7 @@ from partner_repo.cli.output import Duration
 from partner_repo.cli.runtime import connection, run_async
 from partner_repo.cli.signals import stop_on_signals
 from partner_repo.errors import InvalidInput
-from partner_repo.importing import import_object
+from partner_repo.plugins import import_object
 from partner_repo.rolling.result import RollingResult
 from partner_repo.rolling.service import RollingService
 from partner_repo.rolling.summarizer import Summarizer, extractive_summarizer

@@ -45,8 +45,8 @@ from partner_repo.listener.retry import Backoff
 from partner_repo.listener.stream_errors import verdict
 from partner_repo.models import MemorySlice
 from partner_repo.storage import slice_from_document
-from partner_repo.unit_feed import stored_id_problem
-from partner_repo.units import MemoryUnitRepository, UnitOutline
+from partner_repo.units.feed import stored_id_problem
+from partner_repo.units.repository import MemoryUnitRepository, UnitOutline
 
 logger = logging.getLogger("partner_repo.listener")
 

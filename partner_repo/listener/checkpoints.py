@@ -33,7 +33,7 @@ from partner_repo.clock import utc_now
 from partner_repo.database import MongoDatabase
 from partner_repo.indexes import CHECKPOINTS
 from partner_repo.storage import stored_datetime
-from partner_repo.units import UnitFingerprint
+from partner_repo.units.repository import UnitFingerprint
 from partner_repo.validation import require_id
 
 StartFrom = Literal["beginning", "now"]

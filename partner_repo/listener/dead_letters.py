@@ -23,13 +23,13 @@ from pymongo import ReturnDocument
 
 from partner_repo.clock import UtcDatetime, utc_now
 from partner_repo.database import MongoDatabase
-from partner_repo.erasure_log import ErasureLog, handles_erasures
 from partner_repo.errors import UnreadableUnit
 from partner_repo.indexes import DEAD_LETTERS
+from partner_repo.listener.erasure_log import ErasureLog, handles_erasures
 from partner_repo.listener.registry import AfterRollingRegistry, raised_by_consumer
 from partner_repo.listener.results import load_stored_result
 from partner_repo.masking import scrub
-from partner_repo.units import MemoryUnitRepository
+from partner_repo.units.repository import MemoryUnitRepository
 from partner_repo.validation import require_id
 
 logger = logging.getLogger(__name__)

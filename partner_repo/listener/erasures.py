@@ -1,10 +1,10 @@
 """Delivering erasures: every part of the erasure log, to the group's consumers that have ``on_erased``.
 
-The erasure log (:mod:`partner_repo.erasure_log`) is append-only and each part becomes visible only after
-every earlier one, so a group needs one number to know what it has delivered: its erasure cursor, kept on the
-group's checkpoint with the consumers that finished a later part (:class:`ListenerCheckpoints`). The holder of
-the group's lease, while it delivers slices, also follows the log: every ``interval`` seconds (and on
-``flush()``) it delivers each part after the cursor, in log order, then moves the cursor. A group that was
+The erasure log (:mod:`partner_repo.listener.erasure_log`) is append-only and each part becomes visible only
+after every earlier one, so a group needs one number to know what it has delivered: its erasure cursor, kept
+on the group's checkpoint with the consumers that finished a later part (:class:`ListenerCheckpoints`). The
+holder of the group's lease, while it delivers slices, also follows the log: every ``interval`` seconds (and
+on ``flush()``) it delivers each part after the cursor, in log order, then moves the cursor. A group that was
 down catches up from its cursor when it starts again, so every consumer hears of every erasure at least once.
 
 For each part:
@@ -32,10 +32,10 @@ from collections.abc import Callable, Iterable
 from functools import partial as partial_call
 
 from partner_repo.database import MongoDatabase
-from partner_repo.erasure_log import Erasure, ErasureLog, handles_erasures
 from partner_repo.listener.attempts import ConsumerAttempts, retry_storage
 from partner_repo.listener.checkpoints import ListenerCheckpoints, remove_unit_progress
 from partner_repo.listener.dead_letters import DeadLetterRepository, describe
+from partner_repo.listener.erasure_log import Erasure, ErasureLog, handles_erasures
 from partner_repo.listener.registry import AfterRolling
 from partner_repo.listener.retry import Backoff
 

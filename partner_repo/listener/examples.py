@@ -9,7 +9,7 @@ import logging
 import sys
 from typing import TextIO
 
-from partner_repo.erasure_log import Erasure
+from partner_repo.listener.erasure_log import Erasure
 from partner_repo.rolling.result import RollingResult
 
 

@@ -15,7 +15,6 @@ from types import TracebackType
 from typing import Any, Literal
 
 from partner_repo.database import MongoDatabase
-from partner_repo.erasure_log import ErasureLog
 from partner_repo.errors import InvalidInput, PartnerRepoError
 from partner_repo.listener.checkpoints import ListenerCheckpoints, StartFrom
 from partner_repo.listener.dead_letters import (
@@ -25,6 +24,7 @@ from partner_repo.listener.dead_letters import (
     describe,
     replay_dead_letters,
 )
+from partner_repo.listener.erasure_log import ErasureLog
 from partner_repo.listener.erasures import ErasureDelivery
 from partner_repo.listener.lease import DEFAULT_LEASE_TTL, GroupLease, new_owner_id
 from partner_repo.listener.observer import SAMPLE_INTERVAL, GuardedObserver, ListenerObserver
@@ -40,7 +40,7 @@ from partner_repo.listener.registry import AfterRollingRegistry
 from partner_repo.listener.retry import Backoff
 from partner_repo.listener.sources import GroupSources
 from partner_repo.listener.unreadable import UnreadableUnits
-from partner_repo.units import MemoryUnitRepository
+from partner_repo.units.repository import MemoryUnitRepository
 from partner_repo.validation import require_id
 
 logger = logging.getLogger("partner_repo.listener")

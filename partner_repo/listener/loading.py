@@ -5,8 +5,8 @@ from __future__ import annotations
 import inspect
 
 from partner_repo.errors import InvalidInput
-from partner_repo.importing import import_object
 from partner_repo.listener.registry import AfterRolling, AfterRollingRegistry
+from partner_repo.plugins import import_object
 
 
 def load_consumer(path: str) -> AfterRolling:

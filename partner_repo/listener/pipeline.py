@@ -42,7 +42,7 @@ from partner_repo.listener.results import load_result
 from partner_repo.listener.retry import Backoff
 from partner_repo.models import MemorySlice
 from partner_repo.rolling.result import RollingResult
-from partner_repo.units import MemoryUnitRepository
+from partner_repo.units.repository import MemoryUnitRepository
 
 logger = logging.getLogger("partner_repo.listener")
 

@@ -31,7 +31,7 @@ from partner_repo.listener.pipeline import DeliveryPipeline
 from partner_repo.listener.progress import CommitAction, fingerprint_commit
 from partner_repo.listener.retry import Backoff
 from partner_repo.listener.unreadable import UnitKey, UnreadableUnits, unit_key
-from partner_repo.units import MemoryUnitRepository, UnitFingerprint, UnitOutline
+from partner_repo.units.repository import MemoryUnitRepository, UnitFingerprint, UnitOutline
 
 logger = logging.getLogger("partner_repo.listener")
 

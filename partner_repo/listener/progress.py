@@ -9,7 +9,7 @@ from datetime import datetime
 
 from partner_repo.listener.checkpoints import ListenerCheckpoints, UnitProgress
 from partner_repo.models import MemorySlice
-from partner_repo.units import UnitFingerprint
+from partner_repo.units.repository import UnitFingerprint
 
 CommitAction = Callable[[], Awaitable[None]]
 """A checkpoint step (a resume token, a unit fingerprint) saved once the slices offered before it are done."""

@@ -7,7 +7,7 @@ from pydantic import ValidationError
 from partner_repo.errors import InvalidInput, NotFound, UnreadableUnit
 from partner_repo.models import MemorySlice
 from partner_repo.rolling.result import RollingResult
-from partner_repo.units import MemoryUnitRepository
+from partner_repo.units.repository import MemoryUnitRepository
 from partner_repo.validation import first_error
 
 

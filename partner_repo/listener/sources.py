@@ -20,7 +20,7 @@ from partner_repo.listener.pipeline import DeliveryPipeline
 from partner_repo.listener.polling import PollingSource, UnitScanner
 from partner_repo.listener.retry import Backoff
 from partner_repo.listener.unreadable import UnreadableUnits
-from partner_repo.units import MemoryUnitRepository
+from partner_repo.units.repository import MemoryUnitRepository
 
 logger = logging.getLogger("partner_repo.listener")
 

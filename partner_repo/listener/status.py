@@ -28,7 +28,7 @@ from partner_repo.database import MongoDatabase
 from partner_repo.indexes import CHECKPOINTS, UNIT_FINGERPRINT_INDEX, UNITS
 from partner_repo.listener.dead_letters import DeadLetterRepository
 from partner_repo.storage import stored_datetime
-from partner_repo.units import MemoryUnitRepository
+from partner_repo.units.repository import MemoryUnitRepository
 
 BATCH = 1000
 """Unit checkpoints compared with their units per round trip."""

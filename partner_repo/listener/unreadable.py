@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 
 from partner_repo.errors import UnreadableUnit
-from partner_repo.units import UnitFingerprint
+from partner_repo.units.repository import UnitFingerprint
 
 logger = logging.getLogger("partner_repo.listener")
 

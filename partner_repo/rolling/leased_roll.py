@@ -23,9 +23,10 @@ from datetime import datetime
 
 from pymongo.errors import ConnectionFailure
 
-from partner_repo.core_lease import CoreLease
-from partner_repo.core_state import StoredFront
-from partner_repo.cores import MemoryCoreRepository
+from partner_repo.cores.lease import CoreLease
+from partner_repo.cores.repository import MemoryCoreRepository
+from partner_repo.cores.state import StoredFront
+from partner_repo.cores.window import dropped_count
 from partner_repo.errors import ConflictError, LeaseLost, NotFound, StaleIncrement
 from partner_repo.models import MemoryCore, MemorySlice, Message
 from partner_repo.normalization import new_slice_id
@@ -33,9 +34,8 @@ from partner_repo.rolling.config import RollingConfig
 from partner_repo.rolling.increment import resolve_chat_increment
 from partner_repo.rolling.plan import continues_elsewhere, rollable_prefix, storable_summary
 from partner_repo.rolling.result import RollingResult
-from partner_repo.unit_heads import UnitTail
-from partner_repo.units import MemoryUnitRepository
-from partner_repo.window import dropped_count
+from partner_repo.units.heads import UnitTail
+from partner_repo.units.repository import MemoryUnitRepository
 
 logger = logging.getLogger("partner_repo.rolling.service")
 

@@ -27,7 +27,7 @@ from partner_repo.storage import (
     array_elements_size,
     slice_document,
 )
-from partner_repo.unit_heads import UnitTail
+from partner_repo.units.heads import UnitTail
 
 MESSAGES_BUDGET_BYTES = MAX_DOCUMENT_BYTES - ROLL_RESERVE_BYTES - MAX_SUMMARY_BYTES
 """What the messages of one roll may take: a fresh unit holds them with their slice and any summary."""

@@ -3,7 +3,7 @@
 A roll turns the start of a core's chat window into memory: the part of the window the current unit does not
 hold yet (the increment) is summarized and appended to the unit as one slice, then the window is trimmed to
 the context it keeps. Every process may roll any core. A lease on the core makes a roll single-flight (a roll
-that finds it held returns None at once) without comparing clocks (:mod:`partner_repo.core_lease`); it is
+that finds it held returns None at once) without comparing clocks (:mod:`partner_repo.cores.lease`); it is
 renewed while the summarizer runs. The lease only saves work: every write of the roll is fenced on its own
 (:mod:`partner_repo.rolling.leased_roll`), so one increment is stored once whatever the timing, and a roller
 that crashed leaves a lease another roller takes over once it has watched it stay silent for its ttl.
@@ -22,9 +22,9 @@ from datetime import datetime
 from typing import Any
 
 from partner_repo.clock import to_utc_ms, utc_now
-from partner_repo.core_lease import CoreLease
-from partner_repo.core_state import WindowState
-from partner_repo.cores import DEFAULT_CORE_ID, MemoryCoreRepository
+from partner_repo.cores.lease import CoreLease
+from partner_repo.cores.repository import DEFAULT_CORE_ID, MemoryCoreRepository
+from partner_repo.cores.state import WindowState
 from partner_repo.database import MongoDatabase
 from partner_repo.errors import InvalidInput
 from partner_repo.leases import SilenceWatch
@@ -39,7 +39,7 @@ from partner_repo.rolling.summarizer import (
     as_async_summarizer,
 )
 from partner_repo.rolling.triggers import Trigger, due_query, trigger
-from partner_repo.units import MemoryUnitRepository
+from partner_repo.units.repository import MemoryUnitRepository
 from partner_repo.validation import optional_datetime, parse_messages, require_id
 
 logger = logging.getLogger(__name__)

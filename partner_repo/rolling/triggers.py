@@ -4,7 +4,7 @@ Count: the window holds at least ``trigger_limit`` messages. Idle: ``now - last_
 ``idle_after``, the window holds more than one message, and no idle roll covered it yet. Idle beats count
 (an idle roll also starts a new session).
 
-:func:`trigger` decides on a :class:`~partner_repo.core_state.WindowState` (or a whole core) already in hand,
+:func:`trigger` decides on a :class:`~partner_repo.cores.state.WindowState` (or a whole core) already in hand,
 so the per-turn path needs no read to know it should try. :func:`due_query` is the same rule as a query on the
 stored core: the lease is taken only while the stored window still meets it, with the snapshot, in one
 command (another roller may have rolled it meanwhile).
@@ -16,7 +16,7 @@ from datetime import datetime
 from typing import Any, Literal
 
 from partner_repo.clock import to_utc_ms
-from partner_repo.core_state import WindowState
+from partner_repo.cores.state import WindowState
 from partner_repo.models import MemoryCore
 from partner_repo.rolling.config import RollingConfig
 

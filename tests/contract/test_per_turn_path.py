@@ -20,8 +20,8 @@ from partner_repo import (
     RollingConfig,
     RollingService,
 )
-from partner_repo.core_lease import CoreLease
-from partner_repo.core_state import StoredFront
+from partner_repo.cores.lease import CoreLease
+from partner_repo.cores.state import StoredFront
 from partner_repo.indexes import CORES
 
 CONFIG = RollingConfig(trigger_limit=8, retain_divisor=4)

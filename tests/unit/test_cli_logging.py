@@ -15,7 +15,7 @@ from partner_repo.cli import main
 from partner_repo.cli.logs import configure_logging
 
 SECRET = "s3cr3t-Pa55"
-MIGRATION_LINE = "partner_repo.migration_runner: migrations forward from the start"
+MIGRATION_LINE = "partner_repo.migrating.runner: migrations forward from the start"
 
 
 def migrate(*options: str, **environment: str) -> Result:
@@ -56,7 +56,7 @@ def test_json_lines_are_one_object_per_record() -> None:
     records = [json.loads(line) for line in result.stderr.splitlines()]
     first = next(r for r in records if r["message"].startswith("migrations forward from the start"))
     assert set(first) == {"time", "level", "logger", "message"}
-    assert (first["level"], first["logger"]) == ("INFO", "partner_repo.migration_runner")
+    assert (first["level"], first["logger"]) == ("INFO", "partner_repo.migrating.runner")
     assert first["time"].endswith("Z")
 
 

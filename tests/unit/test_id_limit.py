@@ -26,7 +26,7 @@ from partner_repo import (
     replay_dead_letters,
 )
 from partner_repo.cli import main
-from partner_repo.core_lease import CoreLease
+from partner_repo.cores.lease import CoreLease
 from partner_repo.indexes import ALL_INDEXES
 from partner_repo.listener.checkpoints import ListenerCheckpoints
 from partner_repo.models import MAX_ID_LENGTH

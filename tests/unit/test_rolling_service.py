@@ -23,7 +23,7 @@ from partner_repo import (
     RollingService,
     roll_chat_messages,
 )
-from partner_repo.core_lease import CoreLease
+from partner_repo.cores.lease import CoreLease
 from partner_repo.indexes import CORES
 
 

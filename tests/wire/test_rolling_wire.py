@@ -17,7 +17,7 @@ from mockupdb import MockupDB
 from wire_support import motor_client, receive, server_fixture
 
 from partner_repo import MemoryCoreRepository, Message, WindowTooLarge
-from partner_repo.core_lease import CoreLease
+from partner_repo.cores.lease import CoreLease
 from partner_repo.leases import LeaseState
 
 pytestmark = pytest.mark.wire

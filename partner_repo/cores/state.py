@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from partner_repo.core_lease import lease_state
+from partner_repo.cores.lease import lease_state
 from partner_repo.leases import LeaseState
 from partner_repo.models import MemoryCore
 

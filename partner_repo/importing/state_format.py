@@ -17,10 +17,11 @@ from typing import Any
 from pydantic import BaseModel
 
 from partner_repo.clock import to_utc_ms
+from partner_repo.encoding import require_encodable
 from partner_repo.errors import InvalidInput
 from partner_repo.models import MemorySlice, MemoryUnit, Message
 from partner_repo.normalization import new_slice_id
-from partner_repo.validation import id_problem, require_encodable
+from partner_repo.validation import id_problem
 
 ROLES = ("user", "assistant", "system")
 SLICE_FIELDS = ("id", "start_index", "end_index", "summary", "created_timestamp")

@@ -28,15 +28,15 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from partner_repo.clock import utc_now
-from partner_repo.core_hold import CoreHold
-from partner_repo.cores import MemoryCoreRepository
+from partner_repo.cores.hold import CoreHold
+from partner_repo.cores.repository import MemoryCoreRepository
 from partner_repo.database import MongoDatabase
-from partner_repo.erasure_log import ErasureLog, ErasureScope
-from partner_repo.erasure_store import ErasureRequest, ErasureRequests
+from partner_repo.erasure.requests import ErasureRequest, ErasureRequests
 from partner_repo.errors import ConflictError, InvalidInput
 from partner_repo.indexes import CORES, UNITS
 from partner_repo.listener.checkpoints import remove_unit_progress
 from partner_repo.listener.dead_letters import DeadLetterRepository
+from partner_repo.listener.erasure_log import ErasureLog, ErasureScope
 from partner_repo.models import MemoryCore
 from partner_repo.validation import optional_datetime, require_id
 

@@ -11,7 +11,7 @@ one database: the migration files (``Forward``/``Backward`` classes holding ``fr
   writes, so it runs on every backend, next to live writers and with no time limit; a transaction is opt-in
   (``use_transaction=True``), for small databases on a replica set;
 - failures are one :class:`MigrationError` naming the migration, its cause and what to do
-  (:mod:`partner_repo.migration_failures`). A failed migration is never recorded as applied, and the ones
+  (:mod:`partner_repo.migrating.failures`). A failed migration is never recorded as applied, and the ones
   after it do not run, so the next run starts with it again.
 """
 
@@ -33,7 +33,7 @@ from beanie.migrations.runner import MigrationNode
 
 from partner_repo.database import MongoDatabase
 from partner_repo.errors import InvalidInput, MigrationError
-from partner_repo.migration_failures import first_line, migration_failure
+from partner_repo.migrating.failures import first_line, migration_failure
 from partner_repo.progress import Progress
 
 log = logging.getLogger(__name__)
@@ -52,7 +52,7 @@ def default_migrations_path() -> Path:
     ``partner_repo/migrations`` (``pyproject.toml`` maps the one onto the other), an editable install or a
     checkout reads it in place.
     """
-    package = Path(__file__).resolve().parent
+    package = Path(__file__).resolve().parent.parent
     installed = package / "migrations"
     return installed if installed.is_dir() else package.parent / "migrations"
 

@@ -24,15 +24,16 @@ from pymongo.errors import PyMongoError
 
 from partner_repo.admin.inspection import normalization_violations
 from partner_repo.clock import to_utc_ms
-from partner_repo.cores import DEFAULT_CORE_ID, MemoryCoreRepository
+from partner_repo.cores.repository import DEFAULT_CORE_ID, MemoryCoreRepository
 from partner_repo.database import MongoDatabase
+from partner_repo.encoding import require_encodable
 from partner_repo.errors import ConflictError, DuplicateSliceId, InvalidInput, UnitTooLarge
-from partner_repo.import_format import EPOCH, ImportIssue, partner_unit, printable
+from partner_repo.importing.state_format import EPOCH, ImportIssue, partner_unit, printable
 from partner_repo.models import MemoryUnit
 from partner_repo.normalization import new_slice_id, normalize_unit
 from partner_repo.progress import Progress
-from partner_repo.units import MemoryUnitRepository
-from partner_repo.validation import id_problem, require_encodable, require_id
+from partner_repo.units.repository import MemoryUnitRepository
+from partner_repo.validation import id_problem, require_id
 
 MEMORY_JSON = Path("core") / "memory.json"
 UNITS_DIR = Path("core") / "memory"

@@ -1,6 +1,6 @@
 """Holding a core's rolling lease for work that must not run beside a roll: erasing it, clearing its window.
 
-Such work takes the lease the way a roller does (:mod:`partner_repo.core_lease`): a free lease at once, a
+Such work takes the lease the way a roller does (:mod:`partner_repo.cores.lease`): a free lease at once, a
 held one only once its holder has stayed silent for its whole ttl, watched on this process's monotonic clock;
 while a live roller holds it, the work waits (up to ``wait`` seconds, then :class:`ConflictError`). Holding it
 means no roll of the core starts, and no roll in flight can trim the window or switch the session (both are
@@ -19,7 +19,7 @@ import time
 from collections.abc import AsyncIterator, Callable
 from datetime import timedelta
 
-from partner_repo.core_lease import CoreLease
+from partner_repo.cores.lease import CoreLease
 from partner_repo.database import MongoDatabase
 from partner_repo.errors import ConflictError
 from partner_repo.leases import SilenceWatch

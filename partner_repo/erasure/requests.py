@@ -23,8 +23,8 @@ from pymongo import ASCENDING
 
 from partner_repo.clock import utc_now
 from partner_repo.database import MongoDatabase
-from partner_repo.erasure_log import ErasureScope
 from partner_repo.indexes import ERASURE_REQUESTS
+from partner_repo.listener.erasure_log import ErasureScope
 from partner_repo.storage import stored_datetime
 
 ErasureState = Literal["pending", "erased", "done"]

@@ -1,6 +1,6 @@
 """MemoryCoreRepository: per agent, the current memory session and the live chat window.
 
-(The rolling lease on the same document is :mod:`partner_repo.core_lease`.)
+(The rolling lease on the same document is :mod:`partner_repo.cores.lease`.)
 
 Every write is a single atomic update on the core document, so several service processes can share a core.
 The window only grows at the end (``record``) and only shrinks at the front (``trim_window``), so a trim
@@ -18,15 +18,15 @@ from pymongo import ASCENDING, ReturnDocument
 from pymongo.errors import DocumentTooLarge, DuplicateKeyError, OperationFailure
 
 from partner_repo.clock import utc_now
-from partner_repo.core_state import WindowState, is_count, state_projection
-from partner_repo.core_trim import trim_front
+from partner_repo.cores.state import WindowState, is_count, state_projection
+from partner_repo.cores.trim import trim_front
+from partner_repo.cores.window import dropped_count
 from partner_repo.database import MongoDatabase
 from partner_repo.errors import ConflictError, InvalidInput, LeaseLost, WindowTooLarge
 from partner_repo.indexes import CORES
 from partner_repo.models import MemoryCore, Message
 from partner_repo.storage import MAX_MESSAGE_BYTES, bson_size
 from partner_repo.validation import optional_datetime, parse_messages, require_count, require_id
-from partner_repo.window import dropped_count
 
 DEFAULT_CORE_ID = "default"
 
@@ -160,7 +160,7 @@ class MemoryCoreRepository:
         One atomic ``$push`` + ``$set`` (no read): concurrent calls never lose a message, and a roll running
         meanwhile keeps them. ``last_interaction_at`` becomes ``at`` (default: now). Creates the core with a
         fresh memory session when absent. An empty list only marks the interaction. Returns the core's
-        :class:`~partner_repo.core_state.WindowState` after the write: its session, window size and lease,
+        :class:`~partner_repo.cores.state.WindowState` after the write: its session, window size and lease,
         never the window itself (pass it to ``RollingService.maybe_roll(recorded=...)``, or use
         ``RollingService.record_and_roll``); read the window with :meth:`snapshot` or :meth:`get`.
 
@@ -200,7 +200,7 @@ class MemoryCoreRepository:
         return state
 
     async def window_state(self, core_id: str = DEFAULT_CORE_ID) -> WindowState | None:
-        """The core's :class:`~partner_repo.core_state.WindowState` (None: no such core), without reading
+        """The core's :class:`~partner_repo.cores.state.WindowState` (None: no such core), without reading
         the window: a few hundred bytes whatever the window holds."""
         core_id = require_id(core_id, "core_id")
         document = await self._cores.find_one({"_id": core_id}, state_projection())
@@ -236,7 +236,7 @@ class MemoryCoreRepository:
         lease only ``record`` changes it, and only by adding); otherwise it reads and retries as above.
         ``release`` (with ``lease_owner``) gives the lease back in the same write. ``rolled_into`` is
         ``(unit_id, message_count)`` when the first ``snapshot_size`` messages now end that unit (a roll):
-        the write then records the window's stored front (:class:`~partner_repo.core_state.StoredFront`);
+        the write then records the window's stored front (:class:`~partner_repo.cores.state.StoredFront`);
         any other trim removes it.
         """
         core_id = require_id(core_id, "core_id")

@@ -15,8 +15,8 @@ from typing import Any
 from partner_repo.errors import ConflictError, NotFound
 from partner_repo.normalization import normalize_unit
 from partner_repo.storage import DERIVED_FIELDS, has_derived_fields, unit_document, unit_from_document
-from partner_repo.unit_heads import HEAD_PROJECTION
-from partner_repo.unit_rules import refuse_foreign_slice_ids, refuse_too_large
+from partner_repo.units.heads import HEAD_PROJECTION
+from partner_repo.units.rules import refuse_foreign_slice_ids, refuse_too_large
 
 ADOPTION_ATTEMPTS = 200
 """How often completing a unit written by another tool re-reads when the unit keeps changing meanwhile."""

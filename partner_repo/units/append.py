@@ -5,7 +5,7 @@ the new messages and slice, guarded by the version it read. A writer that lost t
 again, so intervals stay disjoint and contiguous without a lock or a transaction, and an uncontended append
 costs two round trips whatever the unit's size.
 
-A repository also remembers the heads it last saw (:class:`~partner_repo.unit_heads.HeadCache`): a unit it
+A repository also remembers the heads it last saw (:class:`~partner_repo.units.heads.HeadCache`): a unit it
 appended to before gets the guarded ``$push`` straight away, one round trip. The guard (version and counts)
 makes a stale entry harmless: the push matches nothing, the entry is dropped and the append takes the usual
 path. Two rules keep contention fair: appends to one unit through one repository take turns (tasks of one
@@ -38,8 +38,8 @@ from partner_repo.storage import (
     stored_datetime,
     unit_document,
 )
-from partner_repo.unit_heads import HEAD_PROJECTION, HeadCache, UnitHead, head_from
-from partner_repo.unit_rules import duplicate_error, is_slice_id_collision, refuse_too_large
+from partner_repo.units.heads import HEAD_PROJECTION, HeadCache, UnitHead, head_from
+from partner_repo.units.rules import duplicate_error, is_slice_id_collision, refuse_too_large
 
 APPEND_PATIENCE_S = 10.0
 """How long a contended append keeps re-reading and retrying before giving up with :class:`ConflictError`.

@@ -4,7 +4,7 @@ The window only grows at the end (``record``) and only shrinks at the front (her
 it read never loses a message recorded meanwhile: it reads again and retries instead. A roller that knows
 the window's size (its snapshot) sends the write without reading, guarded on that size; the same write can
 give the lease back and record which front of the window is now stored
-(:class:`~partner_repo.core_state.StoredFront`).
+(:class:`~partner_repo.cores.state.StoredFront`).
 """
 
 from __future__ import annotations
@@ -14,10 +14,10 @@ import random
 from collections.abc import Mapping
 from typing import Any
 
-from partner_repo.core_lease import RELEASED
-from partner_repo.core_state import StoredFront
+from partner_repo.cores.lease import RELEASED
+from partner_repo.cores.state import StoredFront
+from partner_repo.cores.window import dropped_count
 from partner_repo.errors import ConflictError, LeaseLost, NotFound
-from partner_repo.window import dropped_count
 
 TRIM_ATTEMPTS = 200
 """How often a trim that lost the race to concurrent ``record`` calls re-reads and retries."""

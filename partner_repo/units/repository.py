@@ -3,8 +3,8 @@
 It owns the unit invariants: every save is normalized, slice ids are unique across units (checked in code,
 because mongomock ignores unique multikey indexes, and backed by the index on a real server), no write takes a
 unit past 16 MiB, and concurrent writers never lose or overlap messages. Appends go through
-:mod:`partner_repo.unit_append` (optimistic, one guarded ``$push`` of only the increment); units written by
-other tools are completed through :mod:`partner_repo.unit_adoption`.
+:mod:`partner_repo.units.append` (optimistic, one guarded ``$push`` of only the increment); units written by
+other tools are completed through :mod:`partner_repo.units.adoption`.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from pymongo.errors import DuplicateKeyError, OperationFailure
 
 from partner_repo.clock import utc_now
 from partner_repo.database import MongoDatabase
+from partner_repo.encoding import require_encodable
 from partner_repo.errors import (
     ChangeStreamUnavailable,
     ConflictError,
@@ -38,9 +39,9 @@ from partner_repo.storage import (
     unit_document,
     unit_from_document,
 )
-from partner_repo.unit_adoption import UnitAdoption
-from partner_repo.unit_append import AppendRequest, UnitAppender
-from partner_repo.unit_feed import (
+from partner_repo.units.adoption import UnitAdoption
+from partner_repo.units.append import AppendRequest, UnitAppender
+from partner_repo.units.feed import (
     FINGERPRINT_FIELDS,
     OUTLINE_PROJECTION,
     WATCH_PIPELINE,
@@ -51,7 +52,7 @@ from partner_repo.unit_feed import (
     outline_from,
     stored_id_problem,
 )
-from partner_repo.unit_heads import (
+from partner_repo.units.heads import (
     HEAD_CACHE_SIZE,
     HEAD_PROJECTION,
     HeadCache,
@@ -59,7 +60,7 @@ from partner_repo.unit_heads import (
     UnitTail,
     head_from,
 )
-from partner_repo.unit_rules import (
+from partner_repo.units.rules import (
     duplicate_error,
     is_missing_index,
     refuse_foreign_slice_ids,
@@ -72,7 +73,6 @@ from partner_repo.validation import (
     optional_id,
     parse_messages,
     require_count,
-    require_encodable,
     require_id,
 )
 
@@ -240,7 +240,7 @@ class MemoryUnitRepository:
         self, unit_id: str, document: dict[str, Any] | None, projection: dict[str, Any]
     ) -> dict[str, Any] | None:
         """``document`` as read, or, for a unit written by another tool, read again (from the primary: the
-        write is ours) once :mod:`partner_repo.unit_adoption` completed it."""
+        write is ours) once :mod:`partner_repo.units.adoption` completed it."""
         if document is None or has_derived_fields(document):
             return document
         await self._adoption.complete(unit_id)

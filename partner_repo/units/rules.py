@@ -14,9 +14,10 @@ from typing import Any
 from pydantic import ValidationError
 from pymongo.errors import DuplicateKeyError, OperationFailure
 
+from partner_repo.encoding import require_encodable
 from partner_repo.errors import ConflictError, DuplicateSliceId, InvalidInput, UnitTooLarge
 from partner_repo.models import MemoryUnit
-from partner_repo.validation import first_error, require_encodable
+from partner_repo.validation import first_error
 
 
 def refuse_too_large(unit_id: str, size_bytes: int, limit_bytes: int) -> None:

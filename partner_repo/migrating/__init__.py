@@ -1,0 +1,13 @@
+"""Running the schema migrations (the scripts in the top-level ``migrations/``, shipped as
+``partner_repo.migrations``): the runner (``runner``) and how a failed one is explained (``failures``).
+"""
+
+from partner_repo.migrating.runner import (
+    MigrationRun,
+    MigrationStatus,
+    default_migrations_path,
+    migration_status,
+    run_migrations,
+)
+
+__all__ = ["MigrationRun", "MigrationStatus", "default_migrations_path", "migration_status", "run_migrations"]
