@@ -14,7 +14,7 @@ from typing import Any
 
 @dataclass(frozen=True)
 class Scale:
-    """Sizes of one run: ``full`` is what the README table reports, ``quick`` keeps every path but is tiny."""
+    """Sizes of one run: ``full`` is what the published tables show, ``quick`` keeps every path, tiny."""
 
     name: str
     turn_stored_sizes: tuple[int, ...]

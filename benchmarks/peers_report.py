@@ -1,4 +1,4 @@
-"""The peers section's result: its rows, its raw figures, and the wide table of the README and docs page.
+"""The peers section's result: its rows, its raw figures, and the wide table of the docs page.
 
 The raw figures (``SectionResult.raw``) hold, per peer in table order, its versions (or why it was skipped)
 and per operation and stored size its round trips, bytes and client CPU per operation, with the ratios to

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import os
 import platform
+import re
 import sys
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -35,6 +37,35 @@ PACKAGES = (
 NOTE = "Absolute times vary by machine and load; the ratios (and command/byte counts) are the claim."
 README_START = "<!-- benchmarks:start -->"
 README_END = "<!-- benchmarks:end -->"
+
+
+@dataclass(frozen=True)
+class Headline:
+    """Rows the README's short table shows: those of section ``key`` whose measurement matches ``pattern``, on
+    the backends whose short name starts with ``backend``."""
+
+    key: str
+    pattern: str
+    backend: str = ""
+
+    def selects(self, result: SectionResult, row: Row) -> bool:
+        return (
+            result.key == self.key
+            and _short_backend(result.backend).startswith(self.backend)
+            and re.search(self.pattern, row.measurement) is not None
+        )
+
+
+HEADLINES = (
+    Headline("turn", r"^recommended: "),  # a turn, rolls included, at every session size; a roll's commands
+    Headline("wire", r"^rolling step"),  # a roll's bytes do not grow with the unit
+    Headline("overhead", r"^append: "),  # the CPU the library adds to the driver's append
+    Headline("listener", r"^backfill .*, concurrency 32$"),  # parallel delivery to an I/O-bound consumer
+    Headline("concurrency", r"^32 writers, 1 unit$", "Motor"),  # writers racing on one unit lose nothing
+    Headline("admin", r"^find, page of"),  # a deep admin page costs what the first does
+    Headline("peers", r"^turn write"),  # a turn's write against the stores a service could pick instead
+)
+"""The headline figures: the README shows these rows, docs/benchmarks.md every row."""
 
 _SECTION_TEXT = """\
 1. **Wire cost vs unit size**: the real Motor driver with pymongo command monitoring, against a scripted
@@ -179,9 +210,9 @@ def markdown(results: list[SectionResult], data: dict[str, Any]) -> str:
         "MONGODB_URI=mongodb://... python -m benchmarks   # adds a real server where a section supports it",
         "```",
         "",
-        "`--markdown docs/benchmarks.md --readme README.md` rewrites this page and the README excerpt. The",
-        "default test command does not run the benchmarks; `tests/test_benchmarks_smoke.py` runs each once",
-        "at the tiny size so they do not rot.",
+        "`--markdown docs/benchmarks.md --readme README.md` rewrites this page and the README's headline",
+        "table (a few rows of the table below). The default test command does not run the benchmarks;",
+        "`tests/test_benchmarks_smoke.py` runs each once at the tiny size so they do not rot.",
         "",
         "## Latest run",
         "",
@@ -215,19 +246,32 @@ def markdown(results: list[SectionResult], data: dict[str, Any]) -> str:
 
 
 def readme_excerpt(results: list[SectionResult], data: dict[str, Any]) -> str:
-    """What the README shows between its benchmark markers: the table, the note, a link to the details, and
-    the peers section as its own wide table."""
-    others = [r for r in results if r.key != peers_report.KEY]
+    """What the README shows between its benchmark markers: when and where the run was measured, the
+    headline rows (:data:`HEADLINES`) as one short table, the run's verdict, and a link to docs/benchmarks.md,
+    which has every row, the peers' wide table and how each figure is measured."""
+    missed = data["targets"]["missed"]
     return "\n".join(
         [
             summary_line(data),
-            f"{NOTE} How each figure is measured, and how to run the suite (`python -m benchmarks`): "
+            f"{NOTE} Every figure, the peers side by side, and how each is measured: "
             "[docs/benchmarks.md](docs/benchmarks.md).",
             "",
-            *([table_markdown(others), ""] if others else []),
-            *_peers_part(results, "Against the stores a service could pick instead (section 6):"),
+            table_markdown(headline(results)),
+            "",
+            f"Targets met in the whole run: {data['targets']['met']}, missed: {len(missed)}"
+            + (" (see docs/benchmarks.md)." if missed else "."),
         ]
     )
+
+
+def headline(results: list[SectionResult]) -> list[SectionResult]:
+    """The results cut to their headline rows (sections with none left out), in the run's order."""
+    cut = []
+    for result in results:
+        rows = [row for row in result.rows if any(h.selects(result, row) for h in HEADLINES)]
+        if rows:
+            cut.append(replace(result, rows=rows))
+    return cut
 
 
 def _peers_part(results: list[SectionResult], heading: str) -> list[str]:

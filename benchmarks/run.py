@@ -55,7 +55,7 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
         "--markdown", type=Path, help="also write the markdown page (e.g. docs/benchmarks.md)"
     )
     parser.add_argument(
-        "--readme", type=Path, help="also put the table between the benchmark markers of this README"
+        "--readme", type=Path, help="also put the headline table between the benchmark markers of this README"
     )
     parser.add_argument(
         "--from-json", type=Path, help="render the tables of an earlier run's JSON file instead of measuring"
@@ -108,7 +108,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if arguments.readme is not None:
         text = arguments.readme.read_text(encoding="utf-8")
         write(arguments.readme, replace_between_markers(text, readme_excerpt(results, data)))
-        console.print(f"README table: {arguments.readme}")
+        console.print(f"README headline table: {arguments.readme}")
     missed = data["targets"]["missed"]
     console.print(f"targets met: {data['targets']['met']}, missed: {len(missed)}")
     return 1 if arguments.check and missed else 0

@@ -67,11 +67,13 @@ async def test_concurrent_writers_leave_every_message_stored_once() -> None:
 def test_one_command_prints_the_table_and_writes_the_json(tmp_path: Path) -> None:
     output = tmp_path / "results.json"
     page = tmp_path / "benchmarks.md"
+    readme = tmp_path / "README.md"
+    readme.write_text("# A readme\n\n<!-- benchmarks:start -->\n<!-- benchmarks:end -->\n\nThe end.\n")
 
     completed = subprocess.run(
         [
             *(sys.executable, "-m", "benchmarks", "--quick", "--sections", "listener,admin"),
-            *("--output", str(output), "--markdown", str(page)),
+            *("--output", str(output), "--markdown", str(page), "--readme", str(readme)),
         ],
         cwd=ROOT,
         capture_output=True,
@@ -86,6 +88,12 @@ def test_one_command_prints_the_table_and_writes_the_json(tmp_path: Path) -> Non
     assert data["versions"]["partner-repo"] and data["machine"]["python"]
     assert set(data["sections"]) == {"listener", "admin"}
     assert "| Section |" in page.read_text() and "ratios" in page.read_text()
+    # the README gets the headline rows of the page's full table, and a link to the page
+    headline = [line for line in readme.read_text().splitlines() if line.startswith("| ")]
+    full = [line for line in page.read_text().splitlines() if line.startswith("| ")]
+    assert headline[0] == "| Section | Backend | Measurement | Result | Target | |"
+    assert 1 < len(headline) < len(full) and set(headline) <= set(full)
+    assert "(docs/benchmarks.md)" in readme.read_text() and readme.read_text().endswith("The end.\n")
 
 
 def test_unknown_section_is_a_usage_error() -> None:

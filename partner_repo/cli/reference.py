@@ -1,5 +1,6 @@
 """Generated documentation: the CLI reference (from the commands' own help) and the settings table (from
-:class:`~partner_repo.settings.PartnerRepoSettings`), written between markers in README.md so neither drifts.
+:class:`~partner_repo.settings.PartnerRepoSettings`), written between markers so neither drifts: the reference
+in docs/cli.md, the table in docs/operations.md (:data:`DOCUMENTS`).
 
 ``python -m partner_repo.cli.reference`` rewrites the sections; ``--check`` only reports whether they are
 current (exit 1 when not), which a test runs.
@@ -89,9 +90,33 @@ def current_section(text: str, section: str) -> str:
     return text.split(start, 1)[1].split(end, 1)[0].strip("\n") + "\n"
 
 
-def regenerate(text: str) -> str:
-    """The document with every generated section replaced by its current content."""
-    for section, generate in GENERATORS.items():
+DOCUMENTS: dict[Path, tuple[str, ...]] = {
+    Path("docs/cli.md"): (CLI_SECTION,),
+    Path("docs/operations.md"): (SETTINGS_SECTION,),
+}
+"""Where each generated section lives (paths from the repository root); the default documents of ``run``."""
+
+
+def sections_in(text: str) -> tuple[str, ...]:
+    """The generated sections whose start marker the document holds."""
+    return tuple(section for section in GENERATORS if markers(section)[0] in text)
+
+
+def regenerate(text: str, sections: Sequence[str] | None = None) -> str:
+    """The document with its generated ``sections`` (default: those whose markers it holds) replaced by their
+    current content. A document with none of them, or without both markers of a section it must hold, is
+    refused."""
+    if sections is None:
+        sections = sections_in(text)
+    if not sections:
+        expected = "; ".join(
+            f"{section}: {' and '.join(map(repr, markers(section)))}" for section in GENERATORS
+        )
+        raise ValueError(
+            f"the document has no generated section: add the two marker lines of one of {expected}"
+        )
+    for section in sections:
+        generate = GENERATORS[section]
         start, end = markers(section)
         before = text.split(start, 1)[0] if start in text else None
         if before is None or end not in text:
@@ -112,15 +137,21 @@ def run(arguments: Sequence[str]) -> int:
         "--check", action="store_true", help="Only report whether they are current (exit 1 when not)."
     )
     parser.add_argument(
-        "files", nargs="*", type=Path, metavar="FILE", help="Documents to update [default: README.md]."
+        "files",
+        nargs="*",
+        type=Path,
+        metavar="FILE",
+        help=f"Documents to update [default: {', '.join(str(path) for path in DOCUMENTS)}].",
     )
     options = parser.parse_args(list(arguments))
     check: bool = options.check
-    files: list[Path] = options.files or [Path("README.md")]
+    targets: list[tuple[Path, Sequence[str] | None]] = (
+        [(file, None) for file in options.files] if options.files else list(DOCUMENTS.items())
+    )
     stale = []
-    for file in files:
+    for file, sections in targets:
         text = file.read_text()
-        updated = regenerate(text)
+        updated = regenerate(text, sections)
         if updated != text:
             stale.append(file)
             if not check:

@@ -1,5 +1,6 @@
 """README.md and the docs cannot drift from the code: every Python snippet runs, every command line names a
-real command with real options, and the generated sections (CLI reference, settings table) are current."""
+real command with real options, the generated sections (CLI reference in docs/cli.md, settings table in
+docs/operations.md) are current, and the README's benchmark table is the headline of docs/benchmarks.md's."""
 
 from __future__ import annotations
 
@@ -17,20 +18,30 @@ import pytest
 import yaml
 from cli_support import parse_cli
 
+from benchmarks.common import Row, SectionResult
+from benchmarks.report import README_END, README_START, headline, table_markdown
+from benchmarks.run import SECTIONS
 from partner_repo.cli import main
 from partner_repo.cli.reference import (
     CLI_SECTION,
+    DOCUMENTS,
     SETTINGS_SECTION,
     cli_reference,
     current_section,
+    markers,
     regenerate,
     settings_table,
 )
 
 ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
+CLI_DOC = ROOT / "docs" / "cli.md"
+SETTINGS_DOC = ROOT / "docs" / "operations.md"
+BENCHMARKS_DOC = ROOT / "docs" / "benchmarks.md"
 OWN_DOCS = [ROOT / "docs" / name for name in ("operations.md", "migrations.md", "sharding.md", "erasure.md")]
 ALL_DOCS = [README, *sorted((ROOT / "docs").glob("*.md"))]
+OTHER_DOCS = [path for path in ALL_DOCS if path != README and path not in OWN_DOCS]
+MAX_HEADLINE_ROWS = 20
 FENCE = re.compile(r"^```(\w*)\n(.*?)^```", re.S | re.M)
 TOOLS = {"python3", "python", "pip", ".", "partner-repo", "pytest", "docker", "export", "beanie", "mongodump",
          "scripts/test-server",
@@ -43,11 +54,14 @@ def blocks(path: Path, language: str) -> list[str]:
     return [body for lang, body in FENCE.findall(path.read_text()) if lang == language]
 
 
-def snippets(paths: list[Path]) -> list[Any]:
+def snippets(paths: list[Path], *, programs_only: bool = False) -> list[Any]:
+    """The Python blocks of ``paths``; with ``programs_only``, only the complete programs (those that call
+    ``asyncio.run``), for pages whose other blocks are fragments."""
     return [
         pytest.param(code, id=f"{path.name}:{number}")
         for path in paths
         for number, code in enumerate(blocks(path, "python"), 1)
+        if not programs_only or "asyncio.run(" in code
     ]
 
 
@@ -77,7 +91,7 @@ def test_the_two_fresh_machine_commands_are_in_the_readme_as_ci_runs_them() -> N
 # -- snippets ----------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("code", snippets([README, *OWN_DOCS]))
+@pytest.mark.parametrize("code", [*snippets([README, *OWN_DOCS]), *snippets(OTHER_DOCS, programs_only=True)])
 def test_every_python_snippet_runs(code: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("MONGODB_URI", raising=False)  # snippets run on the in-memory backend
     exec(compile(code, "<snippet>", "exec"), {"__name__": "__snippet__"})
@@ -122,26 +136,48 @@ def test_parse_cli_refuses_an_unknown_option() -> None:
 
 
 def test_the_cli_reference_is_the_clis_current_help() -> None:
-    """Stale: run ``python -m partner_repo.cli.reference`` and commit README.md."""
-    assert current_section(README.read_text(), CLI_SECTION) == cli_reference()
+    """Stale: run ``python -m partner_repo.cli.reference`` and commit docs/cli.md."""
+    assert current_section(CLI_DOC.read_text(), CLI_SECTION) == cli_reference()
 
 
 def test_the_cli_reference_covers_every_command() -> None:
-    reference = current_section(README.read_text(), CLI_SECTION)
+    reference = current_section(CLI_DOC.read_text(), CLI_SECTION)
 
     for name in main.list_commands(click.Context(main)):
         assert f"#### `partner-repo {name}`" in reference, name
 
 
 def test_the_settings_table_lists_every_setting_with_its_default() -> None:
-    """Stale: run ``python -m partner_repo.cli.reference`` and commit README.md."""
-    assert current_section(README.read_text(), SETTINGS_SECTION) == settings_table()
+    """Stale: run ``python -m partner_repo.cli.reference`` and commit docs/operations.md."""
+    assert current_section(SETTINGS_DOC.read_text(), SETTINGS_SECTION) == settings_table()
 
 
-def test_regenerating_an_up_to_date_readme_changes_nothing() -> None:
-    text = README.read_text()
+def test_each_generated_section_lives_in_one_document_and_the_readme_links_it() -> None:
+    assert {ROOT / path: sections for path, sections in DOCUMENTS.items()} == {
+        CLI_DOC: (CLI_SECTION,),
+        SETTINGS_DOC: (SETTINGS_SECTION,),
+    }
+    for section in (CLI_SECTION, SETTINGS_SECTION):
+        assert markers(section)[0] not in README.read_text(), section
+    assert "(docs/cli.md)" in README.read_text() and "(docs/operations.md#settings)" in README.read_text()
 
-    assert regenerate(text) == text
+
+@pytest.mark.parametrize("path", sorted(DOCUMENTS), ids=str)
+def test_regenerating_an_up_to_date_document_changes_nothing(path: Path) -> None:
+    text = (ROOT / path).read_text()
+
+    assert regenerate(text, DOCUMENTS[path]) == text
+    assert regenerate(text) == text  # the sections it holds are exactly the ones it must hold
+
+
+def test_the_reference_script_checks_the_generated_documents_by_default(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from partner_repo.cli.reference import run
+
+    monkeypatch.chdir(ROOT)
+
+    assert run(["--check"]) == 0
 
 
 def test_the_reference_script_refuses_a_document_without_markers(tmp_path: Path) -> None:
@@ -178,6 +214,34 @@ def test_the_benchmark_table_has_its_place() -> None:
     text = README.read_text()
 
     assert text.index("<!-- benchmarks:start") < text.index("<!-- benchmarks:end -->")
+
+
+def full_benchmark_table() -> tuple[str, list[SectionResult]]:
+    """The run's summary line and every row of docs/benchmarks.md's table, read back as section results."""
+    latest = BENCHMARKS_DOC.read_text().split("## Latest run", 1)[1]
+    summary = next(line for line in latest.splitlines() if line.startswith("Measured "))
+    rows = latest.split("\n\n| Section |", 1)[1].split("\n\n", 1)[0].splitlines()[2:]
+    results: list[SectionResult] = []
+    for line in rows:
+        cells = [cell.strip().replace("\\|", "|") for cell in re.split(r"(?<!\\)\|", line.strip())[1:-1]]
+        title, backend, measurement, value, target, verdict = cells
+        if not results or (results[-1].title, results[-1].backend) != (title, backend):
+            key = list(SECTIONS)[int(title.split(".", 1)[0])]  # sections are numbered in run order
+            results.append(SectionResult(key=key, title=title, backend=backend))
+        results[-1].rows.append(Row(measurement, value, target, None if not verdict else verdict == "PASS"))
+    assert table_markdown(results).splitlines()[2:] == rows  # read back exactly
+    return summary, results
+
+
+def test_the_readme_benchmark_table_is_the_headline_of_the_full_one() -> None:
+    summary, results = full_benchmark_table()
+    excerpt = README.read_text().split(README_START, 1)[1].split(README_END, 1)[0]
+    table = "\n".join(line for line in excerpt.splitlines() if line.startswith("|"))
+
+    assert excerpt.strip().splitlines()[0] == summary  # the same run
+    assert table == table_markdown(headline(results))
+    assert 0 < len(table.splitlines()) - 2 <= MAX_HEADLINE_ROWS < sum(len(r.rows) for r in results)
+    assert "(docs/benchmarks.md)" in excerpt
 
 
 @pytest.mark.parametrize("path", [*ALL_DOCS, ROOT / "CHANGELOG.md"], ids=lambda p: p.name)
