@@ -92,6 +92,14 @@ def slice_from_document(document: Mapping[str, Any]) -> MemorySlice:
         return MemorySlice.model_validate(document)
 
 
+def is_fence(document: Mapping[str, Any]) -> bool:
+    """Whether a document of ``memory_units`` is not a unit but a fence on a unit id: an erased unit's
+    tombstone, or the positions mark a window clear reserved for a session whose unit does not exist yet.
+    Neither has a ``core_id``, so every query by core or slice id passes them by; a read by id treats them
+    as no unit."""
+    return "core_id" not in document
+
+
 def has_derived_fields(document: Mapping[str, Any]) -> bool:
     """Whether a stored unit carries every derived field (units written by other tools may not)."""
     return all(field in document for field in DERIVED_FIELDS)
@@ -124,6 +132,22 @@ def append_size(
     added = array_elements_size(message_documents, message_count)
     added += array_elements_size([slice_doc], slice_count)
     return added + string_elements_size([str(slice_doc["id"])], slice_count)
+
+
+def mark_size_change(before: tuple[int | None, int | None], after: tuple[int, int]) -> int:
+    """Bytes a unit grows by when its ``(taken_until, taken_count)`` go from ``before`` (None: absent) to
+    ``after`` (exact, so ``size_bytes`` stays exact: an int past 2**31 - 1 is stored in 8 bytes, not 4)."""
+    change = 0
+    for name, old, new in zip(("taken_until", "taken_count"), before, after, strict=True):
+        change += bson_size({name: new}) - (bson_size({}) if old is None else bson_size({name: old}))
+    return change
+
+
+def with_mark(document: dict[str, Any], taken_until: int, taken_count: int) -> dict[str, Any]:
+    """A new unit's stored form with its positions mark, its ``size_bytes`` counting the mark."""
+    document.update(taken_until=taken_until, taken_count=taken_count, size_bytes=0)
+    document["size_bytes"] = bson_size(document)
+    return document
 
 
 def string_elements_size(values: Iterable[str], first_index: int) -> int:

@@ -19,7 +19,7 @@ from pymongo.errors import DocumentTooLarge, DuplicateKeyError, OperationFailure
 
 from partner_repo.clock import utc_now
 from partner_repo.cores.state import WindowState, is_count, state_projection
-from partner_repo.cores.trim import trim_front
+from partner_repo.cores.trim import clear_front, trim_front, window_of_size
 from partner_repo.cores.window import dropped_count
 from partner_repo.database import MongoDatabase
 from partner_repo.errors import ConflictError, InvalidInput, LeaseLost, WindowTooLarge
@@ -220,7 +220,6 @@ class MemoryCoreRepository:
         lease_owner: str | None = None,
         window_size: int | None = None,
         release: bool = False,
-        rolled_into: tuple[str, int] | None = None,
     ) -> int:
         """Partner's ``rollChatMessagesWithSnapshot``: drop what rolling the first ``snapshot_size`` consumed.
 
@@ -234,10 +233,8 @@ class MemoryCoreRepository:
         ``window_size`` is the size the caller last saw (a roller's snapshot): the first write is then sent
         without a read, guarded on the window still holding exactly that many messages (under the caller's
         lease only ``record`` changes it, and only by adding); otherwise it reads and retries as above.
-        ``release`` (with ``lease_owner``) gives the lease back in the same write. ``rolled_into`` is
-        ``(unit_id, message_count)`` when the first ``snapshot_size`` messages now end that unit (a roll):
-        the write then records the window's stored front (:class:`~partner_repo.cores.state.StoredFront`);
-        any other trim removes it.
+        ``release`` (with ``lease_owner``) gives the lease back in the same write. ``window_start`` moves by
+        what is dropped, so every message keeps its position.
         """
         core_id = require_id(core_id, "core_id")
         dropped_count(0, snapshot_size, retain_divisor)  # validates the arguments before any round trip
@@ -252,23 +249,19 @@ class MemoryCoreRepository:
             owner=owner,
             window_size=None if window_size is None else require_count(window_size, "window_size"),
             release=release,
-            rolled_into=rolled_into,
         )
 
     async def clear_window(self, core_id: str, *, lease_owner: str) -> int | None:
         """Empty the window (an erasure), fenced by the lease ``lease_owner`` holds; how many messages it
-        held, or None when it does not hold the lease (nothing written). The stored front goes with it."""
-        before = await self._cores.find_one_and_update(
-            {"_id": require_id(core_id, "core_id"), "lease_owner": require_id(lease_owner, "lease_owner")},
-            {
-                "$set": {"chat_messages": [], "window_size": 0},
-                "$unset": {"window_stored": ""},
-                "$inc": {"version": 1},
-            },
-            projection={"chat_messages": 1},
-            return_document=ReturnDocument.BEFORE,
+        held, or None when it does not hold the lease (nothing written). ``window_start`` moves past them,
+        so the positions they held are never taken by other messages; the caller marks them taken on the
+        session's unit first (``MemoryEraser.clear_window``), so no roller stores them.
+
+        Guarded on the window as read: a ``record`` in between makes it read again and retry.
+        """
+        return await clear_front(
+            self._cores, require_id(core_id, "core_id"), require_id(lease_owner, "lease_owner")
         )
-        return None if before is None else len(before.get("chat_messages") or [])
 
     async def mark_idle_rolled(
         self, core_id: str, *, window_size: int, last_interaction_at: datetime | None
@@ -282,7 +275,7 @@ class MemoryCoreRepository:
         window_size = require_count(window_size, "window_size")
         guard = {
             "_id": core_id,
-            "chat_messages": {"$size": window_size},
+            **window_of_size(window_size),
             "last_interaction_at": optional_datetime(last_interaction_at, "last_interaction_at"),
         }
         result = await self._cores.update_one(guard, {"$set": {"idle_rolled": True}, "$inc": {"version": 1}})
@@ -333,20 +326,25 @@ class MemoryCoreRepository:
 
     async def _count_window(self, core_id: str) -> int | None:
         """Count a window whose stored count is missing or not a count (a core written before 0.3.0, or by
-        another tool), and store the count, guarded on the window still holding as many; None: no core."""
+        another tool), and store the count, guarded on the window still holding as many; None: no core. A
+        missing or null window is an empty one (and becomes an empty array, so ``record`` can push to it)."""
         document = await self._cores.find_one({"_id": core_id}, {"chat_messages": 1, "window_size": 1})
         if document is None:
             return None
-        size = len(document.get("chat_messages") or [])
+        window = document.get("chat_messages")
+        size = len(window or [])
         stored = document.get("window_size")
-        if stored != size or not is_count(stored):
+        if stored != size or not is_count(stored) or not isinstance(window, list):
+            fix: dict[str, Any] = {"window_size": size}
+            if not isinstance(window, list):
+                fix["chat_messages"] = []
             await self._cores.update_one(
                 {
                     "_id": core_id,
-                    "chat_messages": {"$size": size},
+                    **window_of_size(size),
                     "window_size": {"$exists": False} if "window_size" not in document else stored,
                 },
-                {"$set": {"window_size": size}},
+                {"$set": fix},
             )
         return size
 

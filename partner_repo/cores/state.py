@@ -21,37 +21,7 @@ from partner_repo.models import MemoryCore
 def state_projection() -> dict[str, Any]:
     """Everything on a core but its window (the other fields are bounded in size). A new dict at every call:
     mongomock adds ``_id`` to the projection it is given."""
-    return {"chat_messages": 0, "window_stored": 0}
-
-
-@dataclass(frozen=True)
-class StoredFront:
-    """What the last roll left stored of the window: its first ``front`` messages are the last ``front`` of
-    unit ``unit_id`` as it stood at ``message_count`` messages.
-
-    The roll's trim writes it in the same update that cuts the window, and every other change of the window's
-    front removes it; ``record`` only adds at the end, and units only grow. So while the unit still holds
-    ``message_count`` messages, the next roll knows its increment is the window after ``front`` and reads only
-    those ``front`` stored messages (to check them) instead of a tail as long as the window.
-    """
-
-    unit_id: str
-    message_count: int
-    front: int
-
-    def as_document(self) -> dict[str, Any]:
-        return {"unit_id": self.unit_id, "message_count": self.message_count, "front": self.front}
-
-    @classmethod
-    def parse(cls, value: object) -> StoredFront | None:
-        """The stored value, or None when absent or not one of ours (then the roll reads the whole tail)."""
-        if not isinstance(value, dict):
-            return None
-        unit_id, count, front = value.get("unit_id"), value.get("message_count"), value.get("front")
-        if not isinstance(unit_id, str) or not all(is_count(n) for n in (count, front)):
-            return None
-        assert isinstance(count, int) and isinstance(front, int)
-        return cls(unit_id, count, front) if front <= count else None
+    return {"chat_messages": 0}
 
 
 def is_count(value: object) -> bool:
@@ -66,10 +36,18 @@ class WindowState:
     memory_session_id: str
     session_continues: str | None
     window_size: int
+    window_start: int
+    """The position of the window's first message (positions count every message recorded into the core)."""
     last_interaction_at: datetime | None
     idle_rolled: bool
     lease: LeaseState
     version: int
+
+    @property
+    def window_end(self) -> int:
+        """The position the next recorded message takes: how many messages the core has ever recorded
+        (counted from its first roll under 0.4 for a core written before)."""
+        return self.window_start + self.window_size
 
     @classmethod
     def of(cls, core: MemoryCore, window_size: int | None = None) -> WindowState:
@@ -79,6 +57,7 @@ class WindowState:
             memory_session_id=core.memory_session_id,
             session_continues=core.session_continues,
             window_size=len(core.chat_messages) if window_size is None else window_size,
+            window_start=core.window_start,
             last_interaction_at=core.last_interaction_at,
             idle_rolled=core.idle_rolled,
             lease=lease_state(core.lease_owner, core.lease_beat, core.lease_ttl_ms),
@@ -91,4 +70,4 @@ class WindowState:
         return cls.of(MemoryCore.model_validate({**document, "chat_messages": []}), window_size)
 
 
-__all__ = ["StoredFront", "WindowState", "is_count", "state_projection"]
+__all__ = ["WindowState", "is_count", "state_projection"]

@@ -38,6 +38,7 @@ from partner_repo.listener.checkpoints import remove_unit_progress
 from partner_repo.listener.dead_letters import DeadLetterRepository
 from partner_repo.listener.erasure_log import ErasureLog, ErasureScope
 from partner_repo.models import MemoryCore
+from partner_repo.units.repository import MemoryUnitRepository
 from partner_repo.validation import optional_datetime, require_id
 
 logger = logging.getLogger(__name__)
@@ -146,6 +147,13 @@ class MemoryEraser:
         async with self._hold.held(core_id, owner, duration=CLEAR_HOLD, wait=self._wait) as core:
             if core is None:
                 return 0
+            # first the fence: the session's unit takes every position the window holds, so a roller that
+            # took its snapshot before this hold and stalled can never store them (docs/rolling.md)
+            await MemoryUnitRepository(self._database).mark_taken(
+                core.memory_session_id,
+                core_id=core_id,
+                until=core.window_start + len(core.chat_messages),
+            )
             cleared = await MemoryCoreRepository(self._database).clear_window(core_id, lease_owner=owner)
             if cleared is None:
                 raise ConflictError(

@@ -1,0 +1,76 @@
+"""Raising a unit's positions mark outside a roll: what a window clear leaves behind.
+
+A clear empties a core's window. Its messages must never be stored afterwards, also not by a roller that took
+its snapshot before the clear and stalled: so before the window goes, the session's unit is marked as having
+taken every position up to the window's end. A roller's append is fenced on that mark. For a session whose
+unit does not exist yet the mark is reserved: a document holding only the mark under the unit's id (no
+``core_id``, so no query of units sees it, :func:`partner_repo.storage.is_fence`), which the session's first
+append turns into the unit while the mark admits it; a stalled roller's insert finds the id taken.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from pymongo.errors import DuplicateKeyError
+
+from partner_repo.errors import ConflictError, InvalidInput
+from partner_repo.storage import is_fence, mark_size_change
+from partner_repo.units.heads import UnitHead
+
+FENCE_PROJECTION = {"core_id": 1, "erased_at": 1, "taken_until": 1}
+"""What tells a fence (a tombstone, a reserved mark) from a unit, and the mark it holds."""
+
+MARK_ATTEMPTS = 200
+"""How often raising a mark re-reads a unit that keeps changing under it."""
+
+ReadHead = Callable[[str], Awaitable[UnitHead | None]]
+
+
+async def raise_mark(units: Any, read_head: ReadHead, unit_id: str, *, core_id: str, until: int) -> None:
+    """Mark every position below ``until`` taken by unit ``unit_id`` of core ``core_id`` (a mark already
+    higher stays), keeping the mark trusted (its count is the unit's message count); see the module
+    docstring."""
+    for _ in range(MARK_ATTEMPTS):
+        head = await read_head(unit_id)
+        if head is None:
+            if await _reserve(units, unit_id, until):
+                return
+            continue  # a unit now: raise its mark
+        if head.core_id != core_id:
+            raise InvalidInput(f"unit {unit_id!r} belongs to core {head.core_id!r}, not {core_id!r}")
+        if head.mark is not None and head.mark >= until:
+            return
+        after = (until, head.message_count)
+        grows = mark_size_change((head.taken_until, head.taken_count), after)
+        result = await units.update_one(
+            {"_id": unit_id, "version": head.version},
+            {
+                "$set": {"taken_until": until, "taken_count": head.message_count},
+                "$inc": {"version": 1, "size_bytes": grows},
+            },
+        )
+        if result.matched_count:
+            return
+    raise ConflictError(f"unit {unit_id!r}: marking its positions taken lost the race {MARK_ATTEMPTS} times")
+
+
+async def _reserve(units: Any, unit_id: str, until: int) -> bool:
+    """Reserve the mark for a unit that does not exist; False when the unit exists by now."""
+    try:
+        await units.insert_one({"_id": unit_id, "taken_until": until, "taken_count": 0})
+        return True
+    except DuplicateKeyError:
+        pass  # a fence is there already, or the unit was created meanwhile
+    fence = await units.find_one({"_id": unit_id}, FENCE_PROJECTION)
+    if fence is None or not is_fence(fence):
+        return False
+    if "erased_at" not in fence:  # a tombstone needs no mark: nothing of it is ever stored again
+        await units.update_one(
+            {"_id": unit_id, "core_id": {"$exists": False}}, {"$max": {"taken_until": until}}
+        )
+    return True
+
+
+__all__ = ["FENCE_PROJECTION", "MARK_ATTEMPTS", "raise_mark"]
