@@ -108,7 +108,7 @@ class MemoryUnitRepository:
     async def get(self, unit_id: str) -> MemoryUnit | None:
         """The whole unit, or None."""
         document = await self._units.find_one({"_id": require_id(unit_id, "unit_id")})
-        return None if document is None else unit_from_document(document)
+        return None if document is None or is_fence(document) else unit_from_document(document)
 
     async def head(self, unit_id: str, *, cached: bool = False) -> UnitHead | None:
         """The unit's head (counts, version, positions mark, last slice) without its messages, or None.
