@@ -14,6 +14,7 @@ from datetime import datetime
 from typing import Any
 
 from partner_repo.cores.lease import lease_state
+from partner_repo.cores.trim import window_of_size
 from partner_repo.leases import LeaseState
 from partner_repo.models import MemoryCore
 
@@ -70,4 +71,29 @@ class WindowState:
         return cls.of(MemoryCore.model_validate({**document, "chat_messages": []}), window_size)
 
 
-__all__ = ["WindowState", "is_count", "state_projection"]
+async def count_window(cores: Any, core_id: str) -> int | None:
+    """Count a window whose stored count is missing or not a count (a core written before 0.3.0, or by
+    another tool), and store the count, guarded on the window still holding as many; None: no core. A
+    missing or null window is an empty one (and becomes an empty array, so ``record`` can push to it)."""
+    document = await cores.find_one({"_id": core_id}, {"chat_messages": 1, "window_size": 1})
+    if document is None:
+        return None
+    window = document.get("chat_messages")
+    size = len(window or [])
+    stored = document.get("window_size")
+    if stored != size or not is_count(stored) or not isinstance(window, list):
+        fix: dict[str, Any] = {"window_size": size}
+        if not isinstance(window, list):
+            fix["chat_messages"] = []
+        await cores.update_one(
+            {
+                "_id": core_id,
+                **window_of_size(size),
+                "window_size": {"$exists": False} if "window_size" not in document else stored,
+            },
+            {"$set": fix},
+        )
+    return size
+
+
+__all__ = ["WindowState", "count_window", "is_count", "state_projection"]
