@@ -32,8 +32,11 @@ from partner_repo.clock import utc_now
 from partner_repo.errors import ConflictError, DuplicateSliceId, InvalidInput, StaleIncrement, UnitTooLarge
 from partner_repo.models import MemorySlice, MemoryUnit, Message
 from partner_repo.storage import (
+    ERASED_AT,
     append_size,
     has_derived_fields,
+    is_tombstone,
+    marked,
     slice_document,
     stored_datetime,
     unit_document,
@@ -174,21 +177,22 @@ class UnitAppender:
         if slice_id is None:
             return await self._read_head(unit_id)
         query = {"$or": [{"_id": unit_id}, {"slice_ids": slice_id}]}
-        documents = await self._units.find(query, HEAD_PROJECTION).to_list(length=2)
+        documents = await self._units.find(query, marked(HEAD_PROJECTION)).to_list(length=2)
         mine = None
         for document in documents:
             if document["_id"] == unit_id:
                 mine = document
             else:
                 raise DuplicateSliceId(slice_id, document["_id"])
-        if mine is None:
+        if mine is None or is_tombstone(mine):  # erased: the insert that follows meets the tombstone
             return None
         if not has_derived_fields(mine):
             mine = await self._complete(unit_id)
         return head_from(mine)
 
     async def _create_with(self, request: AppendRequest, piece: MemorySlice) -> MemorySlice | None:
-        """Insert a new unit holding the increment; None when another writer created it first."""
+        """Insert a new unit holding the increment; None when another writer created it first. An erased
+        unit's tombstone under the id refuses it for good: :func:`erased_error`, never retried."""
         increment = request.increment
         placed = piece.model_copy(update={"start_index": 0, "end_index": len(increment)})
         unit = MemoryUnit(
@@ -207,6 +211,8 @@ class UnitAppender:
         except DuplicateKeyError as exc:
             if is_slice_id_collision(exc):
                 raise duplicate_error(exc, request.unit_id, "") from None
+            if is_tombstone(await self._units.find_one({"_id": request.unit_id}, {ERASED_AT: 1})):
+                raise erased_error(request) from None
             return None
         self._heads.learn(head_from(document))
         return placed
@@ -297,6 +303,15 @@ class UnitAppender:
         return bisect.bisect_right(times, piece.created_at)
 
 
+def erased_error(request: AppendRequest) -> ConflictError:
+    """The unit was erased (a tombstone holds its id, see :mod:`partner_repo.erasure.tombstones`): a fenced
+    append's unit moved on (:class:`StaleIncrement`, its roller re-checks its lease); any other append is
+    refused, as the id cannot hold a unit again until the tombstone expires."""
+    if request.expected_start is not None:
+        return StaleIncrement(request.unit_id, request.expected_start, None)
+    return ConflictError(f"unit {request.unit_id!r} was erased; its id cannot be used for a new unit yet")
+
+
 class UnitQueue:
     """Appends to one unit through one repository go one at a time; other units are not held up.
 
@@ -346,4 +361,4 @@ class _Turn:
             del self._turns[self._unit_id]
 
 
-__all__ = ["APPEND_PATIENCE_S", "AppendRequest", "UnitAppender", "UnitQueue"]
+__all__ = ["APPEND_PATIENCE_S", "AppendRequest", "UnitAppender", "UnitQueue", "erased_error"]

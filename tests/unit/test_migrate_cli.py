@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from click.testing import CliRunner
-from migration_support import ERASURE_INDEXES, INDEXES, NORMALIZE, SLICE_IDS, SLICE_INDEX
+from migration_support import ERASURE_INDEXES, ERASURE_TOMBSTONES, INDEXES, NORMALIZE, SLICE_IDS, SLICE_INDEX
 
 from partner_repo.cli import main
 
@@ -30,10 +30,9 @@ def test_by_default_every_migration_is_applied_without_a_transaction_and_named()
     code, output = migrate()
 
     assert code == 0
-    assert all(
-        f"applied  {m.name}" in output for m in (NORMALIZE, INDEXES, SLICE_IDS, SLICE_INDEX, ERASURE_INDEXES)
-    )
-    assert f"current: {ERASURE_INDEXES.name}" in output
+    shipped = (NORMALIZE, INDEXES, SLICE_IDS, SLICE_INDEX, ERASURE_INDEXES, ERASURE_TOMBSTONES)
+    assert all(f"applied  {m.name}" in output for m in shipped)
+    assert f"current: {ERASURE_TOMBSTONES.name}" in output
 
 
 def test_no_transaction_is_still_accepted_and_is_the_default() -> None:
