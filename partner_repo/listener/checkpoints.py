@@ -26,7 +26,6 @@ slice), and every update is a single atomic ``$addToSet``/``$pull``/``$set``, so
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -295,8 +294,16 @@ class ListenerCheckpoints:
         if core_id:
             update["$set"] = {**update.get("$set", {}), "core_id": core_id}
         live = {"_id": self._unit_key(unit_id), "kind": {"$ne": ERASED_UNIT}}
-        with contextlib.suppress(DuplicateKeyError):  # a tombstone holds the key: the unit was erased
-            await self._collection.update_one(live, update, upsert=True)
+        for attempt in range(2):
+            # A duplicate key: a concurrent first write inserted the document (with the filter not an equality
+            # on _id alone, the server does not retry the upsert itself: the second attempt updates it), or a
+            # tombstone holds the key (the unit was erased: there is nothing of it to record).
+            try:
+                await self._collection.update_one(live, update, upsert=True)
+                return
+            except DuplicateKeyError:
+                if attempt:
+                    return
 
     # -- keys --------------------------------------------------------------------------------------------
 

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 from conftest import YieldingDatabase, until
 from listener_support import Recorder, quick_listener, registry_of
+from pymongo.errors import DuplicateKeyError
 
 from partner_repo import (
     ConflictError,
@@ -312,3 +313,38 @@ async def test_an_erasure_delivered_to_a_group_leaves_its_tombstones_in_place(da
 
     [left] = [d async for d in database[CHECKPOINTS].find({"unit_id": unit_id})]
     assert left["kind"] == "erased-unit" and set(left) == {"_id", "kind", "group", "unit_id", "erased_at"}
+
+
+class LosesTheFirstInsertRace:
+    """The checkpoints collection, where the first upsert fails as the loser of a race with a concurrent
+    first write of the same key would (the winner's document is there when it fails)."""
+
+    def __init__(self, collection: Any) -> None:
+        self._collection = collection
+        self.raced = False
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._collection, name)
+
+    async def update_one(self, query: Any, update: Any, **options: Any) -> Any:
+        if not self.raced and options.get("upsert"):
+            self.raced = True
+            winner = {"_id": query["_id"], "kind": "unit", **query["_id"], "delivered": ["by-the-winner"]}
+            await self._collection.insert_one(winner)
+            raise DuplicateKeyError("E11000 duplicate key error collection: listener_checkpoints index: _id_")
+        return await self._collection.update_one(query, update, **options)
+
+
+async def test_progress_that_loses_a_race_with_a_concurrent_first_write_is_still_recorded(
+    memory_db: Any,
+) -> None:
+    collection = LosesTheFirstInsertRace(memory_db[CHECKPOINTS])
+
+    class Database:
+        def __getitem__(self, name: str) -> Any:
+            return collection if name == CHECKPOINTS else memory_db[name]
+
+    await ListenerCheckpoints(Database(), "default").mark_delivered("u1", "core", "s1")
+
+    assert collection.raced
+    assert (await ListenerCheckpoints(memory_db, "default").unit("u1")).delivered == {"by-the-winner", "s1"}
