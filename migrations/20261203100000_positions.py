@@ -128,13 +128,14 @@ DERIVED_FIELDS = ("message_count", "slice_count", "slice_ids", "size_bytes")
 
 RESERVED_MARK = {
     "core_id": {"$exists": False},
-    "erased_at": {"$exists": False},
+    "erased_at": {"$exists": True},
     "taken_until": {"$exists": True},
     "conversation_messages": {"$exists": False},
     "slices": {"$exists": False},
 }
-"""A mark a 0.4 clear reserved for a session whose unit does not exist yet: ``{_id, taken_until,
-taken_count}`` and nothing else (a tombstone has ``erased_at``; another tool's unit has messages, slices)."""
+"""The tombstone a 0.4 clear leaves for a session whose unit does not exist yet, holding its mark:
+``{_id, erased_at, taken_until, taken_count}`` (an erased unit's tombstone has no ``taken_until``; another
+tool's unit has messages, slices)."""
 
 
 def is_count(value: object) -> bool:

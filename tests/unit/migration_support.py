@@ -44,6 +44,9 @@ def shipped_before(first: Path) -> tuple[Path, ...]:
     return SHIPPED[: SHIPPED.index(first)]
 
 
+ERASURE_TOMBSTONES = migration_file("erasure_tombstones")
+
+
 def load(path: Path) -> types.ModuleType:
     """A fresh copy of a migration module (outside ``sys.modules``, exactly as Beanie's runner loads it)."""
     loader = SourceFileLoader(path.stem, str(path))

@@ -6,6 +6,7 @@ from typing import Any
 
 from migration_support import (
     ERASURE_INDEXES,
+    ERASURE_TOMBSTONES,
     INDEXES,
     NORMALIZE,
     SLICE_INDEX,
@@ -22,6 +23,7 @@ from partner_repo.indexes import ALL_INDEXES, UNITS
 MIGRATION = load(INDEXES)
 SWAP = load(SLICE_INDEX)
 ERASURE = load(ERASURE_INDEXES)
+TOMBSTONES = load(ERASURE_TOMBSTONES)
 
 
 def specs(indexes: dict[str, list[Any]]) -> dict[str, list[dict[str, Any]]]:
@@ -42,8 +44,9 @@ def test_the_migrations_together_create_exactly_the_indexes_the_library_declares
     composed = specs(MIGRATION.INDEXES)
     swapped = [SWAP.NEW_INDEX.document if i == SWAP.OLD_INDEX.document else i for i in composed[UNITS]]
     composed[UNITS] = swapped
-    for collection, added in specs(ERASURE.INDEXES).items():
-        composed[collection] = composed.get(collection, []) + added
+    for migration in (ERASURE, TOMBSTONES):
+        for collection, added in specs(migration.INDEXES).items():
+            composed[collection] = composed.get(collection, []) + added
 
     assert composed == specs(ALL_INDEXES)
 

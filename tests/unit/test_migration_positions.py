@@ -19,6 +19,8 @@ from partner_repo.rolling.increment import resolve_chat_increment
 from partner_repo.storage import bson_size
 
 T0 = datetime(2024, 5, 1, 9, 0, tzinfo=UTC)
+RECENT = datetime.now(UTC).replace(microsecond=0)
+"""A tombstone's time: recent, so its TTL index (mongomock applies TTL too) keeps it."""
 LATER = T0 + timedelta(minutes=5)
 MIGRATION = load(POSITIONS)
 
@@ -244,8 +246,8 @@ async def test_a_rerun_writes_nothing() -> None:
 
 
 async def test_fences_units_left_to_adoption_and_other_cores_units_are_never_written() -> None:
-    tombstone = {"_id": "erased", "erased_at": T0}
-    reserved = {"_id": "cleared", "taken_until": 40, "taken_count": 0}
+    tombstone = {"_id": "erased", "erased_at": RECENT}  # not yet expired by its TTL index
+    reserved = {"_id": "cleared", "erased_at": RECENT, "taken_until": 40, "taken_count": 0}
     foreign = {"_id": "foreign", "core_id": "c", "conversation_messages": msgs(0, 3)}  # no derived fields
     elsewhere = unit_of_0_3("elsewhere", msgs(0, 36), core_id="another core")
     cores = [
@@ -426,14 +428,15 @@ async def test_it_reads_cores_without_windows_in_batches_and_units_only_by_head_
 
 async def test_backward_leaves_no_mark_for_0_3_and_keeps_what_0_3_ignores() -> None:
     unit = unit_of_0_3("s1", msgs(0, 36))
-    tombstone = {"_id": "erased", "erased_at": T0}
+    tombstone = {"_id": "erased", "erased_at": RECENT}  # not yet expired by its TTL index
     database = await database_of_0_3(
         cores=[core_of_0_3("s1", msgs(30, 41)), core_of_0_3("s9", [], core_id="d")],
         units=[unit, tombstone],
     )
     await run_migrations(database)
     await rolling(database).roll("c", now=LATER)  # a 0.4 roll moves the mark and window_start
-    await database[UNITS].insert_one({"_id": "s9", "taken_until": 3, "taken_count": 0})  # a 0.4 clear's mark
+    clears_mark = {"_id": "s9", "erased_at": RECENT, "taken_until": 3, "taken_count": 0}
+    await database[UNITS].insert_one(clears_mark)  # the tombstone a 0.4 clear leaves for a unit not created
     rolled = await stored(database, UNITS, "s1")
     start = (await stored(database, CORES, "c"))["window_start"]
 
