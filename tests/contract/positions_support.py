@@ -334,25 +334,26 @@ class CoreHistory:
         ]
 
     def cleared(self, count: int, writes: Sequence[Write], start: int, end: int) -> Clear:
-        """Note a clear that took ``count`` messages (the window's last, all recorded ones having landed):
-        placed at its window-emptying write among ``writes`` (logged between ``start`` and ``end``), or at
-        the whole call when none shows."""
-        emptying = [
-            w for w in writes if start <= w.start <= end and w.collection == CORES and w.touches_window
-        ]
-        emptying = [w for w in emptying if w.applied] or emptying
-        if emptying:
-            start, end = emptying[-1].start, emptying[-1].end
+        """Note a clear that took ``count`` messages (the window's last: every record had landed), sent
+        between ``start`` and ``end`` (see :func:`emptying_write`)."""
         total = len(self.recorded)
-        clear = Clear(range(total - count, total), start, end)
+        clear = Clear(range(total - count, total), *emptying_write(writes, start, end))
         self.clears.append(clear)
         return clear
+
+
+def emptying_write(writes: Sequence[Write], start: int, end: int) -> tuple[int, int]:
+    """Where a clear sent between ``start`` and ``end`` emptied the window: the interval of its last write
+    naming the chat window in that span (the whole span when no write shows)."""
+    emptying = [w for w in writes if start <= w.start <= end and w.collection == CORES and w.touches_window]
+    emptying = [w for w in emptying if w.applied] or emptying
+    return (emptying[-1].start, emptying[-1].end) if emptying else (start, end)
 
 
 # -- the oracle -------------------------------------------------------------------------------------------
 
 
-def assert_slices_tile(unit: MemoryUnit) -> list[str]:
+def slice_problems(unit: MemoryUnit) -> list[str]:
     """Problems with ``unit``'s slices: sorted by start they must cover ``[0, message_count)`` exactly."""
     pieces = sorted(unit.complete_slices(), key=lambda s: s.start_index or 0)
     bounds = [(p.start_index, p.end_index) for p in pieces]
@@ -448,7 +449,7 @@ def storage_problems(history: CoreHistory, units: Sequence[MemoryUnit], writes: 
     """Everything wrong with how ``units`` store ``history`` (empty: exactly once, as the module says)."""
     core = history.core_id
     position = {content: p for p, content in enumerate(history.recorded)}
-    problems = [problem for unit in units for problem in assert_slices_tile(unit)]
+    problems = [problem for unit in units for problem in slice_problems(unit)]
     chains, chain_problems = sessions_of(units)
     problems += chain_problems
     began: dict[Any, Write] = {}

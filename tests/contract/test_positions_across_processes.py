@@ -27,8 +27,6 @@ from typing import Any
 import pytest
 from conftest import requires_mongodb
 from positions_support import (
-    CORES,
-    Clear,
     CoreHistory,
     ObservedDatabase,
     Ticks,
@@ -150,22 +148,14 @@ class Run:
         raise AssertionError("the last roll stored nothing")
 
     def history(self) -> CoreHistory:
+        """The core's record order and clears, as the journal (written under the records lock) has them."""
         history = CoreHistory(CORE)
         for line in self.journal.read_text().splitlines():
             entry = json.loads(line)
             if "record" in entry:
                 history.recorded.append(entry["record"])
                 continue
-            emptying = [
-                w
-                for w in self.wire.writes
-                if entry["start"] <= w.start <= entry["end"] and w.collection == CORES and w.touches_window
-            ]
-            start, end = (
-                (emptying[-1].start, emptying[-1].end) if emptying else (entry["start"], entry["end"])
-            )
-            total = len(history.recorded)
-            history.clears.append(Clear(range(total - entry["clear"], total), start, end))
+            history.cleared(entry["clear"], self.wire.writes, entry["start"], entry["end"])
         return history
 
     def writes(self) -> list[Write]:
