@@ -191,6 +191,12 @@ def mark_size_change(before: tuple[int | None, int | None], after: tuple[int, in
     return change
 
 
+def field_size_change(name: str, old: int | None, new: int | None) -> int:
+    """Bytes a document grows by when its int field ``name`` goes from ``old`` to ``new`` (None: absent)."""
+    before = bson_size({}) if old is None else bson_size({name: old})
+    return (bson_size({}) if new is None else bson_size({name: new})) - before
+
+
 def with_mark(document: dict[str, Any], taken_until: int, taken_count: int) -> dict[str, Any]:
     """A new unit's stored form with its positions mark, its ``size_bytes`` counting the mark."""
     document.update(taken_until=taken_until, taken_count=taken_count, size_bytes=0)

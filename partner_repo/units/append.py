@@ -31,6 +31,7 @@ from partner_repo.errors import ConflictError, DuplicateSliceId, InvalidInput, S
 from partner_repo.models import MemorySlice, MemoryUnit
 from partner_repo.storage import (
     append_size,
+    field_size_change,
     has_derived_fields,
     is_tombstone,
     mark_size_change,
@@ -93,7 +94,7 @@ class UnitAppender:
         fenced = request.expected_start is not None or request.first_position is not None
         if known is not None and known.core_id == request.core_id and request.admits(known):
             stored = await self._push_to_known_head(
-                known, message_documents, piece, request.first_position, minted=given_id is None
+                known, message_documents, piece, request, minted=given_id is None
             )
             if stored is not None:
                 return stored
@@ -126,7 +127,7 @@ class UnitAppender:
                     raise InvalidInput(
                         f"unit {unit_id!r} belongs to core {head.core_id!r}, not {request.core_id!r}"
                     )
-                stored = await self._push(head, message_documents, piece, request.first_position)
+                stored = await self._push(head, message_documents, piece, request)
             if stored is not None:
                 return stored
             self._heads.lost(unit_id)
@@ -147,7 +148,7 @@ class UnitAppender:
         known: UnitHead,
         message_documents: list[dict[str, Any]],
         piece: MemorySlice,
-        first_position: int | None,
+        request: AppendRequest,
         *,
         minted: bool,
     ) -> MemorySlice | None:
@@ -161,7 +162,7 @@ class UnitAppender:
         """
         try:
             stored = await self._push(
-                known, message_documents, piece, first_position, exact=True, check_slice_id=not minted
+                known, message_documents, piece, request, exact=True, check_slice_id=not minted
             )
         except UnitTooLarge:
             stored = None
@@ -208,6 +209,8 @@ class UnitAppender:
         )
         document = unit_document(unit)
         if request.first_position is not None:
+            if request.trimmed_to is not None:
+                document["trimmed_to"] = request.trimmed_to
             with_mark(document, request.first_position + len(increment), len(increment))
         refuse_too_large(request.unit_id, document["size_bytes"], self._max_bytes)
         try:
@@ -246,7 +249,7 @@ class UnitAppender:
         head: UnitHead,
         message_documents: list[dict[str, Any]],
         piece: MemorySlice,
-        first_position: int | None = None,
+        request: AppendRequest,
         *,
         exact: bool = False,
         check_slice_id: bool = True,
@@ -266,10 +269,13 @@ class UnitAppender:
         added = append_size(message_documents, start, new_slice, head.slice_count)
         count = head.message_count + len(message_documents)
         mark: dict[str, Any] = {}
-        taken_until, taken_count = head.taken_until, head.taken_count
-        if first_position is not None:  # the increment takes its positions: the mark moves to its end
-            taken_until, taken_count = first_position + len(message_documents), count
+        taken_until, taken_count, trimmed_to = head.taken_until, head.taken_count, head.trimmed_to
+        if request.first_position is not None:  # the increment takes its positions: the mark moves to its end
+            taken_until, taken_count = request.first_position + len(message_documents), count
             mark["$set"] = {"taken_until": taken_until, "taken_count": taken_count}
+            if request.trimmed_to is not None:
+                trimmed_to = mark["$set"]["trimmed_to"] = request.trimmed_to
+                added += field_size_change("trimmed_to", head.trimmed_to, trimmed_to)
         elif taken_count is not None:  # counted in, so the mark stays trusted
             taken_count += len(message_documents)
             mark["$inc"] = {"taken_count": len(message_documents)}
@@ -325,6 +331,8 @@ class UnitAppender:
                 slice_count=head.slice_count + 1,
                 taken_until=taken_until,
                 taken_count=taken_count,
+                trimmed_to=trimmed_to,
+                sealed=head.sealed,
             )
         )
         return placed

@@ -19,7 +19,7 @@ from pymongo.errors import DuplicateKeyError
 
 from partner_repo.clock import utc_now
 from partner_repo.errors import ConflictError, InvalidInput
-from partner_repo.storage import ERASED_AT, is_tombstone, mark_size_change
+from partner_repo.storage import ERASED_AT, bson_size, is_tombstone, mark_size_change
 from partner_repo.units.heads import UnitHead
 
 FENCE_PROJECTION = {"core_id": 1, "erased_at": 1, "taken_until": 1}
@@ -76,4 +76,19 @@ async def _reserve(units: Any, unit_id: str, until: int) -> bool:
     return True
 
 
-__all__ = ["FENCE_PROJECTION", "MARK_ATTEMPTS", "raise_mark"]
+async def seal(units: Any, unit_id: str, version: int) -> bool:
+    """Seal the unit a roll is about to continue in a new one, while it is still at ``version`` (as the
+    roll resolved it): from then on no positioned append lands there, so a roller that resolved against it
+    earlier cannot store what the continuation takes. False: the unit moved on meanwhile (resolve again)."""
+    result = await units.update_one(
+        {"_id": unit_id, "version": version, "sealed": {"$ne": True}},
+        {"$set": {"sealed": True}, "$inc": {"version": 1, "size_bytes": SEAL_BYTES}},
+    )
+    return bool(result.matched_count)
+
+
+SEAL_BYTES = bson_size({"sealed": True}) - bson_size({})
+"""What the seal adds to a unit's stored size (kept exact)."""
+
+
+__all__ = ["FENCE_PROJECTION", "MARK_ATTEMPTS", "SEAL_BYTES", "raise_mark", "seal"]

@@ -64,7 +64,7 @@ from partner_repo.units.heads import (
     head_from,
 )
 from partner_repo.units.increment import append_request
-from partner_repo.units.marks import raise_mark
+from partner_repo.units.marks import raise_mark, seal
 from partner_repo.units.rules import (
     duplicate_error,
     is_missing_index,
@@ -294,6 +294,12 @@ class MemoryUnitRepository:
         await raise_mark(self._units, self.head, unit_id, core_id=core_id, until=until)
         self._heads.forget(unit_id)
 
+    async def seal(self, unit_id: str, *, version: int) -> bool:
+        """Seal a full unit a roll continues in a new one, while it is at ``version`` (:mod:`.marks`)."""
+        unit_id = require_id(unit_id, "unit_id")
+        self._heads.forget(unit_id)
+        return await seal(self._units, unit_id, require_count(version, "version"))
+
     async def delete(self, unit_id: str) -> bool:
         """Delete a unit; True when it existed."""
         unit_id = require_id(unit_id, "unit_id")
@@ -349,6 +355,7 @@ class MemoryUnitRepository:
         fresh_slice_id: bool = False,
         expected_start: int | None = None,
         first_position: int | None = None,
+        trimmed_to: int | None = None,
     ) -> MemorySlice:
         """Append ``messages`` and one slice covering exactly them; Partner's ``updateMemoryUnit``.
 
@@ -383,6 +390,7 @@ class MemoryUnitRepository:
             fresh_slice_id=fresh_slice_id,
             expected_start=expected_start,
             first_position=first_position,
+            trimmed_to=trimmed_to,
         )
         return await self._appender.append(request)
 
