@@ -9,9 +9,10 @@ roll every 15 turns), and every command of every turn is counted.
 - **recommended**: ``RollingService.record_and_roll`` (the README's per-turn call);
 - **record + maybe_roll**: the two calls of 0.2.0, still supported.
 
-Targets (issue 12): the recommended path at most 1.3 round trips and 3,000 bytes per turn at every size, flat
-(largest/smallest bytes at most 1.1x); a roll in at most 4 commands; the two-call path no slower than 0.2.0's
-2.53 round trips and 14,756 bytes per turn at 5,000 messages.
+Targets (issue 19): the recommended path at most 1.25 round trips and 2,500 bytes per turn at every size, flat
+(largest/smallest bytes at most 1.1x); a roll in at most 3 commands once the process has seen the unit (the
+first roll of a process reads the unit's head first: 4); the two-call path no slower than 0.2.0's 2.53 round
+trips and 14,756 bytes per turn at 5,000 messages.
 """
 
 from __future__ import annotations
@@ -26,11 +27,14 @@ from benchmarks.monitor import WireMeter
 from benchmarks.workload import conversation, seed_unit, turn
 from partner_repo import MemoryCoreRepository, Message, RollingConfig, RollingService
 from partner_repo.rolling.summarizer import ExtractiveSummarizer
+from partner_repo.storage import mark_size_change
 
-ROUND_TRIPS_TARGET = 1.3
-BYTES_TARGET = 3_000
+ROUND_TRIPS_TARGET = 1.25
+BYTES_TARGET = 2_500
 FLAT_TARGET = 1.1
-ROLL_COMMANDS_TARGET = 4
+ROLL_COMMANDS_TARGET = 3
+FIRST_ROLL_COMMANDS_TARGET = 4
+"""The first roll of a process has not seen the unit yet: it reads the unit's head (no message) first."""
 BEFORE = {"round_trips": 2.53, "bytes": 14_756}
 """0.2.0's two-call path at 5,000 stored messages, as issue 12 measured it."""
 RETAINED = 6
@@ -85,11 +89,19 @@ async def _measure(scale: Scale, uri: str, backend: str) -> SectionResult:
 
 
 async def _seed(database: Any, cores: MemoryCoreRepository, core_id: str, size: int) -> None:
-    """A session unit of ``size`` messages, and the window its last roll left (its last messages)."""
+    """A session unit of ``size`` messages, and the window its last roll left (its last messages), with
+    positions as a roll (or the 0.4 migration) leaves them: the window's messages are taken by the unit."""
     unit_id = await cores.session_id(core_id)
     stored = conversation(size, seed=size)
     await seed_unit(database, unit_id, core_id, stored, messages_per_slice=min(size, 10))
     await cores.record(core_id, stored[-RETAINED:])
+    await database["memory_units"].update_one(
+        {"_id": unit_id},
+        {
+            "$set": {"taken_until": RETAINED, "taken_count": size},
+            "$inc": {"size_bytes": mark_size_change((None, None), (RETAINED, size))},
+        },
+    )
 
 
 async def _turns(meter: WireMeter, step: Step, core_id: str, cycles: int) -> PathCost:
@@ -136,17 +148,27 @@ def _report(
         result.rows.append(
             Row(f"{path}: per turn", f"{figures}; {largest:,}/{smallest:,} = {growth:.2f}x", target, passed)
         )
-        rolls = [commands for cost in by_size.values() for commands in cost.roll_commands]
-        shapes = sorted({"+".join(commands[1:]) for commands in rolls})  # the turn's record comes first
-        worst = max(len(commands) - 1 for commands in rolls)
-        result.rows.append(
-            Row(
-                f"{path}: a roll, after its turn's record",
-                f"{worst} cmd ({'; '.join(shapes)}) in {len(rolls)} rolls",
-                f"<= {ROLL_COMMANDS_TARGET} cmd" if path == "recommended" else "",
-                worst <= ROLL_COMMANDS_TARGET if path == "recommended" else None,
+        for which, pick, limit in (
+            ("a roll", lambda cost: cost.roll_commands[1:], ROLL_COMMANDS_TARGET),
+            (
+                "the first roll of the process",
+                lambda cost: cost.roll_commands[:1],
+                FIRST_ROLL_COMMANDS_TARGET,
+            ),
+        ):
+            rolls = [commands for cost in by_size.values() for commands in pick(cost)]
+            if not rolls:
+                continue
+            shapes = sorted({"+".join(commands[1:]) for commands in rolls})  # the turn's record comes first
+            worst = max(len(commands) - 1 for commands in rolls)
+            result.rows.append(
+                Row(
+                    f"{path}: {which}, after its turn's record",
+                    f"{worst} cmd ({'; '.join(shapes)}) in {len(rolls)} rolls",
+                    f"<= {limit} cmd" if path == "recommended" else "",
+                    worst <= limit if path == "recommended" else None,
+                )
             )
-        )
         raw["paths"][path] = {
             str(size): {
                 "turns": cost.turns,

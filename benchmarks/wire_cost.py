@@ -90,20 +90,22 @@ async def _operations(database: Any, size: int) -> dict[str, Operation]:
         return None
 
     async def set_window() -> None:
-        # The window a roll sees: the context kept from the previous roll, then WINDOW_NEW new messages.
-        core = await cores.get(core_id)
-        assert core is not None
-        if core.chat_messages:  # a divisor above the window size retains nothing: the window empties
-            await cores.trim_window(core_id, len(core.chat_messages), len(core.chat_messages) + 1)
-        tail = await units.tail_messages(unit_id, WINDOW_CONTEXT)
-        fresh = conversation(WINDOW_NEW, seed=10 + next(counter))
+        # The window a roll sees: the context the previous roll kept (positions the unit has taken), then
+        # WINDOW_NEW new messages.
         clock["now"] = clock["now"] + timedelta(seconds=1)
-        await cores.record(core_id, [*tail, *fresh], at=clock["now"])
+        await cores.record(core_id, conversation(WINDOW_NEW, seed=10 + next(counter)), at=clock["now"])
 
     async def roll() -> None:
         result = await service.roll(core_id, now=clock["now"])
         if result is None:
             raise RuntimeError("the measured roll did not roll")
+
+    # The seeded unit was written without positions: the first roll derives its mark from the stored tail
+    # (once, as for data written before 0.4); the measured rolls are the ones every later turn pays.
+    await cores.record(
+        core_id, [*stored[-WINDOW_CONTEXT:], *conversation(WINDOW_NEW, seed=5)], at=clock["now"]
+    )
+    await roll()
 
     return {
         # A new repository each run, so every run measures the same cold append (head read, then push); a

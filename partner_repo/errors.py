@@ -42,18 +42,36 @@ class LeaseLost(ConflictError):
 
 
 class StaleIncrement(ConflictError):
-    """A fenced append found its unit no longer ending where the increment was resolved (another writer
-    appended first); nothing was written: resolve the increment again."""
+    """A fenced append found its unit moved on since the increment was resolved (another writer appended
+    first, a clear marked the window taken, an erasure left a tombstone); nothing was written: resolve the
+    increment again.
 
-    def __init__(self, unit_id: str, expected: int, found: int | None) -> None:
-        where = "no longer exists" if found is None else f"holds {found} messages"
-        super().__init__(
-            f"unit {unit_id!r} {where}, not the {expected} the increment was resolved against; "
-            "resolve it again"
-        )
+    ``expected``/``found`` are message counts for a count fence; ``position``/``taken_until`` say which
+    position fence failed (the unit has taken ``taken_until`` > the increment's first ``position``)."""
+
+    def __init__(
+        self,
+        unit_id: str,
+        expected: int,
+        found: int | None,
+        *,
+        position: int | None = None,
+        taken_until: int | None = None,
+    ) -> None:
+        if position is not None and taken_until is not None:
+            reason = (
+                f"unit {unit_id!r} has taken every position below {taken_until}, past the increment's first "
+                f"position {position}"
+            )
+        else:
+            where = "no longer exists" if found is None else f"holds {found} messages"
+            reason = f"unit {unit_id!r} {where}, not the {expected} the increment was resolved against"
+        super().__init__(f"{reason}; resolve it again")
         self.unit_id = unit_id
         self.expected = expected
         self.found = found
+        self.position = position
+        self.taken_until = taken_until
 
 
 class DuplicateSliceId(ConflictError):

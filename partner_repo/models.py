@@ -13,7 +13,7 @@ from contextvars import ContextVar
 from typing import Annotated, Any, Literal
 
 from beanie import Document
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictStr, TypeAdapter
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, StrictStr, TypeAdapter
 from pydantic.dataclasses import dataclass
 
 from partner_repo.clock import UtcDatetime
@@ -127,6 +127,13 @@ class MemorySlice(BaseModel):
         return max(self.end_index - self.start_index, 0)
 
 
+def _count_or_zero(value: object) -> object:
+    """A stored position as the library writes it; missing or another tool's value reads as 0."""
+    if value is None or isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        return 0
+    return value
+
+
 class _PlainConstruction(Document):
     """Beanie refuses to build a document before ``init_beanie``; our documents are also plain values.
 
@@ -175,8 +182,10 @@ class MemoryCore(_PlainConstruction):
     ``idle_rolled`` is set once an idle roll has covered the window's last interaction and cleared by the next
     ``record``, so an idle window is rolled once, not again at every scheduler pass.
     ``window_size`` counts ``chat_messages`` (kept by every write of the window, so ``record`` can answer
-    without it); ``window_stored`` says which front of the window the last roll left stored (see
-    :class:`partner_repo.cores.state.StoredFront`). Both are the repository's, read leniently.
+    without it). ``window_start`` is the position of the window's first message: positions count every
+    message ever recorded into the core, so message ``i`` of the window is at ``window_start + i``; only a
+    roll's trim and a clear move it (``docs/rolling.md``, "Positions"). Both are the repository's, read
+    leniently (a core written before 0.4 has no ``window_start``: its window starts at position 0).
     """
 
     id: Identifier = "default"  # type: ignore[assignment]
@@ -188,7 +197,7 @@ class MemoryCore(_PlainConstruction):
     lease_owner: BoundedId | None = None
     lease_beat: int = 0
     lease_ttl_ms: int | None = None
-    window_stored: Any = None
+    window_start: Annotated[int, BeforeValidator(_count_or_zero)] = 0
     idle_rolled: bool = False
     version: int = 0
 

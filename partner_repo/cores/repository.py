@@ -18,8 +18,8 @@ from pymongo import ASCENDING, ReturnDocument
 from pymongo.errors import DocumentTooLarge, DuplicateKeyError, OperationFailure
 
 from partner_repo.clock import utc_now
-from partner_repo.cores.state import WindowState, is_count, state_projection
-from partner_repo.cores.trim import trim_front
+from partner_repo.cores.state import WindowState, count_window, is_count, state_projection
+from partner_repo.cores.trim import clear_front, trim_front, window_of_size
 from partner_repo.cores.window import dropped_count
 from partner_repo.database import MongoDatabase
 from partner_repo.errors import ConflictError, InvalidInput, LeaseLost, WindowTooLarge
@@ -180,7 +180,18 @@ class MemoryCoreRepository:
             "$inc": {"version": 1, "window_size": len(documents)},
         }
         try:
-            # a plain update first: the fields of a new core are sent only when there is none (once a core)
+            document = await self._write_window(core_id, update, stamp)
+        except (OperationFailure, TypeError) as exc:  # TypeError: the in-memory backend's way of refusing
+            if not await self._repair_window(core_id, exc):
+                raise
+            document = await self._write_window(core_id, update, stamp)
+        state = await self._state_of(core_id, document)
+        assert state is not None  # the core was just written
+        return state
+
+    async def _write_window(self, core_id: str, update: dict[str, Any], stamp: datetime) -> dict[str, Any]:
+        """``record``'s write: a plain update first, the fields of a new core sent only when there is none."""
+        try:
             document = await self._cores.find_one_and_update(
                 _counted(core_id), update, projection=state_projection(), return_document=ReturnDocument.AFTER
             )
@@ -195,9 +206,20 @@ class MemoryCoreRepository:
             if exc.code in DOCUMENT_TOO_LARGE_CODES:
                 raise WindowTooLarge(core_id) from None
             raise
-        state = await self._state_of(core_id, document)
-        assert state is not None  # the core was just written
-        return state
+        return dict(document)
+
+    async def _repair_window(self, core_id: str, failure: Exception) -> bool:
+        """Whether ``failure`` was a window stored as something else than an array (null, by another tool),
+        now stored as the empty window it reads as (counted, once): then ``record`` can push to it."""
+        if isinstance(failure, OperationFailure) and failure.code not in NOT_AN_ARRAY_CODES:
+            return False
+        if (
+            await self._cores.find_one({"_id": core_id, "chat_messages": {"$not": {"$type": "array"}}})
+            is None
+        ):
+            return False
+        await count_window(self._cores, core_id)
+        return True
 
     async def window_state(self, core_id: str = DEFAULT_CORE_ID) -> WindowState | None:
         """The core's :class:`~partner_repo.cores.state.WindowState` (None: no such core), without reading
@@ -220,7 +242,6 @@ class MemoryCoreRepository:
         lease_owner: str | None = None,
         window_size: int | None = None,
         release: bool = False,
-        rolled_into: tuple[str, int] | None = None,
     ) -> int:
         """Partner's ``rollChatMessagesWithSnapshot``: drop what rolling the first ``snapshot_size`` consumed.
 
@@ -234,10 +255,8 @@ class MemoryCoreRepository:
         ``window_size`` is the size the caller last saw (a roller's snapshot): the first write is then sent
         without a read, guarded on the window still holding exactly that many messages (under the caller's
         lease only ``record`` changes it, and only by adding); otherwise it reads and retries as above.
-        ``release`` (with ``lease_owner``) gives the lease back in the same write. ``rolled_into`` is
-        ``(unit_id, message_count)`` when the first ``snapshot_size`` messages now end that unit (a roll):
-        the write then records the window's stored front (:class:`~partner_repo.cores.state.StoredFront`);
-        any other trim removes it.
+        ``release`` (with ``lease_owner``) gives the lease back in the same write. ``window_start`` moves by
+        what is dropped, so every message keeps its position.
         """
         core_id = require_id(core_id, "core_id")
         dropped_count(0, snapshot_size, retain_divisor)  # validates the arguments before any round trip
@@ -252,23 +271,19 @@ class MemoryCoreRepository:
             owner=owner,
             window_size=None if window_size is None else require_count(window_size, "window_size"),
             release=release,
-            rolled_into=rolled_into,
         )
 
     async def clear_window(self, core_id: str, *, lease_owner: str) -> int | None:
         """Empty the window (an erasure), fenced by the lease ``lease_owner`` holds; how many messages it
-        held, or None when it does not hold the lease (nothing written). The stored front goes with it."""
-        before = await self._cores.find_one_and_update(
-            {"_id": require_id(core_id, "core_id"), "lease_owner": require_id(lease_owner, "lease_owner")},
-            {
-                "$set": {"chat_messages": [], "window_size": 0},
-                "$unset": {"window_stored": ""},
-                "$inc": {"version": 1},
-            },
-            projection={"chat_messages": 1},
-            return_document=ReturnDocument.BEFORE,
+        held, or None when it does not hold the lease (nothing written). ``window_start`` moves past them,
+        so the positions they held are never taken by other messages; the caller marks them taken on the
+        session's unit first (``MemoryEraser.clear_window``), so no roller stores them.
+
+        Guarded on the window as read: a ``record`` in between makes it read again and retry.
+        """
+        return await clear_front(
+            self._cores, require_id(core_id, "core_id"), require_id(lease_owner, "lease_owner")
         )
-        return None if before is None else len(before.get("chat_messages") or [])
 
     async def mark_idle_rolled(
         self, core_id: str, *, window_size: int, last_interaction_at: datetime | None
@@ -282,7 +297,7 @@ class MemoryCoreRepository:
         window_size = require_count(window_size, "window_size")
         guard = {
             "_id": core_id,
-            "chat_messages": {"$size": window_size},
+            **window_of_size(window_size),
             "last_interaction_at": optional_datetime(last_interaction_at, "last_interaction_at"),
         }
         result = await self._cores.update_one(guard, {"$set": {"idle_rolled": True}, "$inc": {"version": 1}})
@@ -320,7 +335,7 @@ class MemoryCoreRepository:
                 return dict(document)
             except DuplicateKeyError:
                 if counted:
-                    await self._count_window(core_id)
+                    await count_window(self._cores, core_id)
                 continue
         raise ConflictError(f"core {core_id!r}: concurrent creation did not settle; try again")
 
@@ -328,27 +343,8 @@ class MemoryCoreRepository:
         """The state of a core read without its window; a count that is missing or not a count (another
         tool's, a float say) is counted again, exactly. None: the core is gone meanwhile."""
         size = document.get("window_size")
-        counted = size if is_count(size) else await self._count_window(core_id)
+        counted = size if is_count(size) else await count_window(self._cores, core_id)
         return None if counted is None else WindowState.from_document(document, counted)
-
-    async def _count_window(self, core_id: str) -> int | None:
-        """Count a window whose stored count is missing or not a count (a core written before 0.3.0, or by
-        another tool), and store the count, guarded on the window still holding as many; None: no core."""
-        document = await self._cores.find_one({"_id": core_id}, {"chat_messages": 1, "window_size": 1})
-        if document is None:
-            return None
-        size = len(document.get("chat_messages") or [])
-        stored = document.get("window_size")
-        if stored != size or not is_count(stored):
-            await self._cores.update_one(
-                {
-                    "_id": core_id,
-                    "chat_messages": {"$size": size},
-                    "window_size": {"$exists": False} if "window_size" not in document else stored,
-                },
-                {"$set": {"window_size": size}},
-            )
-        return size
 
     @staticmethod
     def _fresh_fields(stamp: datetime) -> dict[str, Any]:
@@ -372,6 +368,9 @@ def _session(session_id: str, stamp: datetime, continues: str | None = None) -> 
 
 DOCUMENT_TOO_LARGE_CODES = frozenset({10334, 17419})
 """BSONObjectTooLarge, and "resulting document after update is larger than 16777216"."""
+
+NOT_AN_ARRAY_CODES = frozenset({2, 14})
+"""BadValue and TypeMismatch: what a server answers a ``$push`` onto a field that is not an array."""
 
 
 def _counted(core_id: str) -> dict[str, Any]:

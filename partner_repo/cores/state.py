@@ -14,6 +14,7 @@ from datetime import datetime
 from typing import Any
 
 from partner_repo.cores.lease import lease_state
+from partner_repo.cores.trim import window_of_size
 from partner_repo.leases import LeaseState
 from partner_repo.models import MemoryCore
 
@@ -21,37 +22,7 @@ from partner_repo.models import MemoryCore
 def state_projection() -> dict[str, Any]:
     """Everything on a core but its window (the other fields are bounded in size). A new dict at every call:
     mongomock adds ``_id`` to the projection it is given."""
-    return {"chat_messages": 0, "window_stored": 0}
-
-
-@dataclass(frozen=True)
-class StoredFront:
-    """What the last roll left stored of the window: its first ``front`` messages are the last ``front`` of
-    unit ``unit_id`` as it stood at ``message_count`` messages.
-
-    The roll's trim writes it in the same update that cuts the window, and every other change of the window's
-    front removes it; ``record`` only adds at the end, and units only grow. So while the unit still holds
-    ``message_count`` messages, the next roll knows its increment is the window after ``front`` and reads only
-    those ``front`` stored messages (to check them) instead of a tail as long as the window.
-    """
-
-    unit_id: str
-    message_count: int
-    front: int
-
-    def as_document(self) -> dict[str, Any]:
-        return {"unit_id": self.unit_id, "message_count": self.message_count, "front": self.front}
-
-    @classmethod
-    def parse(cls, value: object) -> StoredFront | None:
-        """The stored value, or None when absent or not one of ours (then the roll reads the whole tail)."""
-        if not isinstance(value, dict):
-            return None
-        unit_id, count, front = value.get("unit_id"), value.get("message_count"), value.get("front")
-        if not isinstance(unit_id, str) or not all(is_count(n) for n in (count, front)):
-            return None
-        assert isinstance(count, int) and isinstance(front, int)
-        return cls(unit_id, count, front) if front <= count else None
+    return {"chat_messages": 0}
 
 
 def is_count(value: object) -> bool:
@@ -66,10 +37,18 @@ class WindowState:
     memory_session_id: str
     session_continues: str | None
     window_size: int
+    window_start: int
+    """The position of the window's first message (positions count every message recorded into the core)."""
     last_interaction_at: datetime | None
     idle_rolled: bool
     lease: LeaseState
     version: int
+
+    @property
+    def window_end(self) -> int:
+        """The position the next recorded message takes: how many messages the core has ever recorded
+        (counted from its first roll under 0.4 for a core written before)."""
+        return self.window_start + self.window_size
 
     @classmethod
     def of(cls, core: MemoryCore, window_size: int | None = None) -> WindowState:
@@ -79,6 +58,7 @@ class WindowState:
             memory_session_id=core.memory_session_id,
             session_continues=core.session_continues,
             window_size=len(core.chat_messages) if window_size is None else window_size,
+            window_start=core.window_start,
             last_interaction_at=core.last_interaction_at,
             idle_rolled=core.idle_rolled,
             lease=lease_state(core.lease_owner, core.lease_beat, core.lease_ttl_ms),
@@ -91,4 +71,29 @@ class WindowState:
         return cls.of(MemoryCore.model_validate({**document, "chat_messages": []}), window_size)
 
 
-__all__ = ["StoredFront", "WindowState", "is_count", "state_projection"]
+async def count_window(cores: Any, core_id: str) -> int | None:
+    """Count a window whose stored count is missing or not a count (a core written before 0.3.0, or by
+    another tool), and store the count, guarded on the window still holding as many; None: no core. A
+    missing or null window is an empty one (and becomes an empty array, so ``record`` can push to it)."""
+    document = await cores.find_one({"_id": core_id}, {"chat_messages": 1, "window_size": 1})
+    if document is None:
+        return None
+    window = document.get("chat_messages")
+    size = len(window or [])
+    stored = document.get("window_size")
+    if stored != size or not is_count(stored) or not isinstance(window, list):
+        fix: dict[str, Any] = {"window_size": size}
+        if not isinstance(window, list):
+            fix["chat_messages"] = []
+        await cores.update_one(
+            {
+                "_id": core_id,
+                **window_of_size(size),
+                "window_size": {"$exists": False} if "window_size" not in document else stored,
+            },
+            {"$set": fix},
+        )
+    return size
+
+
+__all__ = ["WindowState", "count_window", "is_count", "state_projection"]

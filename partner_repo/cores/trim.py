@@ -3,8 +3,7 @@
 The window only grows at the end (``record``) and only shrinks at the front (here), so a trim guarded by what
 it read never loses a message recorded meanwhile: it reads again and retries instead. A roller that knows
 the window's size (its snapshot) sends the write without reading, guarded on that size; the same write can
-give the lease back and record which front of the window is now stored
-(:class:`~partner_repo.cores.state.StoredFront`).
+give the lease back. Every trim moves ``window_start`` by what it drops, so each message keeps its position.
 """
 
 from __future__ import annotations
@@ -15,7 +14,6 @@ from collections.abc import Mapping
 from typing import Any
 
 from partner_repo.cores.lease import RELEASED
-from partner_repo.cores.state import StoredFront
 from partner_repo.cores.window import dropped_count
 from partner_repo.errors import ConflictError, LeaseLost, NotFound
 
@@ -35,14 +33,13 @@ async def trim_front(
     owner: str | None,
     window_size: int | None,
     release: bool,
-    rolled_into: tuple[str, int] | None,
 ) -> int:
     """Drop what rolling the first ``snapshot_size`` messages consumed; how many were dropped (arguments
     validated by the caller; see ``MemoryCoreRepository.trim_window`` for their meaning)."""
     if window_size is not None and owner is not None:
         drop = dropped_count(window_size, snapshot_size, retain_divisor)
-        guard = {"_id": core_id, "lease_owner": owner, "chat_messages": {"$size": window_size}}
-        if await _write(cores, guard, _trim(window_size, drop, snapshot_size, release, rolled_into)):
+        guard = {"_id": core_id, "lease_owner": owner, **window_of_size(window_size)}
+        if await _write(cores, guard, _trim(window_size, drop, release)):
             return drop
     projection = {"chat_messages": 1, "version": 1, "lease_owner": 1}
     for attempt in range(TRIM_ATTEMPTS):
@@ -56,33 +53,45 @@ async def trim_front(
         guard = {"_id": core_id, "version": _version_guard(document)}
         if owner is not None:
             guard["lease_owner"] = owner
-        if await _write(cores, guard, _trim(size, drop, snapshot_size, release, rolled_into)):
+        if await _write(cores, guard, _trim(size, drop, release)):
             return drop
         await asyncio.sleep(random.uniform(0, 0.0005 * min(attempt, 20)))
     raise ConflictError(f"core {core_id!r}: trimming the window lost the race {TRIM_ATTEMPTS} times")
 
 
-def _trim(
-    size: int, drop: int, snapshot_size: int, release: bool, rolled_into: tuple[str, int] | None
-) -> dict[str, dict[str, Any]] | None:
+async def clear_front(cores: Collection, core_id: str, owner: str) -> int | None:
+    """Drop the whole window under ``owner``'s lease, ``window_start`` moving past it; how many messages it
+    held (None: ``owner`` does not hold the lease). Guarded on the window as read: a ``record`` in between
+    makes it read again and retry."""
+    for _ in range(TRIM_ATTEMPTS):
+        document = await cores.find_one({"_id": core_id}, {"chat_messages": 1, "lease_owner": 1})
+        if document is None or document.get("lease_owner") != owner:
+            return None
+        size = len(document.get("chat_messages") or [])
+        update = {
+            "$set": {"chat_messages": [], "window_size": 0},
+            "$unset": {"window_stored": ""},
+            "$inc": {"version": 1, "window_start": size},
+        }
+        if await _write(cores, {"_id": core_id, "lease_owner": owner, **window_of_size(size)}, update):
+            return size
+    raise ConflictError(f"core {core_id!r}: clearing the window lost the race {TRIM_ATTEMPTS} times")
+
+
+def _trim(size: int, drop: int, release: bool) -> dict[str, dict[str, Any]] | None:
     """The update dropping the first ``drop`` of ``size`` messages (only the front goes, no message is
-    rewritten), giving the lease back when ``release``, and recording the window's stored front when a roll's
-    snapshot (all of it still at the front) now ends a unit, else removing it. None: nothing to drop and no
-    lease to give back, so nothing to write (the stored front is then still what it was)."""
+    rewritten, ``window_start`` moves by as many so every message keeps its position), giving the lease back
+    when ``release``. None: nothing to drop and no lease to give back, so nothing to write."""
     if not drop and not release:
         return None
-    update: dict[str, dict[str, Any]] = {"$set": {}, "$inc": {"version": 1}, "$unset": {}}
+    update: dict[str, dict[str, Any]] = {"$set": {}, "$inc": {"version": 1}}
     if release:
         update["$set"].update(RELEASED["$set"])
         update["$inc"].update(RELEASED["$inc"])
     if drop:
         update["$push"] = {"chat_messages": {"$each": [], "$slice": -(size - drop)}}  # keep the last ones
         update["$set"]["window_size"] = size - drop
-    if rolled_into is not None and size >= snapshot_size:
-        unit_id, count = rolled_into
-        update["$set"]["window_stored"] = StoredFront(unit_id, count, snapshot_size - drop).as_document()
-    else:
-        update["$unset"]["window_stored"] = ""
+        update["$inc"]["window_start"] = drop
     return {operator: fields for operator, fields in update.items() if fields}
 
 
@@ -94,9 +103,17 @@ async def _write(cores: Collection, guard: dict[str, Any], update: dict[str, Any
     return bool(result.matched_count)
 
 
+def window_of_size(size: int) -> dict[str, Any]:
+    """A query matching a window of exactly ``size`` messages. An empty window may also be stored as no
+    array at all (a core inserted by another tool without one), which ``$size`` never matches."""
+    if size:
+        return {"chat_messages": {"$size": size}}
+    return {"$or": [{"chat_messages": {"$size": 0}}, {"chat_messages": None}]}
+
+
 def _version_guard(document: Mapping[str, Any]) -> Any:
     """Match the version read; a core written by another tool may have none yet."""
     return document.get("version", {"$exists": False})
 
 
-__all__ = ["TRIM_ATTEMPTS", "trim_front"]
+__all__ = ["TRIM_ATTEMPTS", "clear_front", "trim_front", "window_of_size"]

@@ -27,7 +27,7 @@ from partner_repo.storage import (
     array_elements_size,
     slice_document,
 )
-from partner_repo.units.heads import UnitTail
+from partner_repo.units.heads import UnitHead
 
 MESSAGES_BUDGET_BYTES = MAX_DOCUMENT_BYTES - ROLL_RESERVE_BYTES - MAX_SUMMARY_BYTES
 """What the messages of one roll may take: a fresh unit holds them with their slice and any summary."""
@@ -59,7 +59,7 @@ def storable_summary(summary: str) -> tuple[str, list[str]]:
 
 
 def continues_elsewhere(
-    tail: UnitTail | None,
+    head: UnitHead | None,
     increment: Sequence[Message],
     summary: str,
     created_at: datetime,
@@ -67,20 +67,20 @@ def continues_elsewhere(
 ) -> bool:
     """Whether the roll opens a continuation unit: the current unit holds messages and this append (the real
     summary counted) would take it past the soft limit. An empty or absent unit always takes the roll."""
-    if tail is None or tail.message_count == 0:
+    if head is None or head.message_count == 0:
         return False
     piece = MemorySlice(
         id=new_slice_id(),
-        start_index=tail.message_count,
-        end_index=tail.message_count + len(increment),
+        start_index=head.message_count,
+        end_index=head.message_count + len(increment),
         summary=summary,
         created_at=created_at,
         rolling_size=0,
         retain_divisor=0,
     )
     documents = [m.model_dump() for m in increment]
-    added = append_size(documents, tail.message_count, slice_document(piece), tail.slice_count)
-    return tail.size_bytes + added > soft_limit_bytes
+    added = append_size(documents, head.message_count, slice_document(piece), head.slice_count)
+    return head.size_bytes + added > soft_limit_bytes
 
 
 __all__ = ["MESSAGES_BUDGET_BYTES", "continues_elsewhere", "rollable_prefix", "storable_summary"]

@@ -30,7 +30,8 @@ from partner_repo.errors import InvalidInput
 from partner_repo.leases import SilenceWatch
 from partner_repo.models import MemoryCore, Message
 from partner_repo.rolling.config import RollingConfig
-from partner_repo.rolling.leased_roll import APPEND_ATTEMPTS, HeldLease, LeasedRoll, resolve
+from partner_repo.rolling.leased_roll import APPEND_ATTEMPTS, HeldLease, LeasedRoll
+from partner_repo.rolling.positions import stored_overlap
 from partner_repo.rolling.result import RollingResult
 from partner_repo.rolling.summarizer import (
     SUMMARY_ON_EMPTY,
@@ -165,16 +166,18 @@ class RollingService:
     async def resolve_increment(self, core_id: str, snapshot: Sequence[Message]) -> list[Message]:
         """Partner's ``resolveChatIncrement``: what of ``snapshot`` the core's current unit does not end with.
 
-        Reads only the unit's last ``len(snapshot)`` messages (and, for a continuation unit holding fewer,
-        the last ones of the unit it continues). No unit, or an empty one: the whole snapshot.
+        By content, as Partner has it: rolls no longer use it (they resolve by position, see
+        :mod:`partner_repo.rolling.positions`). Reads only the unit's last ``len(snapshot)`` messages (and,
+        for a continuation unit holding fewer, the last ones of the unit it continues). No unit, or an empty
+        one: the whole snapshot.
         """
         core_id = require_id(core_id, "core_id")
         messages = parse_messages(snapshot)
         core = await self._cores.get(core_id)
         if core is None:
             return messages
-        resolution = await resolve(self._units, core.memory_session_id, core.session_continues, messages)
-        return resolution.increment
+        session, continues = core.memory_session_id, core.session_continues
+        return messages[await stored_overlap(self._units, session, continues, messages) :]
 
     async def _leased_roll(
         self,

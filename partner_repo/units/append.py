@@ -22,23 +22,29 @@ import itertools
 import random
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
 from pymongo.errors import DuplicateKeyError
 
 from partner_repo.clock import utc_now
 from partner_repo.errors import ConflictError, DuplicateSliceId, InvalidInput, StaleIncrement, UnitTooLarge
-from partner_repo.models import MemorySlice, MemoryUnit, Message
+from partner_repo.models import MemorySlice, MemoryUnit
 from partner_repo.storage import (
     append_size,
+    field_size_change,
     has_derived_fields,
+    is_tombstone,
+    mark_size_change,
+    marked,
     slice_document,
     stored_datetime,
     unit_document,
+    with_mark,
 )
 from partner_repo.units.heads import HEAD_PROJECTION, HeadCache, UnitHead, head_from
+from partner_repo.units.increment import AppendRequest
+from partner_repo.units.marks import FENCE_PROJECTION
+from partner_repo.units.queue import UnitQueue
 from partner_repo.units.rules import duplicate_error, is_slice_id_collision, refuse_too_large
 
 APPEND_PATIENCE_S = 10.0
@@ -46,23 +52,6 @@ APPEND_PATIENCE_S = 10.0
 
 A time, not a count: the same count of attempts is milliseconds on a fast backend and seconds on a slow
 network."""
-
-
-@dataclass(frozen=True)
-class AppendRequest:
-    """One validated append: the unit, the increment and the slice that will cover it."""
-
-    unit_id: str
-    core_id: str
-    increment: list[Message]
-    piece: MemorySlice
-    stamp: datetime
-    created_at: datetime | None
-    given_id: str | None
-    fresh_slice_id: bool
-    previous_unit_id: str | None
-    expected_start: int | None = None
-    """The fence: the unit must hold exactly this many messages (None: wherever it ends)."""
 
 
 ReadHead = Callable[[str], Awaitable[UnitHead | None]]
@@ -102,9 +91,11 @@ class UnitAppender:
         message_documents = [m.model_dump() for m in request.increment]
         cacheable = (given_id is None or request.fresh_slice_id) and not self._heads.contended(unit_id)
         known = self._heads.get(unit_id) if cacheable else None
-        fenced = request.expected_start
-        if known is not None and known.core_id == request.core_id and fenced in (None, known.message_count):
-            stored = await self._push_to_known_head(known, message_documents, piece, minted=given_id is None)
+        fenced = request.expected_start is not None or request.first_position is not None
+        if known is not None and known.core_id == request.core_id and request.admits(known):
+            stored = await self._push_to_known_head(
+                known, message_documents, piece, request, minted=given_id is None
+            )
             if stored is not None:
                 return stored
 
@@ -119,12 +110,16 @@ class UnitAppender:
             head = await self._append_head(unit_id, None if request.fresh_slice_id else given_id)
             if head is not None:
                 self._heads.learn(head)
-            found = None if head is None else head.message_count
-            if fenced is not None and found != fenced and not (found is None and fenced == 0):
+            moved_on = (
+                not request.admits(head)
+                if head is not None
+                else request.expected_start not in (None, 0)  # resolved against a unit that is gone
+            )
+            if fenced and moved_on:
                 existing = None if given_id is None else await self._get_slice(unit_id, given_id)
                 if existing is not None:  # this very append landed before (a retry after a lost reply)
                     return existing
-                raise StaleIncrement(unit_id, fenced, found)
+                raise request.stale(head)
             if head is None:
                 stored = await self._create_with(request, piece)
             else:
@@ -132,7 +127,7 @@ class UnitAppender:
                     raise InvalidInput(
                         f"unit {unit_id!r} belongs to core {head.core_id!r}, not {request.core_id!r}"
                     )
-                stored = await self._push(head, message_documents, piece)
+                stored = await self._push(head, message_documents, piece, request)
             if stored is not None:
                 return stored
             self._heads.lost(unit_id)
@@ -149,7 +144,13 @@ class UnitAppender:
         )
 
     async def _push_to_known_head(
-        self, known: UnitHead, message_documents: list[dict[str, Any]], piece: MemorySlice, *, minted: bool
+        self,
+        known: UnitHead,
+        message_documents: list[dict[str, Any]],
+        piece: MemorySlice,
+        request: AppendRequest,
+        *,
+        minted: bool,
     ) -> MemorySlice | None:
         """The one-round-trip append: push guarded by a remembered head; None (entry dropped) when stale.
 
@@ -160,7 +161,9 @@ class UnitAppender:
         retried roll reuses its id).
         """
         try:
-            stored = await self._push(known, message_documents, piece, exact=True, check_slice_id=not minted)
+            stored = await self._push(
+                known, message_documents, piece, request, exact=True, check_slice_id=not minted
+            )
         except UnitTooLarge:
             stored = None
         if stored is None:
@@ -174,21 +177,25 @@ class UnitAppender:
         if slice_id is None:
             return await self._read_head(unit_id)
         query = {"$or": [{"_id": unit_id}, {"slice_ids": slice_id}]}
-        documents = await self._units.find(query, HEAD_PROJECTION).to_list(length=2)
+        documents = await self._units.find(query, marked(HEAD_PROJECTION)).to_list(length=2)
         mine = None
         for document in documents:
             if document["_id"] == unit_id:
                 mine = document
             else:
                 raise DuplicateSliceId(slice_id, document["_id"])
-        if mine is None:
+        if mine is None or is_tombstone(mine):  # erased: the insert that follows meets the tombstone
             return None
         if not has_derived_fields(mine):
             mine = await self._complete(unit_id)
         return head_from(mine)
 
     async def _create_with(self, request: AppendRequest, piece: MemorySlice) -> MemorySlice | None:
-        """Insert a new unit holding the increment; None when another writer created it first."""
+        """Insert a new unit holding the increment; None when another writer created it first.
+
+        The id may hold a tombstone instead (:func:`partner_repo.storage.is_tombstone`): an erased unit's
+        refuses the append for good; the one a window clear left with its mark becomes the unit, only while
+        the mark admits the increment."""
         increment = request.increment
         placed = piece.model_copy(update={"start_index": 0, "end_index": len(increment)})
         unit = MemoryUnit(
@@ -201,12 +208,38 @@ class UnitAppender:
             version=1,
         )
         document = unit_document(unit)
+        if request.first_position is not None:
+            if request.trimmed_to is not None:
+                document["trimmed_to"] = request.trimmed_to
+            with_mark(document, request.first_position + len(increment), len(increment))
         refuse_too_large(request.unit_id, document["size_bytes"], self._max_bytes)
         try:
             await self._units.insert_one(document)
         except DuplicateKeyError as exc:
             if is_slice_id_collision(exc):
                 raise duplicate_error(exc, request.unit_id, "") from None
+            return await self._create_over_fence(request, document, placed)
+        self._heads.learn(head_from(document))
+        return placed
+
+    async def _create_over_fence(
+        self, request: AppendRequest, document: dict[str, Any], placed: MemorySlice
+    ) -> MemorySlice | None:
+        """The insert found the id taken: by a unit (None: read it and push), by an erased unit's tombstone
+        (refused), or by a clear's tombstone, which becomes the unit while its mark admits the increment."""
+        fence = await self._units.find_one({"_id": request.unit_id}, FENCE_PROJECTION)
+        if fence is None or not is_tombstone(fence):
+            return None
+        reserved, first = fence.get("taken_until"), request.first_position
+        if not isinstance(reserved, int):
+            raise erased_error(request)
+        if first is not None and reserved > first:
+            raise StaleIncrement(request.unit_id, 0, None, position=first, taken_until=reserved)
+        if first is None:
+            with_mark(document, reserved, len(request.increment))
+        guard = {"_id": request.unit_id, "core_id": {"$exists": False}, "taken_until": reserved}
+        result = await self._units.replace_one(guard, document)
+        if not result.matched_count:
             return None
         self._heads.learn(head_from(document))
         return placed
@@ -216,13 +249,17 @@ class UnitAppender:
         head: UnitHead,
         message_documents: list[dict[str, Any]],
         piece: MemorySlice,
+        request: AppendRequest,
         *,
         exact: bool = False,
         check_slice_id: bool = True,
     ) -> MemorySlice | None:
         """Round trip 2: push only the increment, guarded by the version read; None when it lost the race.
 
-        ``exact`` also guards the counts and size (for a remembered head rather than one just read).
+        ``exact`` also guards the counts and size (for a remembered head rather than one just read). The
+        version guard is also the position fence: every change of the unit's mark bumps the version. A
+        positioned increment moves the mark to its end; any other counts itself in, so the mark stays
+        trusted (its messages take no positions).
         """
         start = head.message_count
         placed = piece.model_copy(update={"start_index": start, "end_index": start + len(message_documents)})
@@ -230,6 +267,20 @@ class UnitAppender:
         position = await self._slice_position(head, placed)
         assert placed.id is not None
         added = append_size(message_documents, start, new_slice, head.slice_count)
+        count = head.message_count + len(message_documents)
+        mark: dict[str, Any] = {}
+        taken_until, taken_count, trimmed_to = head.taken_until, head.taken_count, head.trimmed_to
+        if request.first_position is not None:  # the increment takes its positions: the mark moves to its end
+            taken_until, taken_count = request.first_position + len(message_documents), count
+            mark["$set"] = {"taken_until": taken_until, "taken_count": taken_count}
+            if request.trimmed_to is not None:
+                trimmed_to = mark["$set"]["trimmed_to"] = request.trimmed_to
+                added += field_size_change("trimmed_to", head.trimmed_to, trimmed_to)
+        elif taken_count is not None:  # counted in, so the mark stays trusted
+            taken_count += len(message_documents)
+            mark["$inc"] = {"taken_count": len(message_documents)}
+        if taken_until is not None and taken_count is not None:
+            added += mark_size_change((head.taken_until, head.taken_count), (taken_until, taken_count))
         refuse_too_large(head.id, head.size_bytes + added, self._max_bytes)
         push_slice: dict[str, Any] = {"$each": [new_slice]}
         if position is not None:
@@ -241,24 +292,24 @@ class UnitAppender:
             )
         if check_slice_id:
             guard["slice_ids"] = {"$ne": placed.id}
+        update: dict[str, Any] = {
+            "$push": {
+                "conversation_messages": {"$each": message_documents},
+                "slices": push_slice,
+                "slice_ids": placed.id,
+            },
+            "$inc": {
+                "message_count": len(message_documents),
+                "slice_count": 1,
+                "size_bytes": added,
+                "version": 1,
+                **mark.get("$inc", {}),
+            },
+            "$max": {"updated_at": placed.created_at},  # a writer whose clock is behind: kept
+            **({"$set": mark["$set"]} if "$set" in mark else {}),
+        }
         try:
-            result = await self._units.update_one(
-                guard,
-                {
-                    "$push": {
-                        "conversation_messages": {"$each": message_documents},
-                        "slices": push_slice,
-                        "slice_ids": placed.id,
-                    },
-                    "$inc": {
-                        "message_count": len(message_documents),
-                        "slice_count": 1,
-                        "size_bytes": added,
-                        "version": 1,
-                    },
-                    "$max": {"updated_at": placed.created_at},  # a writer whose clock is behind: kept
-                },
-            )
+            result = await self._units.update_one(guard, update)
         except DuplicateKeyError as exc:
             raise duplicate_error(exc, head.id, "") from None
         if not result.matched_count:
@@ -271,13 +322,17 @@ class UnitAppender:
             UnitHead(
                 id=head.id,
                 core_id=head.core_id,
-                message_count=head.message_count + len(message_documents),
+                message_count=count,
                 size_bytes=head.size_bytes + added,
                 version=head.version + 1,
                 updated_at=updated_at,
                 previous_unit_id=head.previous_unit_id,
                 last_slice=placed if position is None else head.last_slice,
                 slice_count=head.slice_count + 1,
+                taken_until=taken_until,
+                taken_count=taken_count,
+                trimmed_to=trimmed_to,
+                sealed=head.sealed,
             )
         )
         return placed
@@ -297,53 +352,13 @@ class UnitAppender:
         return bisect.bisect_right(times, piece.created_at)
 
 
-class UnitQueue:
-    """Appends to one unit through one repository go one at a time; other units are not held up.
-
-    Tasks of one process sharing a repository would otherwise race each other over the network: all but one
-    push lose and go again, and under sustained contention one unlucky task can lose every time. Queued, each
-    append finds the head the previous one left (one round trip) and only other processes can make it retry.
-    An entry lives only while some append to its unit is running or waiting.
-    """
-
-    def __init__(self) -> None:
-        self._turns: dict[str, _Turn] = {}
-
-    def hold(self, unit_id: str) -> _Turn:
-        """``async with queue.hold(unit_id):`` waits for the unit's earlier appends, then holds it."""
-        turn = self._turns.get(unit_id)
-        if turn is None:
-            turn = self._turns[unit_id] = _Turn(self._turns, unit_id)
-        return turn
+def erased_error(request: AppendRequest) -> ConflictError:
+    """The unit was erased (a tombstone holds its id, see :mod:`partner_repo.erasure.tombstones`): a fenced
+    append's unit moved on (:class:`StaleIncrement`, its roller re-checks its lease); any other append is
+    refused, as the id cannot hold a unit again until the tombstone expires."""
+    if request.expected_start is not None or request.first_position is not None:
+        return StaleIncrement(request.unit_id, request.expected_start or 0, None)
+    return ConflictError(f"unit {request.unit_id!r} was erased; its id cannot be used for a new unit yet")
 
 
-class _Turn:
-    """One unit's queue: a lock, and how many appends hold or wait for it (the entry goes with the last)."""
-
-    __slots__ = ("_lock", "_turns", "_unit_id", "_users")
-
-    def __init__(self, turns: dict[str, _Turn], unit_id: str) -> None:
-        self._turns = turns
-        self._unit_id = unit_id
-        self._lock = asyncio.Lock()
-        self._users = 0
-
-    async def __aenter__(self) -> None:
-        self._users += 1
-        try:
-            await self._lock.acquire()
-        except BaseException:  # cancelled while waiting: never held
-            self._leave()
-            raise
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        self._lock.release()
-        self._leave()
-
-    def _leave(self) -> None:
-        self._users -= 1
-        if not self._users:
-            del self._turns[self._unit_id]
-
-
-__all__ = ["APPEND_PATIENCE_S", "AppendRequest", "UnitAppender", "UnitQueue"]
+__all__ = ["APPEND_PATIENCE_S", "AppendRequest", "UnitAppender", "erased_error"]

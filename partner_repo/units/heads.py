@@ -28,9 +28,13 @@ HEAD_PROJECTION: dict[str, Any] = {
     "version": 1,
     "updated_at": 1,
     "previous_unit_id": 1,
+    "taken_until": 1,
+    "taken_count": 1,
+    "trimmed_to": 1,
+    "sealed": 1,
     "slices": {"$slice": -1},
 }
-"""What a head read fetches: the derived fields and the last slice, never a message."""
+"""What a head read fetches: the derived fields, the positions mark and the last slice, never a message."""
 
 
 @dataclass(frozen=True)
@@ -46,6 +50,26 @@ class UnitHead:
     previous_unit_id: str | None
     last_slice: MemorySlice | None
     slice_count: int = 0
+    taken_until: int | None = None
+    """Every position (of the core's recorded messages) below this is taken by the unit: stored in it, or
+    discarded on purpose by a clear. None: not known (a unit written before 0.4, or by another tool)."""
+    taken_count: int | None = None
+    """The unit's message count when ``taken_until`` was last set."""
+    trimmed_to: int | None = None
+    """Where the roll that set the mark trims the window to (the position its retained context starts at):
+    a later roll with nothing new finishes that trim when it did not happen."""
+    sealed: bool = False
+    """A roll opened a continuation after it: the unit takes no more positions (its mark is final)."""
+
+    @property
+    def mark(self) -> int | None:
+        """``taken_until`` while it can be trusted: no message came into the unit since it was set except
+        through a write that kept the mark (a positioned roll, or an append that counted itself in). Any other
+        write (a 0.3 roller, another tool, a replaced document) leaves it untrusted: None, and the next roll
+        derives it once from the unit's stored tail, as Partner does."""
+        if self.taken_until is None or self.taken_count != self.message_count:
+            return None
+        return self.taken_until
 
 
 @dataclass(frozen=True)
@@ -85,7 +109,16 @@ def head_from(document: Mapping[str, Any]) -> UnitHead:
         previous_unit_id=document.get("previous_unit_id"),
         last_slice=slice_from_document(slices[-1]) if slices else None,
         slice_count=int(document.get("slice_count", 0)),
+        taken_until=_count_or_none(document.get("taken_until")),
+        taken_count=_count_or_none(document.get("taken_count")),
+        trimmed_to=_count_or_none(document.get("trimmed_to")),
+        sealed=document.get("sealed") is True,
     )
+
+
+def _count_or_none(value: object) -> int | None:
+    """A stored count as written by the library; anything else (another tool's float, a string) is unknown."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
 
 
 class HeadCache:

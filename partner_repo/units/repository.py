@@ -17,9 +17,7 @@ from pydantic import ValidationError
 from pymongo import ASCENDING
 from pymongo.errors import DuplicateKeyError, OperationFailure
 
-from partner_repo.clock import utc_now
 from partner_repo.database import MongoDatabase
-from partner_repo.encoding import require_encodable
 from partner_repo.errors import (
     ChangeStreamUnavailable,
     ConflictError,
@@ -31,16 +29,21 @@ from partner_repo.errors import (
 )
 from partner_repo.indexes import UNIT_FINGERPRINT_INDEX, UNITS
 from partner_repo.models import MemorySlice, MemoryUnit, Message
-from partner_repo.normalization import new_slice_id, normalize_unit
+from partner_repo.normalization import normalize_unit
 from partner_repo.storage import (
+    ERASED,
     MAX_DOCUMENT_BYTES,
     has_derived_fields,
+    is_tombstone,
+    live,
+    marked,
     slice_from_document,
+    stored_messages,
     unit_document,
     unit_from_document,
 )
 from partner_repo.units.adoption import UnitAdoption
-from partner_repo.units.append import AppendRequest, UnitAppender
+from partner_repo.units.append import UnitAppender
 from partner_repo.units.feed import (
     FINGERPRINT_FIELDS,
     OUTLINE_PROJECTION,
@@ -60,6 +63,8 @@ from partner_repo.units.heads import (
     UnitTail,
     head_from,
 )
+from partner_repo.units.increment import append_request
+from partner_repo.units.marks import raise_mark, seal
 from partner_repo.units.rules import (
     duplicate_error,
     is_missing_index,
@@ -69,9 +74,6 @@ from partner_repo.units.rules import (
 )
 from partner_repo.validation import (
     first_error,
-    optional_datetime,
-    optional_id,
-    parse_messages,
     require_count,
     require_id,
 )
@@ -108,14 +110,20 @@ class MemoryUnitRepository:
     # -- reads ---------------------------------------------------------------------------------------------
 
     async def get(self, unit_id: str) -> MemoryUnit | None:
-        """The whole unit, or None."""
+        """The whole unit, or None (also for an erased unit's tombstone, as for every read here)."""
         document = await self._units.find_one({"_id": require_id(unit_id, "unit_id")})
-        return None if document is None else unit_from_document(document)
+        return None if document is None or is_tombstone(document) else unit_from_document(document)
 
-    async def head(self, unit_id: str) -> UnitHead | None:
-        """The unit's head (counts, version, last slice) without its messages, or None."""
-        document = await self._units.find_one({"_id": require_id(unit_id, "unit_id")}, HEAD_PROJECTION)
-        if document is None:
+    async def head(self, unit_id: str, *, cached: bool = False) -> UnitHead | None:
+        """The unit's head (counts, version, positions mark, last slice) without its messages, or None.
+
+        ``cached``: the head this repository last saw, when it has one, instead of a read (a roll resolves
+        with it; the append's guard makes a stale one harmless)."""
+        unit_id = require_id(unit_id, "unit_id")
+        if cached and (known := self._heads.get(unit_id)) is not None:
+            return known
+        document = await self._units.find_one({"_id": unit_id}, marked(HEAD_PROJECTION))
+        if document is None or is_tombstone(document):
             return None
         if not has_derived_fields(document):
             document = await self._adoption.complete(unit_id)
@@ -142,30 +150,28 @@ class MemoryUnitRepository:
         end = require_count(end, "end")
         if end <= start:
             return []
-        projection = {"message_count": 1, "conversation_messages": {"$slice": [start, end - start]}}
+        projection = marked({"message_count": 1, "conversation_messages": {"$slice": [start, end - start]}})
         document = await self._reads.find_one({"_id": require_id(unit_id, "unit_id")}, projection)
-        if document is None:
+        if document is None or is_tombstone(document):
             raise NotFound(f"no unit {unit_id!r}")
-        return _messages(document)
+        return stored_messages(document)
 
     async def tail_messages(self, unit_id: str, n: int) -> list[Message]:
         """The last ``n`` messages of a unit (empty when there is no such unit), without reading the rest."""
-        tail = await self.tail(unit_id, n)
-        return [] if tail is None else tail.messages
+        return [] if (tail := await self.tail(unit_id, n)) is None else tail.messages
 
     async def tail(self, unit_id: str, n: int) -> UnitTail | None:
         """The last ``n`` messages of a unit and its head, in one read (the head is remembered, so an append
         that follows pushes at once)."""
         n = require_count(n, "n")
         unit_id = require_id(unit_id, "unit_id")
-        projection = {**HEAD_PROJECTION, "conversation_messages": {"$slice": -max(n, 1)}}
-        document = await self._adopted(
-            unit_id, await self._units.find_one({"_id": unit_id}, projection), projection
-        )
+        projection = marked({**HEAD_PROJECTION, "conversation_messages": {"$slice": -max(n, 1)}})
+        found = await self._units.find_one({"_id": unit_id}, projection)
+        document = await self._adopted(unit_id, found, projection)
         if document is None:
             return None
         return UnitTail(
-            head=self._heads.learn(head_from(document)), messages=_messages(document) if n else []
+            head=self._heads.learn(head_from(document)), messages=stored_messages(document) if n else []
         )
 
     async def list_units(self, core_id: str) -> list[MemoryUnit]:
@@ -197,6 +203,11 @@ class MemoryUnitRepository:
             async for document in self._reads.find({}, projection).sort("_id", ASCENDING):
                 yield document["_id"], fingerprint_of(document)
 
+    async def erased(self, unit_ids: Sequence[object]) -> set[object]:
+        """Which of these ids hold an erasure tombstone (which :meth:`fingerprints` lists like any id)."""
+        cursor = self._reads.find({"_id": {"$in": list(unit_ids)}, **ERASED}, {"_id": 1})
+        return {document["_id"] async for document in cursor}
+
     async def fingerprint_totals(self) -> tuple[int, ...]:
         """``(units, sum of each fingerprint field)``: a constant-size probe of whether any unit changed."""
         group: dict[str, Any] = {"_id": None, "units": {"$sum": 1}}
@@ -226,9 +237,9 @@ class MemoryUnitRepository:
                 return None
             raise UnreadableUnit(unit_id, problem)
         assert isinstance(unit_id, str)
-        document = await self._reads.find_one({"_id": unit_id}, OUTLINE_PROJECTION)
+        document = await self._reads.find_one({"_id": unit_id}, marked(OUTLINE_PROJECTION))
         try:
-            document = await self._adopted(unit_id, document, OUTLINE_PROJECTION)
+            document = await self._adopted(unit_id, document, marked(OUTLINE_PROJECTION))
         except NotFound:
             return None  # deleted meanwhile
         except (InvalidInput, ValidationError, UnitTooLarge, DuplicateSliceId) as exc:
@@ -240,12 +251,12 @@ class MemoryUnitRepository:
         self, unit_id: str, document: dict[str, Any] | None, projection: dict[str, Any]
     ) -> dict[str, Any] | None:
         """``document`` as read, or, for a unit written by another tool, read again (from the primary: the
-        write is ours) once :mod:`partner_repo.units.adoption` completed it."""
-        if document is None or has_derived_fields(document):
-            return document
+        write is ours) once :mod:`partner_repo.units.adoption` completed it; None for a tombstone."""
+        if document is None or is_tombstone(document) or has_derived_fields(document):
+            return None if is_tombstone(document) else document
         await self._adoption.complete(unit_id)
         found: dict[str, Any] | None = await self._units.find_one({"_id": unit_id}, projection)
-        return found
+        return None if is_tombstone(found) else found
 
     def watch(
         self,
@@ -274,12 +285,27 @@ class MemoryUnitRepository:
 
     # -- writes --------------------------------------------------------------------------------------------
 
+    async def mark_taken(self, unit_id: str, *, core_id: str, until: int) -> None:
+        """Mark every position below ``until`` taken by the unit, so no roll stores those messages (a window
+        clear); for a unit that does not exist yet the mark is reserved under its id (:mod:`.marks`)."""
+        unit_id = require_id(unit_id, "unit_id")
+        self._heads.forget(unit_id)
+        core_id, until = require_id(core_id, "core_id"), require_count(until, "until")
+        await raise_mark(self._units, self.head, unit_id, core_id=core_id, until=until)
+        self._heads.forget(unit_id)
+
+    async def seal(self, unit_id: str, *, version: int) -> bool:
+        """Seal a full unit a roll continues in a new one, while it is at ``version`` (:mod:`.marks`)."""
+        unit_id = require_id(unit_id, "unit_id")
+        self._heads.forget(unit_id)
+        return await seal(self._units, unit_id, require_count(version, "version"))
+
     async def delete(self, unit_id: str) -> bool:
         """Delete a unit; True when it existed."""
         unit_id = require_id(unit_id, "unit_id")
         self._heads.forget(unit_id)
         try:
-            result = await self._units.delete_one({"_id": unit_id})
+            result = await self._units.delete_one(live({"_id": unit_id}))  # a tombstone stays
         finally:
             self._heads.forget(unit_id)  # a concurrent append here may have learned it meanwhile
         return bool(result.deleted_count)
@@ -328,6 +354,8 @@ class MemoryUnitRepository:
         previous_unit_id: str | None = None,
         fresh_slice_id: bool = False,
         expected_start: int | None = None,
+        first_position: int | None = None,
+        trimmed_to: int | None = None,
     ) -> MemorySlice:
         """Append ``messages`` and one slice covering exactly them; Partner's ``updateMemoryUnit``.
 
@@ -343,58 +371,28 @@ class MemoryUnitRepository:
         for this append alone (the rolling service does this for its retry key): no other unit can hold it,
         so the check is skipped and every round trip stays on the unit's shard.
 
-        ``expected_start`` fences the append: it lands only while the unit holds exactly that many messages
-        (0: the unit is new), i.e. while it still ends where the caller resolved the increment; otherwise
-        :class:`StaleIncrement` is raised and nothing is written (a repeat of an append that did land, same
-        ``slice_id``, still returns the stored slice). The rolling service relies on it, so a roller delayed
-        past its lease never stores an increment that the roller who took over stored meanwhile.
+        ``expected_start`` fences the append on the unit holding exactly that many messages (0: a new unit);
+        ``first_position`` on the unit having taken no position at or after the first message's (the mark
+        then moves to the increment's end). A fence that fails raises :class:`StaleIncrement` and writes
+        nothing (a repeat of an append that did land, same ``slice_id``, returns the stored slice): a roller
+        delayed past its lease never stores what another stored meanwhile (:mod:`.increment`).
         """
-        unit_id = require_id(unit_id, "unit_id")
-        core_id = require_id(core_id, "core_id")
-        increment = parse_messages(messages, allow_empty=False)
-        if not isinstance(summary, str):
-            raise InvalidInput(f"summary must be a string, got {type(summary).__name__}")
-        require_encodable(summary, "summary")
-        given_id = None if slice_id is None else require_id(slice_id, "slice_id")
-        stamp = optional_datetime(created_at, "created_at") or utc_now()
-        for name, value in (
-            ("rolling_size", rolling_size),
-            ("retain_divisor", retain_divisor),
-            ("expected_start", expected_start),
-        ):
-            if value is not None:
-                require_count(value, name)
-        piece = MemorySlice(
-            id=given_id or new_slice_id(),
-            summary=summary,
-            created_at=stamp,
+        request = append_request(
+            unit_id,
+            messages,
+            summary,
+            core_id=core_id,
+            slice_id=slice_id,
+            created_at=created_at,
             rolling_size=rolling_size,
             retain_divisor=retain_divisor,
-        )
-
-        request = AppendRequest(
-            unit_id=unit_id,
-            core_id=core_id,
-            increment=increment,
-            piece=piece,
-            stamp=stamp,
-            created_at=created_at,
-            given_id=given_id,
+            previous_unit_id=previous_unit_id,
             fresh_slice_id=fresh_slice_id,
-            previous_unit_id=optional_id(previous_unit_id, "previous_unit_id"),
             expected_start=expected_start,
+            first_position=first_position,
+            trimmed_to=trimmed_to,
         )
         return await self._appender.append(request)
 
 
-def _messages(document: Mapping[str, Any]) -> list[Message]:
-    return [Message.model_validate(m) for m in document.get("conversation_messages") or []]
-
-
-__all__ = [
-    "HEAD_CACHE_SIZE",
-    "MemoryUnitRepository",
-    "UnitFingerprint",
-    "UnitHead",
-    "UnitOutline",
-]
+__all__ = ["HEAD_CACHE_SIZE", "MemoryUnitRepository", "UnitFingerprint", "UnitHead", "UnitOutline"]

@@ -1,5 +1,5 @@
 """The per-turn path: ``record`` answers the window's size (not the window), ``record_and_roll`` rolls when
-due, the lease is taken only while the stored window is due, and a roll reads only the front it left stored.
+due, the lease is taken only while the stored window is due, and a roll stores what follows the unit's mark.
 
 Run on the embedded backend and, with ``MONGODB_URI``, on a real server (the guards are server queries).
 """
@@ -21,7 +21,6 @@ from partner_repo import (
     RollingService,
 )
 from partner_repo.cores.lease import CoreLease
-from partner_repo.cores.state import StoredFront
 from partner_repo.indexes import CORES
 
 CONFIG = RollingConfig(trigger_limit=8, retain_divisor=4)
@@ -125,7 +124,7 @@ async def test_acquiring_with_a_condition_the_core_does_not_meet_takes_nothing(d
     assert state is not None and state.holder is None
 
 
-async def test_a_roll_records_the_front_it_left_stored_and_the_next_roll_stores_only_what_follows(
+async def test_a_roll_marks_the_positions_it_stored_and_the_next_roll_stores_only_what_follows(
     database: Any,
 ) -> None:
     cores, units = MemoryCoreRepository(database), MemoryUnitRepository(database)
@@ -134,8 +133,10 @@ async def test_a_roll_records_the_front_it_left_stored_and_the_next_roll_stores_
     await rolling.roll("agent", now=T0)
     session = await cores.session_id("agent")
 
-    core = await cores.get("agent")
-    assert core is not None and StoredFront.parse(core.window_stored) == StoredFront(session, 8, 2)
+    head = await units.head(session)
+    state = await cores.window_state("agent")
+    assert head is not None and head.mark == 8  # positions 0..7 are stored
+    assert state is not None and (state.window_start, state.window_end) == (6, 8)  # 6 and 7 kept as context
 
     await cores.record("agent", numbered(8, 14), at=T0)
     result = await rolling.roll("agent", now=T0)
@@ -146,14 +147,18 @@ async def test_a_roll_records_the_front_it_left_stored_and_the_next_roll_stores_
     assert_tiles(unit)
 
 
-async def test_a_stored_front_the_unit_has_moved_past_is_not_trusted(database: Any) -> None:
+async def test_a_unit_rewritten_without_its_mark_is_resolved_by_its_stored_tail_once(database: Any) -> None:
     cores, units = MemoryCoreRepository(database), MemoryUnitRepository(database)
     rolling = service(database)
     await cores.record("agent", numbered(0, 8), at=T0)
     await rolling.roll("agent", now=T0)
     session = await cores.session_id("agent")
-    # another writer (an import, a 0.2 process) stored messages 8..10 of the window's future meanwhile
-    await units.append(session, numbered(8, 10), "stored elsewhere", core_id="agent")
+    # another writer (an import, a 0.3 process) stored messages 8..10 of the window's future meanwhile,
+    # rewriting the unit without the positions mark
+    unit = await units.get(session)
+    assert unit is not None
+    unit.conversation_messages.extend(numbered(8, 10))
+    await units.save(unit)
     await cores.record("agent", numbered(8, 14), at=T0)
 
     result = await rolling.roll("agent", now=T0)
@@ -161,9 +166,11 @@ async def test_a_stored_front_the_unit_has_moved_past_is_not_trusted(database: A
     assert result is not None and list(result.increment_messages) == numbered(10, 14)
     unit = await units.get(session)
     assert unit is not None and unit.conversation_messages == numbered(0, 14)  # each message once
+    head = await units.head(session)
+    assert head is not None and head.mark == 14  # from now on, positions decide
 
 
-async def test_a_trim_that_is_not_a_roll_forgets_the_stored_front(database: Any) -> None:
+async def test_a_trim_that_is_not_a_roll_moves_the_window_start_with_what_it_drops(database: Any) -> None:
     cores = MemoryCoreRepository(database)
     await cores.record("agent", numbered(0, 8), at=T0)
     await service(database).roll("agent", now=T0)
@@ -172,5 +179,24 @@ async def test_a_trim_that_is_not_a_roll_forgets_the_stored_front(database: Any)
     await cores.trim_window("agent", 4, 2)
 
     core = await cores.get("agent")
-    assert core is not None and core.window_stored is None
+    assert core is not None and core.window_start == 8  # each kept message keeps its position
     assert core.chat_messages == numbered(8, 12)
+
+
+async def test_a_core_whose_window_is_stored_as_null_takes_turns(database: Any) -> None:
+    """Issue 19, finding 5's variant: a window another tool stored as null (with a count) reads as empty, and
+    the first record stores it as the empty array it is."""
+    await database[CORES].insert_one(
+        {
+            "_id": "odd",
+            "memory_session_id": "s",
+            "session_started_at": T0,
+            "chat_messages": None,
+            "window_size": 0,
+        }
+    )
+    cores = MemoryCoreRepository(database)
+
+    recorded = await cores.record("odd", numbered(0, 2), at=T0)
+
+    assert recorded.window_size == 2 and await cores.snapshot("odd") == numbered(0, 2)

@@ -36,7 +36,7 @@ def ticking_clock(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     def clock() -> datetime:
         return start + timedelta(milliseconds=next(ticks))
 
-    monkeypatch.setattr("partner_repo.units.repository.utc_now", clock)
+    monkeypatch.setattr("partner_repo.units.increment.utc_now", clock)
     monkeypatch.setattr("partner_repo.units.append.utc_now", clock)
     yield  # the clock is the repository's until the test ends
 

@@ -53,7 +53,7 @@ async def test_record_is_one_update_that_pushes_stamps_counts_and_answers_withou
     assert request.command_name == "findAndModify"
     assert request.doc["query"] == {"_id": "agent", "window_size": {"$type": "number"}}
     assert not request.doc.get("upsert")
-    assert request.doc["fields"] == {"chat_messages": 0, "window_stored": 0}
+    assert request.doc["fields"] == {"chat_messages": 0}
     update = request.doc["update"]
     assert update["$push"] == {"chat_messages": {"$each": [{"role": "user", "content": "hello"}]}}
     assert update["$set"] == {"last_interaction_at": T0.replace(tzinfo=None), "idle_rolled": False}
@@ -109,13 +109,11 @@ async def test_record_counts_a_core_written_before_the_window_count_once_then_re
     assert (await pending).window_size == 4
 
 
-async def test_a_roller_trims_records_the_stored_front_and_releases_its_lease_in_one_write(
+async def test_a_roller_trims_moves_the_window_start_and_releases_its_lease_in_one_write(
     server: MockupDB, cores: MemoryCoreRepository
 ) -> None:
     pending = asyncio.ensure_future(
-        cores.trim_window(
-            "agent", 12, 6, lease_owner="me", window_size=12, release=True, rolled_into=("u1", 40)
-        )
+        cores.trim_window("agent", 12, 6, lease_owner="me", window_size=12, release=True)
     )
 
     write = await receive(server)
@@ -123,12 +121,8 @@ async def test_a_roller_trims_records_the_stored_front_and_releases_its_lease_in
     [statement] = write.doc["updates"]
     assert statement["q"] == {"_id": "agent", "lease_owner": "me", "chat_messages": {"$size": 12}}
     assert statement["u"] == {
-        "$set": {
-            "lease_owner": None,
-            "window_stored": {"unit_id": "u1", "message_count": 40, "front": 2},
-            "window_size": 2,
-        },
-        "$inc": {"lease_beat": 1, "version": 1},
+        "$set": {"lease_owner": None, "window_size": 2},
+        "$inc": {"lease_beat": 1, "version": 1, "window_start": 10},  # each kept message keeps its position
         "$push": {"chat_messages": {"$each": [], "$slice": -2}},
     }
     write.ok(n=1, nModified=1)
@@ -150,8 +144,7 @@ async def test_a_trim_drops_the_front_under_a_version_guard_and_retries_when_it_
     assert statement["q"] == {"_id": "agent", "version": 7}
     assert statement["u"] == {
         "$set": {"window_size": 2},
-        "$inc": {"version": 1},
-        "$unset": {"window_stored": ""},
+        "$inc": {"version": 1, "window_start": 10},
         "$push": {"chat_messages": {"$each": [], "$slice": -2}},
     }
     write.ok(n=0, nModified=0)  # a record landed in between
