@@ -26,7 +26,7 @@ from partner_repo.database import MongoDatabase, connect
 from partner_repo.durations import parse_duration
 from partner_repo.errors import InvalidInput, InvalidSettings
 from partner_repo.masking import mask_uri
-from partner_repo.rolling.config import DEFAULT_UNIT_SOFT_LIMIT_BYTES, RollingConfig
+from partner_repo.rolling.config import DEFAULT_TRIGGER_BYTES, DEFAULT_UNIT_SOFT_LIMIT_BYTES, RollingConfig
 
 URI_SCHEMES = ("mongodb://", "mongodb+srv://")
 DATABASE_NAME_FORBIDDEN = '/\\. "$\x00'
@@ -108,6 +108,9 @@ class PartnerRepoSettings(BaseSettings):
 
     rolling_trigger_limit: int = Field(
         default=36, description="Roll when the window holds this many messages."
+    )
+    rolling_trigger_bytes: int = Field(
+        default=DEFAULT_TRIGGER_BYTES, description="Roll when the window's messages take this many bytes."
     )
     rolling_idle_after: timedelta = Field(
         default=timedelta(hours=1),

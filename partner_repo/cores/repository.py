@@ -10,7 +10,7 @@ guarded by the version it read never loses a message recorded meanwhile: it retr
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -18,14 +18,14 @@ from pymongo import ASCENDING, ReturnDocument
 from pymongo.errors import DocumentTooLarge, DuplicateKeyError, OperationFailure
 
 from partner_repo.clock import utc_now
-from partner_repo.cores.state import WindowState, is_count, state_projection
+from partner_repo.cores.state import WindowState, count_window, is_count, state_projection
 from partner_repo.cores.trim import clear_front, trim_front, window_of_size
 from partner_repo.cores.window import dropped_count
 from partner_repo.database import MongoDatabase
 from partner_repo.errors import ConflictError, InvalidInput, LeaseLost, WindowTooLarge
 from partner_repo.indexes import CORES
 from partner_repo.models import MemoryCore, Message
-from partner_repo.storage import MAX_MESSAGE_BYTES, bson_size
+from partner_repo.storage import MAX_MESSAGE_BYTES, bson_size, messages_bytes
 from partner_repo.validation import optional_datetime, parse_messages, require_count, require_id
 
 DEFAULT_CORE_ID = "default"
@@ -177,7 +177,7 @@ class MemoryCoreRepository:
         update: dict[str, Any] = {
             "$push": {"chat_messages": {"$each": documents}},
             "$set": {"last_interaction_at": stamp, "idle_rolled": False},
-            "$inc": {"version": 1, "window_size": len(documents)},
+            "$inc": {"version": 1, "window_size": len(documents), "window_bytes": messages_bytes(documents)},
         }
         try:
             # a plain update first: the fields of a new core are sent only when there is none (once a core)
@@ -186,7 +186,14 @@ class MemoryCoreRepository:
             )
             if document is None:
                 fresh = self._fresh_fields(stamp)
-                for key in ("chat_messages", "window_size", "last_interaction_at", "idle_rolled", "version"):
+                for key in (
+                    "chat_messages",
+                    "window_size",
+                    "window_bytes",
+                    "last_interaction_at",
+                    "idle_rolled",
+                    "version",
+                ):
                     fresh.pop(key)
                 document = await self._upsert(core_id, {**update, "$setOnInsert": fresh}, counted=True)
         except DocumentTooLarge:
@@ -220,6 +227,7 @@ class MemoryCoreRepository:
         lease_owner: str | None = None,
         window_size: int | None = None,
         release: bool = False,
+        message_bytes: Sequence[int] | None = None,
     ) -> int:
         """Partner's ``rollChatMessagesWithSnapshot``: drop what rolling the first ``snapshot_size`` consumed.
 
@@ -230,9 +238,10 @@ class MemoryCoreRepository:
         and retry. With ``lease_owner`` it is also fenced: if another roller took the lease over, nothing is
         written and :class:`LeaseLost` is raised. Returns how many messages were dropped.
 
-        ``window_size`` is the size the caller last saw (a roller's snapshot): the first write is then sent
-        without a read, guarded on the window still holding exactly that many messages (under the caller's
-        lease only ``record`` changes it, and only by adding); otherwise it reads and retries as above.
+        ``window_size`` is the size the caller last saw (a roller's snapshot) and ``message_bytes`` the sizes
+        of those messages: the first write is then sent without a read, guarded on the window still holding
+        exactly that many messages (under the caller's lease only ``record`` changes it, and only by adding);
+        otherwise it reads and retries as above.
         ``release`` (with ``lease_owner``) gives the lease back in the same write. ``window_start`` moves by
         what is dropped, so every message keeps its position.
         """
@@ -249,6 +258,9 @@ class MemoryCoreRepository:
             owner=owner,
             window_size=None if window_size is None else require_count(window_size, "window_size"),
             release=release,
+            message_bytes=None
+            if message_bytes is None
+            else [require_count(n, "message_bytes") for n in message_bytes],
         )
 
     async def clear_window(self, core_id: str, *, lease_owner: str) -> int | None:
@@ -313,7 +325,7 @@ class MemoryCoreRepository:
                 return dict(document)
             except DuplicateKeyError:
                 if counted:
-                    await self._count_window(core_id)
+                    await count_window(self._cores, core_id)
                 continue
         raise ConflictError(f"core {core_id!r}: concurrent creation did not settle; try again")
 
@@ -321,32 +333,8 @@ class MemoryCoreRepository:
         """The state of a core read without its window; a count that is missing or not a count (another
         tool's, a float say) is counted again, exactly. None: the core is gone meanwhile."""
         size = document.get("window_size")
-        counted = size if is_count(size) else await self._count_window(core_id)
+        counted = size if is_count(size) else await count_window(self._cores, core_id)
         return None if counted is None else WindowState.from_document(document, counted)
-
-    async def _count_window(self, core_id: str) -> int | None:
-        """Count a window whose stored count is missing or not a count (a core written before 0.3.0, or by
-        another tool), and store the count, guarded on the window still holding as many; None: no core. A
-        missing or null window is an empty one (and becomes an empty array, so ``record`` can push to it)."""
-        document = await self._cores.find_one({"_id": core_id}, {"chat_messages": 1, "window_size": 1})
-        if document is None:
-            return None
-        window = document.get("chat_messages")
-        size = len(window or [])
-        stored = document.get("window_size")
-        if stored != size or not is_count(stored) or not isinstance(window, list):
-            fix: dict[str, Any] = {"window_size": size}
-            if not isinstance(window, list):
-                fix["chat_messages"] = []
-            await self._cores.update_one(
-                {
-                    "_id": core_id,
-                    **window_of_size(size),
-                    "window_size": {"$exists": False} if "window_size" not in document else stored,
-                },
-                {"$set": fix},
-            )
-        return size
 
     @staticmethod
     def _fresh_fields(stamp: datetime) -> dict[str, Any]:
@@ -355,6 +343,7 @@ class MemoryCoreRepository:
             "session_started_at": stamp,
             "chat_messages": [],
             "window_size": 0,
+            "window_bytes": 0,
             "last_interaction_at": None,
             "lease_owner": None,
             "lease_beat": 0,
@@ -373,8 +362,8 @@ DOCUMENT_TOO_LARGE_CODES = frozenset({10334, 17419})
 
 
 def _counted(core_id: str) -> dict[str, Any]:
-    """A core whose window count exists: what every write that keeps the count matches."""
-    return {"_id": core_id, "window_size": {"$type": "number"}}
+    """A core whose window counts exist: what every write that keeps the counts matches."""
+    return {"_id": core_id, "window_size": {"$type": "number"}, "window_bytes": {"$type": "number"}}
 
 
 def _refuse_unrollable(documents: list[dict[str, Any]]) -> None:

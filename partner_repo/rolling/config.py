@@ -11,12 +11,18 @@ from partner_repo.storage import MAX_DOCUMENT_BYTES
 DEFAULT_UNIT_SOFT_LIMIT_BYTES = 8 * 1024 * 1024
 """Half of MongoDB's 16 MiB document limit: a unit opens a continuation long before it could fail."""
 
+DEFAULT_TRIGGER_BYTES = 4 * 1024 * 1024
+"""A window this large rolls whatever its message count: a quarter of the 16 MiB a window cannot pass, so
+pasted documents and tool output are rolled long before a ``record`` could fail."""
+
 
 @dataclass(frozen=True)
 class RollingConfig:
     """Partner's DialogRolling parameters (its defaults), plus what sharing a core across processes needs.
 
     - ``trigger_limit``: roll when the window holds at least this many messages (the session is kept).
+    - ``trigger_bytes``: roll when the window's messages take at least this many bytes (BSON), a window of one
+      message included (the session is kept).
     - ``idle_after``: roll, then start a new memory session, once the window has been idle longer than this.
     - ``retain_divisor``: after a roll the window keeps the last ``1/retain_divisor`` of the rolled snapshot
       (``0`` behaves as ``1``: keep everything, as Partner's ``max(divisor, 1)``).
@@ -27,6 +33,7 @@ class RollingConfig:
     """
 
     trigger_limit: int = 36
+    trigger_bytes: int = DEFAULT_TRIGGER_BYTES
     idle_after: timedelta = timedelta(hours=1)
     retain_divisor: int = 6
     check_interval: timedelta = timedelta(seconds=10)
@@ -35,6 +42,12 @@ class RollingConfig:
 
     def __post_init__(self) -> None:
         _integer(self.trigger_limit, "trigger_limit", minimum=2)
+        _integer(self.trigger_bytes, "trigger_bytes", minimum=1)
+        if self.trigger_bytes > MAX_DOCUMENT_BYTES:
+            raise InvalidInput(
+                f"trigger_bytes must not exceed MongoDB's {MAX_DOCUMENT_BYTES}-byte document limit, "
+                f"got {self.trigger_bytes}"
+            )
         _integer(self.retain_divisor, "retain_divisor", minimum=0)
         _integer(self.unit_soft_limit_bytes, "unit_soft_limit_bytes", minimum=1)
         if self.unit_soft_limit_bytes > MAX_DOCUMENT_BYTES:
@@ -61,4 +74,4 @@ def _duration(value: object, name: str, *, allow_zero: bool) -> None:
         raise InvalidInput(f"{name} must be {'non-negative' if allow_zero else 'positive'}, got {value}")
 
 
-__all__ = ["DEFAULT_UNIT_SOFT_LIMIT_BYTES", "RollingConfig"]
+__all__ = ["DEFAULT_TRIGGER_BYTES", "DEFAULT_UNIT_SOFT_LIMIT_BYTES", "RollingConfig"]

@@ -33,6 +33,7 @@ from partner_repo.rolling.config import RollingConfig
 from partner_repo.rolling.plan import continues_elsewhere, rollable_prefix, storable_summary
 from partner_repo.rolling.positions import Resolution, resolve
 from partner_repo.rolling.result import RollingResult
+from partner_repo.storage import bson_size
 from partner_repo.units.repository import MemoryUnitRepository
 
 logger = logging.getLogger("partner_repo.rolling.service")
@@ -74,20 +75,28 @@ class LeasedRoll:
         self._summarize = summarize
 
     async def run(
-        self, core: MemoryCore, held: HeldLease, refresh_session: bool, stamp: datetime
+        self,
+        core: MemoryCore,
+        held: HeldLease,
+        refresh_session: bool,
+        stamp: datetime,
+        *,
+        single: bool = False,
     ) -> RollingResult | None:
         """Roll ``core`` (the snapshot taken with the lease); None when there was nothing to store, or the
-        lease was lost before anything was stored. A count roll gives the lease back with its trim."""
+        lease was lost before anything was stored. A count roll gives the lease back with its trim. A window
+        of one message rolls only when it is large (``trigger_bytes``) or ``single`` says so."""
         owner = held.owner
         snapshot = list(core.chat_messages)
-        if len(snapshot) <= 1:
-            return None
+        sizes = [bson_size(message.model_dump()) for message in snapshot]
+        if not snapshot or (len(snapshot) == 1 and not single and sizes[0] < self._config.trigger_bytes):
+            return None  # Partner's rule: one message is no conversation yet, unless it is a big one
         for attempt in range(RESOLVE_ATTEMPTS):
             # the first resolution may use the heads this process last saw; after a failed fence, read
             resolution = await resolve(self._units, core, snapshot, cached=not attempt)
             increment = snapshot[resolution.taken :]
             if not increment:  # stored already (a roll whose trim failed): trim before anything else
-                await self._trim(held, len(snapshot), resolution.taken, release=not refresh_session)
+                await self._trim(held, sizes, resolution.taken, release=not refresh_session)
                 if refresh_session:
                     await self._refresh(core, owner, len(snapshot), resolution.taken, stamp)
                 return None
@@ -125,7 +134,7 @@ class LeasedRoll:
                 logger.info("core %r: %s; resolving the increment again", core.id, exc)
                 continue
             refresh = refresh_session and len(part) == len(increment)
-            await self._trim(held, len(snapshot), consumed, release=not refresh, stored=piece.id)
+            await self._trim(held, sizes, consumed, release=not refresh, stored=piece.id)
             if refresh:
                 await self._refresh(core, owner, len(snapshot), consumed, stamp)
             return RollingResult.from_slice(unit_id, core.id, piece, part)
@@ -187,11 +196,11 @@ class LeasedRoll:
         raise AssertionError("unreachable")  # pragma: no cover
 
     async def _trim(
-        self, held: HeldLease, window_size: int, consumed: int, *, release: bool, stored: str | None = None
+        self, held: HeldLease, sizes: list[int], consumed: int, *, release: bool, stored: str | None = None
     ) -> None:
         """Trim what the roll consumed (fenced on the lease), giving the lease back in the same write when
-        ``release``; the window should still hold the snapshot's ``window_size`` (no read unless it grew).
-        ``stored`` is the slice this roll stored (for the log)."""
+        ``release``; the window should still be the snapshot, whose messages take ``sizes`` bytes (no read
+        unless it grew). ``stored`` is the slice this roll stored (for the log)."""
         after = "nothing new was stored" if stored is None else f"slice {stored!r} was stored"
         try:
             await self._cores.trim_window(
@@ -199,8 +208,9 @@ class LeasedRoll:
                 consumed,
                 self._config.retain_divisor,
                 lease_owner=held.owner,
-                window_size=window_size,
+                window_size=len(sizes),
                 release=release,
+                message_bytes=sizes,
             )
         except LeaseLost:
             held.released = True  # another roller holds it: there is nothing of ours to give back

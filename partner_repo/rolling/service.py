@@ -18,7 +18,7 @@ import logging
 import time
 import uuid
 from collections.abc import Callable, Iterable, Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from partner_repo.clock import to_utc_ms, utc_now
@@ -26,9 +26,10 @@ from partner_repo.cores.lease import CoreLease
 from partner_repo.cores.repository import DEFAULT_CORE_ID, MemoryCoreRepository
 from partner_repo.cores.state import WindowState
 from partner_repo.database import MongoDatabase
-from partner_repo.errors import InvalidInput
+from partner_repo.errors import InvalidInput, WindowTooLarge
 from partner_repo.leases import SilenceWatch
 from partner_repo.models import MemoryCore, Message
+from partner_repo.rolling.background import BackgroundRolls, RolledCallback
 from partner_repo.rolling.config import RollingConfig
 from partner_repo.rolling.leased_roll import APPEND_ATTEMPTS, HeldLease, LeasedRoll
 from partner_repo.rolling.positions import stored_overlap
@@ -51,9 +52,6 @@ Clock = Callable[[], datetime]
 Monotonic = Callable[[], float]
 """Where the service measures how long a held lease has stayed silent (never compared across processes)."""
 
-RolledCallback = Callable[[RollingResult], Any]
-"""Called by the idle scheduler with each result; may be a coroutine function."""
-
 
 class RollingService:
     """Rolls chat windows into memory units; see the module docstring and ``docs/rolling.md``."""
@@ -66,6 +64,8 @@ class RollingService:
         *,
         clock: Clock = utc_now,
         monotonic: Monotonic = time.monotonic,
+        background_concurrency: int = 4,
+        on_rolled: RolledCallback | None = None,
     ) -> None:
         self._summarizer = as_async_summarizer(summarizer)  # async or sync, decided once: see summarizer.py
         if config is not None and not isinstance(config, RollingConfig):
@@ -81,6 +81,11 @@ class RollingService:
         self._monotonic = monotonic
         self._watch = SilenceWatch(monotonic)
         self._roll = LeasedRoll(self._cores, self._units, self._lease, self._config, self._summarize_leased)
+        self._background = BackgroundRolls(
+            lambda core_id, at, recorded: self.maybe_roll(core_id, at, recorded=recorded),
+            concurrency=background_concurrency,
+            on_rolled=on_rolled,
+        )
 
     @property
     def config(self) -> RollingConfig:
@@ -98,12 +103,61 @@ class RollingService:
         """Record a turn, then roll when a trigger holds: the per-turn call for a service.
 
         Equal to ``maybe_roll(core_id, at, recorded=await cores.record(core_id, messages, at=at))``: one
-        command for the turn (its answer is the window's size, not the window), and a roll (four commands
-        in the common case) only when due. Returns the roll's result, or None when nothing rolled. The roll
-        waits for the summarizer: a service that answers the user first runs this in a task of its own.
+        command for the turn (its answer is the window's size, not the window), and a roll (three commands
+        in the common case) only when due. A turn the window cannot take (:class:`WindowTooLarge`: it would
+        pass 16 MiB) rolls the window first and is recorded then, so a core never stops taking turns.
+        Returns the roll's result, or None when nothing rolled. The roll waits for the summarizer: a service
+        that answers the user first uses :meth:`record_and_roll_later` instead.
         """
-        recorded = await self._cores.record(core_id, messages, at=at)
-        return await self.maybe_roll(core_id, at, recorded=recorded)
+        recorded, rolled = await self._record(core_id, messages, at)
+        result = await self.maybe_roll(core_id, at, recorded=recorded)
+        return rolled or result
+
+    async def record_and_roll_later(
+        self,
+        core_id: str,
+        messages: Iterable[Message | dict[str, Any]],
+        *,
+        at: datetime | None = None,
+    ) -> WindowState:
+        """Record a turn and answer at once; the roll, when due, runs in the background.
+
+        Use the service as an async context manager (``async with RollingService(...) as rolling:``, e.g. in
+        a FastAPI lifespan): leaving it drains the pending rolls (:mod:`partner_repo.rolling.background`:
+        at most ``background_concurrency`` at a time, one per core, errors logged; what shutdown cancels stays
+        in the window for the next roller). Returns what ``record`` answered.
+        """
+        recorded, _ = await self._record(core_id, messages, at)
+        if self.trigger(recorded, self._now(at)) is not None:
+            self._background.schedule(recorded.core_id, at, recorded)
+        return recorded
+
+    async def __aenter__(self) -> RollingService:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    async def aclose(self, *, grace: timedelta = timedelta(seconds=30)) -> int:
+        """Stop taking background rolls and drain them: wait up to ``grace``, then cancel the rest (their
+        messages stay in the window for the next roller). How many were cancelled."""
+        return await self._background.drain(grace)
+
+    async def _record(
+        self, core_id: str, messages: Iterable[Message | dict[str, Any]], at: datetime | None
+    ) -> tuple[WindowState, RollingResult | None]:
+        """Record a turn; one the window cannot take (:class:`WindowTooLarge`, past 16 MiB) is recorded
+        after a roll of the window, a one-message window included (every message fits in a unit: ``record``
+        refuses any other), so a core never stops taking turns. The roll's result, when one was needed."""
+        parsed = parse_messages(messages)
+        try:
+            return await self._cores.record(core_id, parsed, at=at), None
+        except WindowTooLarge:
+            stamp = self._now(at)
+            rolled = await self._leased_roll(
+                core_id, stamp, lambda _core: False, seen=None, due=None, single=True
+            )
+            return await self._cores.record(core_id, parsed, at=at), rolled
 
     # -- triggers --------------------------------------------------------------------------------------------
 
@@ -187,6 +241,7 @@ class RollingService:
         *,
         seen: WindowState | None,
         due: dict[str, Any] | None,
+        single: bool = False,
     ) -> RollingResult | None:
         held = HeldLease(core_id, f"roll-{uuid.uuid4()}")
         core = await self._take_lease(core_id, held.owner, seen, due)
@@ -196,7 +251,7 @@ class RollingService:
             refresh = decide(core)
             if refresh is None:
                 return None
-            return await self._roll.run(core, held, refresh, stamp)
+            return await self._roll.run(core, held, refresh, stamp, single=single)
         finally:
             if not held.released:
                 await self._release(core_id, held.owner)
