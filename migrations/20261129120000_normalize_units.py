@@ -19,6 +19,10 @@ appends, or the server refused the write) is left as stored, logged, and the oth
 run then fails naming those units, so the migration stays pending and the next run (which skips what is
 already normalized) finishes them. Inside a transaction nothing is skipped: any failure aborts it all.
 
+Erasure tombstones (``{_id, erased_at}``, left under an erased unit's id since 0.4.0) are no units: Forward
+neither reads nor writes them (its scan, guard and re-read leave out documents with ``erased_at``), so a run
+after an erasure never turns one into a unit again.
+
 Backward: normalization is not invertible (dropped ``None`` entries, generated ids, clamped intervals), so it
 restores the pre-images Forward kept, each only if the unit is still exactly the version Forward wrote; a unit
 written since is left normalized (restoring it would lose that write) and its pre-image stays in ``BACKUP``.
@@ -45,6 +49,9 @@ ATTEMPTS = 50
 BATCH_SIZE = 100
 NAMED = 5
 """How many of the units left as stored the final error names (the log names each one)."""
+
+NOT_ERASED = {"erased_at": {"$exists": False}}
+"""Leaves out erasure tombstones (0.4.0): an erased unit's id holds ``{_id, erased_at}``, which is no unit."""
 
 log = logging.getLogger("partner_repo.migrations.normalize_units")
 
@@ -158,7 +165,8 @@ def _comparable(value: Any) -> Any:
 
 def _version_guard(document: Mapping[str, Any]) -> dict[str, Any]:
     version = document.get("version")
-    return {"_id": document["_id"], "version": version if version is not None else {"$exists": False}}
+    guard = {"_id": document["_id"], "version": version if version is not None else {"$exists": False}}
+    return {**guard, **NOT_ERASED}
 
 
 def written_version(pre_image: Mapping[str, Any]) -> int:
@@ -187,7 +195,7 @@ async def normalize_all(session: Any) -> dict[str, int]:
     all_or_nothing = bool(getattr(session, "in_transaction", False))
     counts = {"scanned": 0, "normalized": 0, "unreadable": 0, "left": 0}
     left: dict[Any, str] = {}
-    cursor = units.find({}, session=session).sort("_id", 1).batch_size(BATCH_SIZE)
+    cursor = units.find(NOT_ERASED, session=session).sort("_id", 1).batch_size(BATCH_SIZE)
     async for document in cursor:
         counts["scanned"] += 1
         try:
@@ -241,7 +249,7 @@ async def _normalize_one(units: Any, backup: Any, document: Mapping[str, Any], s
             # pre-image, which Backward then leaves normalized (harmless: it is the library's own form).
             await backup.replace_one({"_id": document["_id"]}, dict(document), upsert=True, session=session)
             return "normalized"
-        reread = await units.find_one({"_id": document["_id"]}, session=session)
+        reread = await units.find_one({"_id": document["_id"], **NOT_ERASED}, session=session)
         if reread is None:
             return "deleted"
         document = reread

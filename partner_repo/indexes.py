@@ -7,9 +7,16 @@ every slice without an id a null key and two such units collide. ``slice_ids`` h
 (``$type: "string"``: at least one id) leaves out units without slices, whose empty array would otherwise
 index one shared key. mongomock ignores uniqueness on multikey indexes, so the repositories check slice ids
 in code too.
+
+Erasure tombstones (an erased unit's id in ``memory_units``, a group's erased progress in
+``listener_checkpoints``) carry ``erased_at``; a TTL index on it in each collection removes them once
+:data:`TOMBSTONE_RETENTION` has passed. It is partial (``erased_at`` exists), so it holds the tombstones
+only, never a key for each unit or checkpoint.
 """
 
 from __future__ import annotations
+
+from datetime import timedelta
 
 from pymongo import ASCENDING, DESCENDING, IndexModel
 
@@ -22,6 +29,23 @@ ERASURES = "erasures"
 ``partner_repo.listener.erasure_log``."""
 ERASURE_REQUESTS = "erasure_requests"
 """Erasures in progress and done, and the ids each will erase: ``partner_repo.erasure.requests``."""
+
+TOMBSTONE_RETENTION = timedelta(days=7)
+"""How long an erasure tombstone stays before its TTL index removes it: far longer than any lease, any hold
+of an erasure cut short (24 h) and any commit a listener holds back; ``docs/erasure.md`` says what remains."""
+
+TOMBSTONE_TTL_INDEX = "erased_ttl"
+
+
+def tombstone_ttl_index() -> IndexModel:
+    """The TTL index that removes the erasure tombstones of a collection after :data:`TOMBSTONE_RETENTION`."""
+    return IndexModel(
+        [("erased_at", ASCENDING)],
+        name=TOMBSTONE_TTL_INDEX,
+        expireAfterSeconds=int(TOMBSTONE_RETENTION.total_seconds()),
+        partialFilterExpression={"erased_at": {"$exists": True}},
+    )
+
 
 UNIT_INDEXES: list[IndexModel] = [
     IndexModel([("core_id", ASCENDING), ("updated_at", DESCENDING)], name="core_updated"),
@@ -46,6 +70,7 @@ UNIT_INDEXES: list[IndexModel] = [
         ],
         name="unit_fingerprint",
     ),
+    tombstone_ttl_index(),
 ]
 UNIT_FINGERPRINT_INDEX = "unit_fingerprint"
 """Lets the rolling listener's polling read every unit's fingerprint from the index alone (a covered scan)."""
@@ -58,6 +83,7 @@ CORE_INDEXES: list[IndexModel] = [
 CHECKPOINT_INDEXES: list[IndexModel] = [
     IndexModel([("group", ASCENDING), ("kind", ASCENDING)], name="group_kind"),
     IndexModel([("unit_id", ASCENDING)], name="unit"),  # an erasure removes every group's progress on a unit
+    tombstone_ttl_index(),
 ]
 
 DEAD_LETTER_INDEXES: list[IndexModel] = [

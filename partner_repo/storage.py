@@ -6,6 +6,11 @@ bytes its push adds (an array element's key is its index, so the size depends on
 the messages. ``slice_ids`` holds the id of every slice and nothing else, so the unique index on it never
 sees a null key (an index on ``slices.id`` gives a slice without an id a null key, and two such units
 collide). Every write path keeps them exact (``save`` recomputes them, ``append`` increments them).
+
+An erased unit leaves a *tombstone* under its id: ``{_id, erased_at}`` and nothing else (no ``core_id``, no
+slices, so every query by core or slice id skips it). It keeps a stalled roller from creating the unit again
+until a TTL index removes it (:data:`partner_repo.indexes.TOMBSTONE_RETENTION`); every reader treats it as
+"no such unit" (:func:`is_tombstone`, :func:`live`).
 """
 
 from __future__ import annotations
@@ -16,9 +21,10 @@ from datetime import datetime
 from typing import Any
 
 import bson
+from pymongo.errors import BulkWriteError
 
 from partner_repo.clock import to_utc_ms
-from partner_repo.models import MemorySlice, MemoryUnit, reading_stored
+from partner_repo.models import MemorySlice, MemoryUnit, Message, reading_stored
 
 MAX_DOCUMENT_BYTES = 16 * 1024 * 1024
 """MongoDB's document size limit."""
@@ -42,6 +48,51 @@ DERIVED_PROJECTION: dict[str, Any] = {
     "slice_ids": {"$slice": -1},
 }
 """Projects what :func:`has_derived_fields` looks at, in O(1) bytes (at most one slice id)."""
+
+ERASED_AT = "erased_at"
+"""The field that makes a document an erasure tombstone (in ``memory_units`` and ``listener_checkpoints``)."""
+
+NOT_ERASED: dict[str, Any] = {ERASED_AT: {"$exists": False}}
+"""The condition a filter adds to leave tombstones out."""
+
+ERASED: dict[str, Any] = {ERASED_AT: {"$exists": True}}
+"""The condition that selects tombstones only."""
+
+
+def is_tombstone(document: Mapping[str, Any] | None) -> bool:
+    """Whether a stored document (read with ``erased_at`` in its projection) is an erasure tombstone: an
+    erased unit's, or the one a window clear leaves under the id of a session whose unit does not exist yet
+    (it also holds ``taken_until``: the positions the clear erased; see :mod:`partner_repo.units.marks`)."""
+    return document is not None and ERASED_AT in document
+
+
+def live(query: Mapping[str, Any]) -> dict[str, Any]:
+    """``query`` restricted to what is not a tombstone (for scans; a read by ``_id`` keeps its plain filter,
+    which the server answers fastest, and projects :func:`marked` instead)."""
+    return {**query, **NOT_ERASED}
+
+
+def marked(projection: Mapping[str, Any]) -> dict[str, Any]:
+    """``projection`` with ``erased_at``: :func:`is_tombstone` then recognizes a tombstone read through it."""
+    return {**projection, ERASED_AT: 1}
+
+
+DUPLICATE_KEY = 11000
+
+
+async def insert_new(collection: Any, documents: list[dict[str, Any]]) -> list[Any]:
+    """Insert ``documents`` in one unordered ``insert``, each unless its ``_id`` is taken; returns the taken
+    ids (any other write error is raised). How tombstones are written: idempotently, in batches."""
+    if not documents:
+        return []
+    try:
+        await collection.insert_many(documents, ordered=False)
+    except BulkWriteError as exc:
+        errors = (exc.details or {}).get("writeErrors") or []
+        if any(error.get("code") != DUPLICATE_KEY for error in errors) or not errors:
+            raise
+        return [documents[error["index"]]["_id"] for error in errors]
+    return []
 
 
 def slice_document(piece: MemorySlice) -> dict[str, Any]:
@@ -87,17 +138,14 @@ def unit_from_document(document: Mapping[str, Any]) -> MemoryUnit:
     return large
 
 
+def stored_messages(document: Mapping[str, Any]) -> list[Message]:
+    """The messages of a stored unit read with any projection of ``conversation_messages`` (none: empty)."""
+    return [Message.model_validate(m) for m in document.get("conversation_messages") or []]
+
+
 def slice_from_document(document: Mapping[str, Any]) -> MemorySlice:
     with reading_stored():
         return MemorySlice.model_validate(document)
-
-
-def is_fence(document: Mapping[str, Any]) -> bool:
-    """Whether a document of ``memory_units`` is not a unit but a fence on a unit id: an erased unit's
-    tombstone, or the positions mark a window clear reserved for a session whose unit does not exist yet.
-    Neither has a ``core_id``, so every query by core or slice id passes them by; a read by id treats them
-    as no unit."""
-    return "core_id" not in document
 
 
 def has_derived_fields(document: Mapping[str, Any]) -> bool:
@@ -146,6 +194,12 @@ def mark_size_change(before: tuple[int | None, int | None], after: tuple[int, in
     for name, old, new in zip(("taken_until", "taken_count"), before, after, strict=True):
         change += bson_size({name: new}) - (bson_size({}) if old is None else bson_size({name: old}))
     return change
+
+
+def field_size_change(name: str, old: int | None, new: int | None) -> int:
+    """Bytes a document grows by when its int field ``name`` goes from ``old`` to ``new`` (None: absent)."""
+    before = bson_size({}) if old is None else bson_size({name: old})
+    return (bson_size({}) if new is None else bson_size({name: new})) - before
 
 
 def with_mark(document: dict[str, Any], taken_until: int, taken_count: int) -> dict[str, Any]:

@@ -34,7 +34,7 @@ from partner_repo.indexes import UNITS
 from partner_repo.models import MAX_ID_LENGTH, MemoryUnit
 from partner_repo.normalization import new_slice_id
 from partner_repo.progress import Progress
-from partner_repo.storage import unit_from_document
+from partner_repo.storage import NOT_ERASED, live, unit_from_document
 from partner_repo.units.repository import MemoryUnitRepository
 from partner_repo.validation import require_id
 
@@ -317,15 +317,16 @@ class UnitChecker:
         return changes
 
     async def _reload(self, unit_id: str) -> dict[str, Any]:
-        document = await self._units.find_one({"_id": unit_id}, max_time_ms=self._max_time_ms)
+        document = await self._units.find_one(live({"_id": unit_id}), max_time_ms=self._max_time_ms)
         if document is None:
             raise NotFound(f"no unit {unit_id!r}")
         return dict(document)
 
 
 def _scope(core_id: str | None) -> dict[str, Any]:
-    """The filter of every unit, or of one core's units."""
-    return {} if core_id is None else {"core_id": require_id(core_id, "core_id")}
+    """The filter of every unit (erased units' tombstones left out), or of one core's units (which a
+    tombstone, without a core id, is never among)."""
+    return dict(NOT_ERASED) if core_id is None else {"core_id": require_id(core_id, "core_id")}
 
 
 def _shorten_slice_ids(unit: MemoryUnit) -> list[InvariantViolation]:

@@ -36,7 +36,7 @@ from partner_repo.database import MongoDatabase
 from partner_repo.errors import InvalidInput, NotFound
 from partner_repo.indexes import UNITS
 from partner_repo.models import Message
-from partner_repo.storage import MAX_DOCUMENT_BYTES
+from partner_repo.storage import MAX_DOCUMENT_BYTES, NOT_ERASED, is_tombstone, live, marked
 from partner_repo.validation import optional_datetime, require_id
 
 DEFAULT_LIMIT = 50
@@ -150,7 +150,8 @@ class SliceQueries:
 
         The query has no condition on the slices, so the index range on ``slices.created_at`` is complete and
         the index itself yields that order (a condition there would make the server sort every unit). None
-        (one window: all time) when no unit is in scope or the first holds no dated slice.
+        (one window: all time) when no unit is in scope or the first holds no dated slice (an erased unit's
+        tombstone, which has no slices, comes first in ascending order while it lasts).
         """
         descending = query.order == "desc"
         document = await self._units.find_one(
@@ -206,10 +207,10 @@ class SliceQueries:
             return []
         document = await self._units.find_one(
             {"_id": unit_id},
-            {"_id": 1, "conversation_messages": {"$slice": [first, stop - first]}},
+            marked({"_id": 1, "conversation_messages": {"$slice": [first, stop - first]}}),
             max_time_ms=self._max_time_ms,
         )
-        if document is None:
+        if document is None or is_tombstone(document):
             raise NotFound(f"no unit {unit_id!r}")
         return [Message.model_validate(m) for m in document.get("conversation_messages") or []]
 
@@ -217,7 +218,7 @@ class SliceQueries:
         """A unit's counts, size and slices without its messages; :class:`NotFound` if absent."""
         unit_id = require_id(unit_id, "unit_id")
         pipeline: list[dict[str, Any]] = [
-            {"$match": {"_id": unit_id}},
+            {"$match": live({"_id": unit_id})},
             {
                 "$project": {
                     "core_id": 1,
@@ -268,7 +269,10 @@ class SliceQueries:
         every backend; ``$bsonSize`` does not run on the embedded one). Units written by other tools without
         it rank last until ``repair`` fills it in.
         """
-        units: dict[str, Any] = {} if core_id is None else {"core_id": require_id(core_id, "core_id")}
+        # every unit has a core id; a query without one would also count erased units' tombstones
+        units: dict[str, Any] = (
+            dict(NOT_ERASED) if core_id is None else {"core_id": require_id(core_id, "core_id")}
+        )
         stamp = to_utc_ms(optional_datetime(now, "now") or utc_now())
         days = _positive(days, "days", 366)
         largest = _positive(largest, "largest", MAX_LIMIT)

@@ -18,7 +18,7 @@ from pymongo import ASCENDING, ReturnDocument
 from pymongo.errors import DocumentTooLarge, DuplicateKeyError, OperationFailure
 
 from partner_repo.clock import utc_now
-from partner_repo.cores.state import WindowState, count_window, is_count, state_projection
+from partner_repo.cores.state import WindowState, count_window, is_count, repair_window, state_projection
 from partner_repo.cores.trim import clear_front, trim_front, window_of_size
 from partner_repo.cores.window import dropped_count
 from partner_repo.database import MongoDatabase
@@ -180,7 +180,18 @@ class MemoryCoreRepository:
             "$inc": {"version": 1, "window_size": len(documents), "window_bytes": messages_bytes(documents)},
         }
         try:
-            # a plain update first: the fields of a new core are sent only when there is none (once a core)
+            document = await self._write_window(core_id, update, stamp)
+        except (OperationFailure, TypeError) as exc:  # TypeError: the in-memory backend's way of refusing
+            if not await repair_window(self._cores, core_id, exc):
+                raise
+            document = await self._write_window(core_id, update, stamp)
+        state = await self._state_of(core_id, document)
+        assert state is not None  # the core was just written
+        return state
+
+    async def _write_window(self, core_id: str, update: dict[str, Any], stamp: datetime) -> dict[str, Any]:
+        """``record``'s write: a plain update first, the fields of a new core sent only when there is none."""
+        try:
             document = await self._cores.find_one_and_update(
                 _counted(core_id), update, projection=state_projection(), return_document=ReturnDocument.AFTER
             )
@@ -202,9 +213,7 @@ class MemoryCoreRepository:
             if exc.code in DOCUMENT_TOO_LARGE_CODES:
                 raise WindowTooLarge(core_id) from None
             raise
-        state = await self._state_of(core_id, document)
-        assert state is not None  # the core was just written
-        return state
+        return dict(document)
 
     async def window_state(self, core_id: str = DEFAULT_CORE_ID) -> WindowState | None:
         """The core's :class:`~partner_repo.cores.state.WindowState` (None: no such core), without reading

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from pymongo.errors import OperationFailure
+
 from partner_repo.cores.lease import lease_state
 from partner_repo.cores.trim import window_of_size
 from partner_repo.leases import LeaseState
@@ -108,4 +110,26 @@ async def count_window(cores: Any, core_id: str) -> int | None:
     return size
 
 
-__all__ = ["WindowState", "count_window", "is_count", "state_projection"]
+NOT_AN_ARRAY_CODES = frozenset({2, 14})
+"""BadValue and TypeMismatch: what a server answers a ``$push`` onto a field that is not an array."""
+
+
+async def repair_window(cores: Any, core_id: str, failure: Exception) -> bool:
+    """Whether ``failure`` was a window stored as something else than an array (null, by another tool),
+    now stored as the empty window it reads as (counted, once): then ``record`` can push to it."""
+    if isinstance(failure, OperationFailure) and failure.code not in NOT_AN_ARRAY_CODES:
+        return False
+    if await cores.find_one({"_id": core_id, "chat_messages": {"$not": {"$type": "array"}}}) is None:
+        return False
+    await count_window(cores, core_id)
+    return True
+
+
+__all__ = [
+    "NOT_AN_ARRAY_CODES",
+    "WindowState",
+    "count_window",
+    "is_count",
+    "repair_window",
+    "state_projection",
+]

@@ -6,8 +6,11 @@ An erasure is resumable because of its order (``docs/erasure.md`` says what each
 2. the core's rolling lease is taken (waiting for a roll in progress) and kept for as long as the erasure
    runs (``hold``, 24 h by default, so a run cut short keeps rolls off the core until it is run again);
 3. the ids of every unit it erases, with their slice ids, are recorded as *targets*;
-4. the units are deleted, with every listener group's progress on them and their dead letters; for a whole
-   core, the core document (the live window, the session, the lease) goes last; the request is ``erased``;
+4. the units are deleted, each leaving a tombstone under its id (:mod:`partner_repo.erasure.tombstones`),
+   with every listener group's progress on them (a tombstone per group too) and their dead letters; for a
+   whole core, the ids its next roll would write (its session's unit, and the unit that one continues) get a
+   tombstone as well, whether a unit exists under them or not, and the core document (the live window, the
+   session, the lease) goes last; the request is ``erased``;
 5. the ids are appended to the erasure log, which listener groups follow to tell their consumers
    (``on_erased``), and the request is ``done``.
 
@@ -32,6 +35,7 @@ from partner_repo.cores.hold import CoreHold
 from partner_repo.cores.repository import MemoryCoreRepository
 from partner_repo.database import MongoDatabase
 from partner_repo.erasure.requests import ErasureRequest, ErasureRequests
+from partner_repo.erasure.tombstones import tombstone_units
 from partner_repo.errors import ConflictError, InvalidInput
 from partner_repo.indexes import CORES, UNITS
 from partner_repo.listener.checkpoints import remove_unit_progress
@@ -205,6 +209,8 @@ class MemoryEraser:
             )
             async with held as core:
                 await self._plan(request, core)
+                if whole and core is not None:
+                    await self._fence_session(request, core)
                 await self._delete_targets(request)
                 if whole and core is not None:
                     await self._delete_core(request)
@@ -259,6 +265,17 @@ class MemoryEraser:
             kept.append(previous)
         return kept
 
+    async def _fence_session(self, request: ErasureRequest, core: MemoryCore) -> None:
+        """Tombstones under the ids the core's next roll would write (its session's unit, and the unit that
+        one continues), first and whether a unit exists there or not: a roller stalled past its lease cannot
+        create them after the erasure. What stands under them now is erased (and announced) with them."""
+        unit_ids = _session_units(core)
+        found = self._units.find(
+            {"_id": {"$in": unit_ids}, "core_id": core.id}, {"slice_ids": 1, "slices.id": 1}
+        )
+        await self._requests.add_targets(request, [(d["_id"], _slice_ids(d)) async for d in found])
+        await self._delete_units(request, unit_ids)
+
     async def _delete_targets(self, request: ErasureRequest) -> None:
         batch: list[Any] = []
         async for unit_id, _ in self._requests.targets(request.erasure_id):
@@ -269,14 +286,24 @@ class MemoryEraser:
         await self._delete_units(request, batch)
 
     async def _delete_units(self, request: ErasureRequest, unit_ids: list[Any]) -> None:
-        """Delete a batch of units with what names them: progress in every listener group, dead letters."""
+        """Delete a batch of units, leaving tombstones, with what names them: progress in every listener
+        group, dead letters. A unit a stalled roller wrote meanwhile under one of the ids is erased and
+        becomes a target too (so it is announced)."""
         if not unit_ids:
             return
-        deleted = await self._units.delete_many({"_id": {"$in": unit_ids}, "core_id": request.core_id})
+        done = await tombstone_units(self._units, request.core_id, unit_ids, utc_now(), _slice_ids)
+        if done.late:
+            logger.warning(
+                "core %r: erasure %s also removed %d unit(s) written meanwhile under ids it erases",
+                request.core_id,
+                request.erasure_id,
+                len(done.late),
+            )
+            await self._requests.add_targets(request, done.late)
         checkpoints = await remove_unit_progress(self._database, unit_ids)
         letters = await self._letters.remove_for_units(unit_ids)
         await self._requests.count(
-            request.erasure_id, units=deleted.deleted_count, checkpoints=checkpoints, dead_letters=letters
+            request.erasure_id, units=done.deleted, checkpoints=checkpoints, dead_letters=letters
         )
 
     async def _delete_core(self, request: ErasureRequest) -> None:
@@ -292,6 +319,11 @@ class MemoryEraser:
             )
         window = len(gone.get("chat_messages") or [])
         await self._requests.count(request.erasure_id, core=1, window_messages=window)
+
+
+def _session_units(core: MemoryCore) -> list[Any]:
+    """The ids the core's next roll would write: its session's unit and the unit that one continues."""
+    return [unit_id for unit_id in (core.memory_session_id, core.session_continues) if unit_id is not None]
 
 
 def _slice_ids(document: dict[str, Any]) -> list[Any]:

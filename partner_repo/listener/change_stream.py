@@ -7,7 +7,7 @@ Events and what they mean here:
   whole ``updatedFields["slices"]``. Both are read. An update that only changes fields *inside* an existing
   slice (``slices.N.summary``) makes the source re-read the unit's slices, to be safe.
 - ``insert`` and ``replace`` (``save``): the slices of ``fullDocument`` (its messages are projected out on the
-  server, so an event stays small).
+  server, so an event stays small); the insert of an erased unit's tombstone (``{_id, erased_at}``) adds none.
 - ``invalidate`` (the collection was dropped or renamed): catch up by a scan, then reopen with
   ``startAfter`` the invalidate event.
 - everything else (``delete``, ``drop``...) adds no slice.
@@ -44,7 +44,7 @@ from partner_repo.listener.progress import CommitAction
 from partner_repo.listener.retry import Backoff
 from partner_repo.listener.stream_errors import verdict
 from partner_repo.models import MemorySlice
-from partner_repo.storage import slice_from_document
+from partner_repo.storage import is_tombstone, slice_from_document
 from partner_repo.units.feed import stored_id_problem
 from partner_repo.units.repository import MemoryUnitRepository, UnitOutline
 
@@ -80,6 +80,8 @@ def parse_event(event: Mapping[str, Any]) -> UnitChange:
         document = event.get("fullDocument")
         if not isinstance(document, Mapping):
             return UnitChange("resync", unit_id)
+        if is_tombstone(document):
+            return UnitChange("none", unit_id)
         return _with_slices(unit_id, document.get("core_id"), document.get("slices") or [])
     if operation != "update":
         return UnitChange("none", unit_id)

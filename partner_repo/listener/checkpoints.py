@@ -12,7 +12,11 @@ Per listener group it keeps two kinds of documents:
 
 The group document also holds the group's erasure cursor (``erasure_seq``: every part of the erasure log up
 to it is delivered; ``erasure_partial``: consumer and position of parts only some consumers finished). An
-erasure removes the unit documents of the units it erased, in every group (:func:`remove_unit_progress`).
+erasure replaces the unit documents of the units it erased, in every group, with tombstones
+(:func:`remove_unit_progress`): ``{_id, kind: "erased-unit", group, unit_id, erased_at}``, removed by a TTL
+index after :data:`~partner_repo.indexes.TOMBSTONE_RETENTION`. A unit document is never written over a
+tombstone, so a commit the pipeline held back behind a slow slice of another unit, saved after the erasure,
+records nothing for the erased unit instead of bringing its progress back.
 
 Per-unit sets of slice ids, not a time or an array index, say what was delivered: a slice with an older
 ``created_at`` (a writer whose clock is behind) is inserted in the middle of its unit's array, so neither a
@@ -28,16 +32,20 @@ from datetime import datetime
 from typing import Any, Literal
 
 from pymongo import ReturnDocument
+from pymongo.errors import DuplicateKeyError
 
 from partner_repo.clock import utc_now
 from partner_repo.database import MongoDatabase
 from partner_repo.indexes import CHECKPOINTS
-from partner_repo.storage import stored_datetime
+from partner_repo.storage import ERASED_AT, insert_new, stored_datetime
 from partner_repo.units.repository import UnitFingerprint
 from partner_repo.validation import require_id
 
 StartFrom = Literal["beginning", "now"]
 TokenKind = Literal["resume_after", "start_after"]
+
+ERASED_UNIT = "erased-unit"
+"""The ``kind`` of a group's tombstone for an erased unit (what replaces its ``"unit"`` document)."""
 
 
 @dataclass(frozen=True)
@@ -227,7 +235,7 @@ class ListenerCheckpoints:
     async def unit(self, unit_id: str) -> UnitProgress:
         """The group's progress on a unit (empty when the group has delivered nothing of it)."""
         document = await self._collection.find_one({"_id": self._unit_key(unit_id)})
-        if document is None:
+        if document is None or document.get("kind") == ERASED_UNIT:
             return UnitProgress(unit_id=unit_id)
         partial: dict[str, set[str]] = {}
         for entry in document.get("partial") or []:
@@ -285,7 +293,17 @@ class ListenerCheckpoints:
         update["$setOnInsert"] = {"kind": "unit", "group": self._group, "unit_id": unit_id}
         if core_id:
             update["$set"] = {**update.get("$set", {}), "core_id": core_id}
-        await self._collection.update_one({"_id": self._unit_key(unit_id)}, update, upsert=True)
+        live = {"_id": self._unit_key(unit_id), "kind": {"$ne": ERASED_UNIT}}
+        for attempt in range(2):
+            # A duplicate key: a concurrent first write inserted the document (with the filter not an equality
+            # on _id alone, the server does not retry the upsert itself: the second attempt updates it), or a
+            # tombstone holds the key (the unit was erased: there is nothing of it to record).
+            try:
+                await self._collection.update_one(live, update, upsert=True)
+                return
+            except DuplicateKeyError:
+                if attempt:
+                    return
 
     # -- keys --------------------------------------------------------------------------------------------
 
@@ -299,15 +317,40 @@ class ListenerCheckpoints:
 async def remove_unit_progress(
     database: MongoDatabase, unit_ids: Collection[Any], *, group: str | None = None
 ) -> int:
-    """Remove what listener groups (one group, when given) recorded of these units: delivered slice ids,
-    partial deliveries, fingerprints. Returns how many documents went."""
+    """Remove what listener groups (every group, or one, when given) recorded of these units (delivered
+    slice ids, partial deliveries, fingerprints), leaving a tombstone per group and unit in its place, so
+    that no commit saved later brings it back. Returns how many progress documents went.
+
+    Two idempotent commands: a tombstone is inserted for every group and unit that has no document (one
+    unordered ``insert``; a key already taken is left as it is), then every progress document left becomes
+    a tombstone (one ``update``). A commit racing them either lands on progress the second turns into a
+    tombstone, or finds the key a tombstone's, and records nothing."""
     if not unit_ids:
         return 0
-    query: dict[str, Any] = {"kind": "unit", "unit_id": {"$in": list(unit_ids)}}
+    collection = database[CHECKPOINTS]
+    ids, at = list(unit_ids), utc_now()
+    if group is None:
+        groups = [d["group"] async for d in collection.find({"kind": "group"}, {"group": 1})]
+    else:
+        groups = [group]
+    await insert_new(
+        collection,
+        [
+            {"_id": {"group": g, "unit_id": u}, "kind": ERASED_UNIT, "group": g, "unit_id": u, ERASED_AT: at}
+            for g in groups
+            for u in ids
+        ],
+    )
+    query: dict[str, Any] = {"kind": "unit", "unit_id": {"$in": ids}}
     if group is not None:
         query["group"] = group
-    result = await database[CHECKPOINTS].delete_many(query)
-    return int(result.deleted_count)
+    erased = {"$set": {"kind": ERASED_UNIT, ERASED_AT: at}, "$unset": dict.fromkeys(_PROGRESS_FIELDS, "")}
+    result = await collection.update_many(query, erased)
+    return int(result.matched_count)
+
+
+_PROGRESS_FIELDS = ("core_id", "delivered", "partial", "fingerprint")
+"""What a unit document holds besides its key: what a tombstone drops."""
 
 
 def _group_from(document: Mapping[str, Any]) -> GroupCheckpoint:
@@ -323,4 +366,4 @@ def _group_from(document: Mapping[str, Any]) -> GroupCheckpoint:
     )
 
 
-__all__ = ["GroupCheckpoint", "ListenerCheckpoints", "UnitProgress", "remove_unit_progress"]
+__all__ = ["ERASED_UNIT", "GroupCheckpoint", "ListenerCheckpoints", "UnitProgress", "remove_unit_progress"]

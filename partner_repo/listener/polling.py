@@ -12,6 +12,12 @@ Between passes a constant-size probe (the count and sums of the fingerprints, co
 answers "did anything change?", so an idle pass costs one small aggregate. Every
 :data:`FULL_SCAN_INTERVAL` a pass skips the probe, so the one way to fool it (a unit deleted and another
 created with exactly compensating sums between two probes) is healed within minutes, not never.
+
+An erased unit's tombstone (``{_id, erased_at}``) is listed by the fingerprint scan like any id, with no
+fingerprint. It is no unit: a pass that meets an id without a fingerprint asks which such ids are tombstones
+(one query per page), remembers them, and never reads or offers them; the probe counts them as it counts
+units, so an idle pass still stops at the probe. When the TTL index removes a tombstone, the next full pass
+forgets it.
 """
 
 from __future__ import annotations
@@ -63,6 +69,8 @@ class UnitScanner:
         self._checkpoints = checkpoints
         self._pipeline = pipeline
         self._known: dict[str, UnitFingerprint] | None = None
+        self._erased: dict[UnitKey, UnitFingerprint] = {}
+        """Erasure tombstones met (no unit: never read, never offered), with their empty fingerprint."""
         self.unreadable = unreadable or UnreadableUnits(checkpoints.group_name)
 
     async def scan(self, *, probe: bool = True) -> int:
@@ -74,7 +82,7 @@ class UnitScanner:
             self._known = await self._checkpoints.fingerprints()
         known, unreadable = self._known, self.unreadable
         if probe and await self._units.fingerprint_totals() == _totals(
-            [*known.values(), *unreadable.fingerprints()]
+            [*known.values(), *unreadable.fingerprints(), *self._erased.values()]
         ):
             return 0
         present: set[UnitKey] = set()
@@ -85,15 +93,20 @@ class UnitScanner:
             if key in unreadable:
                 if not probe or unreadable.fingerprint(key) != fingerprint:
                     changed.append((unit_id, fingerprint))
+            elif self._erased.get(key) == fingerprint:
+                continue  # a tombstone met before: still one
             elif not isinstance(unit_id, str) or known.get(unit_id) != fingerprint:
                 changed.append((unit_id, fingerprint))
         for unit_id in [u for u in known if u not in present]:
             del known[unit_id]  # deleted: a unit created again under its id is read afresh
         for key in [k for k in unreadable.known() if k not in present]:
             unreadable.readable(key)
+        for key in [k for k in self._erased if k not in present]:
+            del self._erased[key]  # removed by the TTL index
         started = 0
         for first in range(0, len(changed), SCAN_PAGE):
-            outlines = [o for u, f in changed[first : first + SCAN_PAGE] if (o := await self._outline(u, f))]
+            page = await self._units_of(changed[first : first + SCAN_PAGE])
+            outlines = [o for u, f in page if (o := await self._outline(u, f))]
             outlines.sort(key=_oldest_first)
             for outline in outlines:
                 started += await self._offer(outline)
@@ -103,6 +116,21 @@ class UnitScanner:
     async def after_delivery(self, action: CommitAction) -> None:
         """Run ``action`` once everything offered so far is delivered (coalesced with the next one)."""
         await self._pipeline.barrier(action, commit_key=self)
+
+    async def _units_of(
+        self, page: list[tuple[object, UnitFingerprint]]
+    ) -> list[tuple[object, UnitFingerprint]]:
+        """The page without the erasure tombstones in it (remembered): only an id without a fingerprint can
+        be one, so a page of units is not asked about."""
+        bare = [unit_id for unit_id, fingerprint in page if not any(v is not None for v in fingerprint)]
+        erased = {unit_key(unit_id) for unit_id in await self._units.erased(bare)} if bare else set()
+        for unit_id, fingerprint in page:
+            if unit_key(unit_id) in erased:
+                self._erased[unit_key(unit_id)] = fingerprint
+                self.unreadable.readable(unit_key(unit_id))  # an unreadable unit erased: nothing to skip
+                if isinstance(unit_id, str) and self._known is not None:
+                    self._known.pop(unit_id, None)
+        return [(unit_id, fingerprint) for unit_id, fingerprint in page if unit_key(unit_id) not in erased]
 
     async def _outline(self, unit_id: object, fingerprint: UnitFingerprint) -> UnitOutline | None:
         try:

@@ -34,6 +34,7 @@ from partner_repo.rolling.plan import continues_elsewhere, rollable_prefix, stor
 from partner_repo.rolling.positions import Resolution, resolve
 from partner_repo.rolling.result import RollingResult
 from partner_repo.storage import bson_size
+from partner_repo.units.heads import UnitHead
 from partner_repo.units.repository import MemoryUnitRepository
 
 logger = logging.getLogger("partner_repo.rolling.service")
@@ -95,10 +96,11 @@ class LeasedRoll:
             # the first resolution may use the heads this process last saw; after a failed fence, read
             resolution = await resolve(self._units, core, snapshot, cached=not attempt)
             increment = snapshot[resolution.taken :]
-            if not increment:  # stored already (a roll whose trim failed): trim before anything else
-                await self._trim(held, sizes, resolution.taken, release=not refresh_session)
+            if not increment:  # stored already (a roll whose trim failed): finish that trim first
+                drop = resolution.settled_drop()
+                await self._trim(held, sizes, drop, release=not refresh_session, exact=True)
                 if refresh_session:
-                    await self._refresh(core, owner, len(snapshot), resolution.taken, stamp)
+                    await self._refresh(core, owner, len(snapshot) - drop, stamp)
                 return None
             part = increment[: rollable_prefix(increment)]
             summary = await self._summarize(core.id, owner, part)
@@ -106,24 +108,32 @@ class LeasedRoll:
                 return None
             summary = self._storable(core.id, summary)
             unit_id, expected = resolution.unit_id, resolution.expected_start
-            previous = core.session_continues if resolution.head is None else None  # a continuation: link it
-            if continues_elsewhere(resolution.head, part, summary, stamp, self._config.unit_soft_limit_bytes):
-                try:
-                    session = await self._cores.switch_session(
-                        core.id, lease_owner=owner, continues=unit_id, now=stamp
-                    )
-                except LeaseLost:
-                    logger.warning(
-                        "core %r: lease lost before opening a continuation; nothing stored", core.id
-                    )
-                    return None
-                logger.info("core %r: unit %r is full; continuing in unit %r", core.id, unit_id, session)
-                core = core.model_copy(update={"memory_session_id": session, "session_continues": unit_id})
-                expected, previous, unit_id = 0, unit_id, session
+            previous = core.session_continues if resolution.head is None else None  # a continuation's link
             consumed = resolution.taken + len(part)
             try:
+                head = resolution.head
+                if head is not None and (
+                    head.sealed
+                    or continues_elsewhere(head, part, summary, stamp, self._config.unit_soft_limit_bytes)
+                ):
+                    opened = await self._continue(core, owner, head, stamp)
+                    if opened is None:
+                        return None
+                    core, previous, unit_id, expected = opened, unit_id, opened.memory_session_id, 0
+                trimmed_to = resolution.window_start + dropped_count(
+                    len(snapshot), consumed, self._config.retain_divisor
+                )
                 piece = await self._append(
-                    core.id, unit_id, part, summary, stamp, consumed, previous, expected, resolution
+                    core.id,
+                    unit_id,
+                    part,
+                    summary,
+                    stamp,
+                    consumed,
+                    previous,
+                    expected,
+                    resolution,
+                    trimmed_to,
                 )
             except StaleIncrement as exc:
                 # the unit moved on under this roll: someone else is at work here (a roller that took the
@@ -136,7 +146,8 @@ class LeasedRoll:
             refresh = refresh_session and len(part) == len(increment)
             await self._trim(held, sizes, consumed, release=not refresh, stored=piece.id)
             if refresh:
-                await self._refresh(core, owner, len(snapshot), consumed, stamp)
+                kept = len(snapshot) - dropped_count(len(snapshot), consumed, self._config.retain_divisor)
+                await self._refresh(core, owner, kept, stamp)
             return RollingResult.from_slice(unit_id, core.id, piece, part)
         logger.warning(
             "core %r: the unit kept moving on under this roll (%d resolutions); nothing stored, the next "
@@ -145,6 +156,27 @@ class LeasedRoll:
             RESOLVE_ATTEMPTS,
         )
         return None
+
+    async def _continue(
+        self, core: MemoryCore, owner: str, head: UnitHead, stamp: datetime
+    ) -> MemoryCore | None:
+        """Open a continuation of the full unit ``head``: seal it as resolved (else :class:`StaleIncrement`:
+        it moved on), then switch the core to a new session continuing it, fenced on the lease (None: lost).
+        The core as it is then."""
+        if not head.sealed and not await self._units.seal(head.id, version=head.version):
+            raise StaleIncrement(head.id, head.message_count, None)
+        try:
+            session = await self._cores.switch_session(
+                core.id, lease_owner=owner, continues=head.id, now=stamp
+            )
+        except LeaseLost:
+            logger.warning("core %r: lease lost before opening a continuation; nothing stored", core.id)
+            return None
+        logger.info("core %r: unit %r is full; continuing in unit %r", core.id, head.id, session)
+        continued: MemoryCore = core.model_copy(
+            update={"memory_session_id": session, "session_continues": head.id}
+        )
+        return continued
 
     def _storable(self, core_id: str, summary: str) -> str:
         stored, changes = storable_summary(summary)
@@ -163,6 +195,7 @@ class LeasedRoll:
         previous_unit_id: str | None,
         expected_start: int,
         resolution: Resolution,
+        trimmed_to: int,
     ) -> MemorySlice:
         slice_id = new_slice_id()  # one id per attempt: a repeat after a lost reply is a no-op
         for attempt in range(1, APPEND_ATTEMPTS + 1):
@@ -180,6 +213,7 @@ class LeasedRoll:
                     fresh_slice_id=True,  # minted above for this roll only: no cross-unit check (shard-local)
                     expected_start=expected_start,
                     first_position=resolution.first_position,
+                    trimmed_to=trimmed_to,
                 )
             except StaleIncrement:
                 raise
@@ -196,17 +230,27 @@ class LeasedRoll:
         raise AssertionError("unreachable")  # pragma: no cover
 
     async def _trim(
-        self, held: HeldLease, sizes: list[int], consumed: int, *, release: bool, stored: str | None = None
+        self,
+        held: HeldLease,
+        sizes: list[int],
+        consumed: int,
+        *,
+        release: bool,
+        stored: str | None = None,
+        exact: bool = False,
     ) -> None:
         """Trim what the roll consumed (fenced on the lease), giving the lease back in the same write when
         ``release``; the window should still be the snapshot, whose messages take ``sizes`` bytes (no read
-        unless it grew). ``stored`` is the slice this roll stored (for the log)."""
+        unless it grew). ``exact``: drop exactly ``consumed`` messages (none retained). ``stored`` is the
+        slice this roll stored (for the log)."""
         after = "nothing new was stored" if stored is None else f"slice {stored!r} was stored"
+        # dropping exactly n is Partner's rule with a divisor past n: n - n // (n + 1) == n
+        divisor = consumed + 1 if exact else self._config.retain_divisor
         try:
             await self._cores.trim_window(
                 held.core_id,
                 consumed,
-                self._config.retain_divisor,
+                divisor,
                 lease_owner=held.owner,
                 window_size=len(sizes),
                 release=release,
@@ -224,16 +268,14 @@ class LeasedRoll:
             return
         held.released = release
 
-    async def _refresh(
-        self, core: MemoryCore, owner: str, window_size: int, consumed: int, stamp: datetime
-    ) -> None:
-        """An idle roll's new session (fenced by the lease), and the mark that it covered the window."""
+    async def _refresh(self, core: MemoryCore, owner: str, kept: int, stamp: datetime) -> None:
+        """An idle roll's new session (fenced by the lease), and the mark that it covered the window (which
+        its trim left holding ``kept`` messages)."""
         try:
             await self._cores.switch_session(core.id, lease_owner=owner, now=stamp)
         except LeaseLost:
             logger.warning("core %r: lease lost before the idle roll refreshed the session", core.id)
             return
-        kept = window_size - dropped_count(window_size, consumed, self._config.retain_divisor)
         await self._cores.mark_idle_rolled(
             core.id, window_size=kept, last_interaction_at=core.last_interaction_at
         )

@@ -36,6 +36,8 @@ class Resolution:
     mark: int | None
     """Every position below it is taken (None: nothing is, a new session's unit)."""
     snapshot_size: int
+    marker: UnitHead | None = None
+    """The unit whose mark it is (the session's, or the one it continues), as resolved."""
 
     @property
     def first_position(self) -> int:
@@ -46,6 +48,15 @@ class Resolution:
     def taken(self) -> int:
         """How many of the snapshot's messages, from its front, are taken already."""
         return min(self.first_position - self.window_start, self.snapshot_size)
+
+    def settled_drop(self) -> int:
+        """How many messages to drop from the front of the snapshot when nothing of it is new: what the roll
+        that set the mark trims the window to (its ``trimmed_to``), in case its trim did not happen; nothing
+        when that roll is not known (a mark from before 0.4, or set by a clear)."""
+        trimmed_to = None if self.marker is None else self.marker.trimmed_to
+        if self.mark is None or trimmed_to is None:
+            return 0
+        return min(max(trimmed_to - self.window_start, 0), self.snapshot_size)
 
     @property
     def expected_start(self) -> int:
@@ -68,7 +79,7 @@ async def resolve(
         if mark is None:
             previous = head.previous_unit_id or core.session_continues
             mark = start + await stored_overlap(units, unit_id, previous, snapshot)
-        return Resolution(unit_id, head, start, mark, len(snapshot))
+        return Resolution(unit_id, head, start, mark, len(snapshot), head)
     continues = core.session_continues
     if continues is None:
         return Resolution(unit_id, None, start, None, len(snapshot))
@@ -76,7 +87,7 @@ async def resolve(
     mark = None if previous_head is None else previous_head.mark
     if previous_head is not None and mark is None:
         mark = start + await stored_overlap(units, continues, previous_head.previous_unit_id, snapshot)
-    return Resolution(unit_id, None, start, mark, len(snapshot))
+    return Resolution(unit_id, None, start, mark, len(snapshot), previous_head)
 
 
 async def stored_overlap(

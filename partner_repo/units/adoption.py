@@ -14,7 +14,15 @@ from typing import Any
 
 from partner_repo.errors import ConflictError, NotFound
 from partner_repo.normalization import normalize_unit
-from partner_repo.storage import DERIVED_FIELDS, has_derived_fields, unit_document, unit_from_document
+from partner_repo.storage import (
+    DERIVED_FIELDS,
+    NOT_ERASED,
+    has_derived_fields,
+    is_tombstone,
+    marked,
+    unit_document,
+    unit_from_document,
+)
 from partner_repo.units.heads import HEAD_PROJECTION
 from partner_repo.units.rules import refuse_foreign_slice_ids, refuse_too_large
 
@@ -30,15 +38,17 @@ class UnitAdoption:
         self._max_bytes = max_bytes
 
     async def complete(self, unit_id: str) -> dict[str, Any]:
-        """The unit's head document once it carries every derived field (storing it normalized if needed)."""
+        """The unit's head document once it carries every derived field (storing it normalized if needed).
+
+        An erased unit's tombstone is no unit: :class:`NotFound`, never adopted."""
         for _ in range(ADOPTION_ATTEMPTS):
             raw = await self._units.find_one({"_id": unit_id})
-            if raw is None:
+            if raw is None or is_tombstone(raw):
                 raise NotFound(f"no unit {unit_id!r}")
             if not has_derived_fields(raw):
                 await self._store_normalized(raw)
-            document = await self._units.find_one({"_id": unit_id}, HEAD_PROJECTION)
-            if document is None:
+            document = await self._units.find_one({"_id": unit_id}, marked(HEAD_PROJECTION))
+            if document is None or is_tombstone(document):
                 raise NotFound(f"no unit {unit_id!r}")
             if has_derived_fields(document):
                 return dict(document)
@@ -51,7 +61,7 @@ class UnitAdoption:
         stored = unit.model_copy(update={"version": (version or 0) + 1})
         document = unit_document(stored)
         refuse_too_large(stored.id, document["size_bytes"], self._max_bytes)
-        guard: dict[str, Any] = {"_id": raw["_id"]}
+        guard: dict[str, Any] = {"_id": raw["_id"], **NOT_ERASED}
         for name in ("version", *DERIVED_FIELDS):
             guard[name] = raw.get(name, {"$exists": False})
         for name in ("conversation_messages", "slices"):

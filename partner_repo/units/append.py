@@ -31,9 +31,11 @@ from partner_repo.errors import ConflictError, DuplicateSliceId, InvalidInput, S
 from partner_repo.models import MemorySlice, MemoryUnit
 from partner_repo.storage import (
     append_size,
+    field_size_change,
     has_derived_fields,
-    is_fence,
+    is_tombstone,
     mark_size_change,
+    marked,
     slice_document,
     stored_datetime,
     unit_document,
@@ -92,7 +94,7 @@ class UnitAppender:
         fenced = request.expected_start is not None or request.first_position is not None
         if known is not None and known.core_id == request.core_id and request.admits(known):
             stored = await self._push_to_known_head(
-                known, message_documents, piece, request.first_position, minted=given_id is None
+                known, message_documents, piece, request, minted=given_id is None
             )
             if stored is not None:
                 return stored
@@ -125,7 +127,7 @@ class UnitAppender:
                     raise InvalidInput(
                         f"unit {unit_id!r} belongs to core {head.core_id!r}, not {request.core_id!r}"
                     )
-                stored = await self._push(head, message_documents, piece, request.first_position)
+                stored = await self._push(head, message_documents, piece, request)
             if stored is not None:
                 return stored
             self._heads.lost(unit_id)
@@ -146,7 +148,7 @@ class UnitAppender:
         known: UnitHead,
         message_documents: list[dict[str, Any]],
         piece: MemorySlice,
-        first_position: int | None,
+        request: AppendRequest,
         *,
         minted: bool,
     ) -> MemorySlice | None:
@@ -160,7 +162,7 @@ class UnitAppender:
         """
         try:
             stored = await self._push(
-                known, message_documents, piece, first_position, exact=True, check_slice_id=not minted
+                known, message_documents, piece, request, exact=True, check_slice_id=not minted
             )
         except UnitTooLarge:
             stored = None
@@ -175,14 +177,14 @@ class UnitAppender:
         if slice_id is None:
             return await self._read_head(unit_id)
         query = {"$or": [{"_id": unit_id}, {"slice_ids": slice_id}]}
-        documents = await self._units.find(query, HEAD_PROJECTION).to_list(length=2)
+        documents = await self._units.find(query, marked(HEAD_PROJECTION)).to_list(length=2)
         mine = None
         for document in documents:
             if document["_id"] == unit_id:
                 mine = document
             else:
                 raise DuplicateSliceId(slice_id, document["_id"])
-        if mine is None:
+        if mine is None or is_tombstone(mine):  # erased: the insert that follows meets the tombstone
             return None
         if not has_derived_fields(mine):
             mine = await self._complete(unit_id)
@@ -191,8 +193,9 @@ class UnitAppender:
     async def _create_with(self, request: AppendRequest, piece: MemorySlice) -> MemorySlice | None:
         """Insert a new unit holding the increment; None when another writer created it first.
 
-        The id may hold a fence instead (:func:`partner_repo.storage.is_fence`): a tombstone refuses the
-        append; a mark a window clear reserved becomes the unit, only while it admits the increment."""
+        The id may hold a tombstone instead (:func:`partner_repo.storage.is_tombstone`): an erased unit's
+        refuses the append for good; the one a window clear left with its mark becomes the unit, only while
+        the mark admits the increment."""
         increment = request.increment
         placed = piece.model_copy(update={"start_index": 0, "end_index": len(increment)})
         unit = MemoryUnit(
@@ -206,6 +209,8 @@ class UnitAppender:
         )
         document = unit_document(unit)
         if request.first_position is not None:
+            if request.trimmed_to is not None:
+                document["trimmed_to"] = request.trimmed_to
             with_mark(document, request.first_position + len(increment), len(increment))
         refuse_too_large(request.unit_id, document["size_bytes"], self._max_bytes)
         try:
@@ -220,33 +225,20 @@ class UnitAppender:
     async def _create_over_fence(
         self, request: AppendRequest, document: dict[str, Any], placed: MemorySlice
     ) -> MemorySlice | None:
-        """The insert found the id taken: by a unit (None: read it and push), by a tombstone
-        (:class:`StaleIncrement`), or by a reserved mark, which becomes the unit while it admits the
-        increment."""
+        """The insert found the id taken: by a unit (None: read it and push), by an erased unit's tombstone
+        (refused), or by a clear's tombstone, which becomes the unit while its mark admits the increment."""
         fence = await self._units.find_one({"_id": request.unit_id}, FENCE_PROJECTION)
-        if fence is None or not is_fence(fence):
+        if fence is None or not is_tombstone(fence):
             return None
-        reserved = fence.get("taken_until")
-        first = request.first_position
-        if "erased_at" in fence or not isinstance(reserved, int) or (first is not None and reserved > first):
-            raise StaleIncrement(
-                request.unit_id,
-                0,
-                None,
-                position=first,
-                taken_until=reserved if isinstance(reserved, int) else None,
-            )
+        reserved, first = fence.get("taken_until"), request.first_position
+        if not isinstance(reserved, int):
+            raise erased_error(request)
+        if first is not None and reserved > first:
+            raise StaleIncrement(request.unit_id, 0, None, position=first, taken_until=reserved)
         if first is None:
             with_mark(document, reserved, len(request.increment))
-        result = await self._units.replace_one(
-            {
-                "_id": request.unit_id,
-                "core_id": {"$exists": False},
-                "erased_at": {"$exists": False},
-                "taken_until": reserved,
-            },
-            document,
-        )
+        guard = {"_id": request.unit_id, "core_id": {"$exists": False}, "taken_until": reserved}
+        result = await self._units.replace_one(guard, document)
         if not result.matched_count:
             return None
         self._heads.learn(head_from(document))
@@ -257,7 +249,7 @@ class UnitAppender:
         head: UnitHead,
         message_documents: list[dict[str, Any]],
         piece: MemorySlice,
-        first_position: int | None = None,
+        request: AppendRequest,
         *,
         exact: bool = False,
         check_slice_id: bool = True,
@@ -277,10 +269,13 @@ class UnitAppender:
         added = append_size(message_documents, start, new_slice, head.slice_count)
         count = head.message_count + len(message_documents)
         mark: dict[str, Any] = {}
-        taken_until, taken_count = head.taken_until, head.taken_count
-        if first_position is not None:  # the increment takes its positions: the mark moves to its end
-            taken_until, taken_count = first_position + len(message_documents), count
+        taken_until, taken_count, trimmed_to = head.taken_until, head.taken_count, head.trimmed_to
+        if request.first_position is not None:  # the increment takes its positions: the mark moves to its end
+            taken_until, taken_count = request.first_position + len(message_documents), count
             mark["$set"] = {"taken_until": taken_until, "taken_count": taken_count}
+            if request.trimmed_to is not None:
+                trimmed_to = mark["$set"]["trimmed_to"] = request.trimmed_to
+                added += field_size_change("trimmed_to", head.trimmed_to, trimmed_to)
         elif taken_count is not None:  # counted in, so the mark stays trusted
             taken_count += len(message_documents)
             mark["$inc"] = {"taken_count": len(message_documents)}
@@ -336,6 +331,8 @@ class UnitAppender:
                 slice_count=head.slice_count + 1,
                 taken_until=taken_until,
                 taken_count=taken_count,
+                trimmed_to=trimmed_to,
+                sealed=head.sealed,
             )
         )
         return placed
@@ -355,4 +352,13 @@ class UnitAppender:
         return bisect.bisect_right(times, piece.created_at)
 
 
-__all__ = ["APPEND_PATIENCE_S", "AppendRequest", "UnitAppender"]
+def erased_error(request: AppendRequest) -> ConflictError:
+    """The unit was erased (a tombstone holds its id, see :mod:`partner_repo.erasure.tombstones`): a fenced
+    append's unit moved on (:class:`StaleIncrement`, its roller re-checks its lease); any other append is
+    refused, as the id cannot hold a unit again until the tombstone expires."""
+    if request.expected_start is not None or request.first_position is not None:
+        return StaleIncrement(request.unit_id, request.expected_start or 0, None)
+    return ConflictError(f"unit {request.unit_id!r} was erased; its id cannot be used for a new unit yet")
+
+
+__all__ = ["APPEND_PATIENCE_S", "AppendRequest", "UnitAppender", "erased_error"]

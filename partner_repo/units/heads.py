@@ -30,6 +30,8 @@ HEAD_PROJECTION: dict[str, Any] = {
     "previous_unit_id": 1,
     "taken_until": 1,
     "taken_count": 1,
+    "trimmed_to": 1,
+    "sealed": 1,
     "slices": {"$slice": -1},
 }
 """What a head read fetches: the derived fields, the positions mark and the last slice, never a message."""
@@ -53,6 +55,11 @@ class UnitHead:
     discarded on purpose by a clear. None: not known (a unit written before 0.4, or by another tool)."""
     taken_count: int | None = None
     """The unit's message count when ``taken_until`` was last set."""
+    trimmed_to: int | None = None
+    """Where the roll that set the mark trims the window to (the position its retained context starts at):
+    a later roll with nothing new finishes that trim when it did not happen."""
+    sealed: bool = False
+    """A roll opened a continuation after it: the unit takes no more positions (its mark is final)."""
 
     @property
     def mark(self) -> int | None:
@@ -104,6 +111,8 @@ def head_from(document: Mapping[str, Any]) -> UnitHead:
         slice_count=int(document.get("slice_count", 0)),
         taken_until=_count_or_none(document.get("taken_until")),
         taken_count=_count_or_none(document.get("taken_count")),
+        trimmed_to=_count_or_none(document.get("trimmed_to")),
+        sealed=document.get("sealed") is True,
     )
 
 

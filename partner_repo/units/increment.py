@@ -40,11 +40,15 @@ class AppendRequest:
     """The position fence: the position (in its core) of the increment's first message. The append lands
     only while the unit has taken nothing at or after it, and marks the unit as having taken every position
     up to the increment's end (None: the messages take no positions, the unit's mark is kept as it is)."""
+    trimmed_to: int | None = None
+    """With ``first_position``: the window position the roll trims the window to, kept beside the mark."""
 
     def admits(self, head: UnitHead) -> bool:
         """Whether both fences hold for ``head`` (a mark that cannot be trusted leaves the count fence)."""
         if self.expected_start is not None and head.message_count != self.expected_start:
             return False
+        if head.sealed and self.first_position is not None:
+            return False  # a continuation took over: nothing more is positioned here
         mark = head.mark
         return self.first_position is None or mark is None or mark <= self.first_position
 
@@ -82,6 +86,7 @@ def append_request(
     fresh_slice_id: bool,
     expected_start: int | None,
     first_position: int | None,
+    trimmed_to: int | None = None,
 ) -> AppendRequest:
     """The arguments of ``MemoryUnitRepository.append`` checked (:class:`InvalidInput` before any write)."""
     increment = parse_messages(messages, allow_empty=False)
@@ -95,6 +100,7 @@ def append_request(
         ("retain_divisor", retain_divisor),
         ("expected_start", expected_start),
         ("first_position", first_position),
+        ("trimmed_to", trimmed_to),
     ):
         if value is not None:
             require_count(value, name)
@@ -117,6 +123,7 @@ def append_request(
         previous_unit_id=optional_id(previous_unit_id, "previous_unit_id"),
         expected_start=expected_start,
         first_position=first_position,
+        trimmed_to=trimmed_to if first_position is not None else None,
     )
 
 

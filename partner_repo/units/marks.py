@@ -3,9 +3,11 @@
 A clear empties a core's window. Its messages must never be stored afterwards, also not by a roller that took
 its snapshot before the clear and stalled: so before the window goes, the session's unit is marked as having
 taken every position up to the window's end. A roller's append is fenced on that mark. For a session whose
-unit does not exist yet the mark is reserved: a document holding only the mark under the unit's id (no
-``core_id``, so no query of units sees it, :func:`partner_repo.storage.is_fence`), which the session's first
-append turns into the unit while the mark admits it; a stalled roller's insert finds the id taken.
+unit does not exist yet the clear leaves a tombstone holding the mark under the unit's id (``erased_at`` and
+``taken_until``, no ``core_id``: no query of units sees it, :func:`partner_repo.storage.is_tombstone`), which
+the session's first append turns into the unit while the mark admits it; a stalled roller's insert finds the
+id taken and the mark past its increment. Like every tombstone it expires after ``TOMBSTONE_RETENTION``;
+by then the core's ``window_start`` has long moved past the erased positions, so no fresh roll reads them.
 """
 
 from __future__ import annotations
@@ -15,12 +17,13 @@ from typing import Any
 
 from pymongo.errors import DuplicateKeyError
 
+from partner_repo.clock import utc_now
 from partner_repo.errors import ConflictError, InvalidInput
-from partner_repo.storage import is_fence, mark_size_change
+from partner_repo.storage import ERASED_AT, bson_size, is_tombstone, mark_size_change
 from partner_repo.units.heads import UnitHead
 
 FENCE_PROJECTION = {"core_id": 1, "erased_at": 1, "taken_until": 1}
-"""What tells a fence (a tombstone, a reserved mark) from a unit, and the mark it holds."""
+"""What tells a tombstone from a unit, and the mark a clear's tombstone holds."""
 
 MARK_ATTEMPTS = 200
 """How often raising a mark re-reads a unit that keeps changing under it."""
@@ -57,20 +60,35 @@ async def raise_mark(units: Any, read_head: ReadHead, unit_id: str, *, core_id: 
 
 
 async def _reserve(units: Any, unit_id: str, until: int) -> bool:
-    """Reserve the mark for a unit that does not exist; False when the unit exists by now."""
+    """Leave the mark in a tombstone for a unit that does not exist; False when the unit exists by now."""
     try:
-        await units.insert_one({"_id": unit_id, "taken_until": until, "taken_count": 0})
+        await units.insert_one({"_id": unit_id, ERASED_AT: utc_now(), "taken_until": until, "taken_count": 0})
         return True
     except DuplicateKeyError:
-        pass  # a fence is there already, or the unit was created meanwhile
+        pass  # a tombstone is there already, or the unit was created meanwhile
     fence = await units.find_one({"_id": unit_id}, FENCE_PROJECTION)
-    if fence is None or not is_fence(fence):
+    if fence is None or not is_tombstone(fence):
         return False
-    if "erased_at" not in fence:  # a tombstone needs no mark: nothing of it is ever stored again
+    if "taken_until" in fence:  # an erased unit's tombstone needs no mark: nothing is ever stored there again
         await units.update_one(
             {"_id": unit_id, "core_id": {"$exists": False}}, {"$max": {"taken_until": until}}
         )
     return True
 
 
-__all__ = ["FENCE_PROJECTION", "MARK_ATTEMPTS", "raise_mark"]
+async def seal(units: Any, unit_id: str, version: int) -> bool:
+    """Seal the unit a roll is about to continue in a new one, while it is still at ``version`` (as the
+    roll resolved it): from then on no positioned append lands there, so a roller that resolved against it
+    earlier cannot store what the continuation takes. False: the unit moved on meanwhile (resolve again)."""
+    result = await units.update_one(
+        {"_id": unit_id, "version": version, "sealed": {"$ne": True}},
+        {"$set": {"sealed": True}, "$inc": {"version": 1, "size_bytes": SEAL_BYTES}},
+    )
+    return bool(result.matched_count)
+
+
+SEAL_BYTES = bson_size({"sealed": True}) - bson_size({})
+"""What the seal adds to a unit's stored size (kept exact)."""
+
+
+__all__ = ["FENCE_PROJECTION", "MARK_ATTEMPTS", "SEAL_BYTES", "raise_mark", "seal"]

@@ -31,10 +31,14 @@ from partner_repo.indexes import UNIT_FINGERPRINT_INDEX, UNITS
 from partner_repo.models import MemorySlice, MemoryUnit, Message
 from partner_repo.normalization import normalize_unit
 from partner_repo.storage import (
+    ERASED,
     MAX_DOCUMENT_BYTES,
     has_derived_fields,
-    is_fence,
+    is_tombstone,
+    live,
+    marked,
     slice_from_document,
+    stored_messages,
     unit_document,
     unit_from_document,
 )
@@ -60,7 +64,7 @@ from partner_repo.units.heads import (
     head_from,
 )
 from partner_repo.units.increment import append_request
-from partner_repo.units.marks import raise_mark
+from partner_repo.units.marks import raise_mark, seal
 from partner_repo.units.rules import (
     duplicate_error,
     is_missing_index,
@@ -106,9 +110,9 @@ class MemoryUnitRepository:
     # -- reads ---------------------------------------------------------------------------------------------
 
     async def get(self, unit_id: str) -> MemoryUnit | None:
-        """The whole unit, or None."""
+        """The whole unit, or None (also for an erased unit's tombstone, as for every read here)."""
         document = await self._units.find_one({"_id": require_id(unit_id, "unit_id")})
-        return None if document is None or is_fence(document) else unit_from_document(document)
+        return None if document is None or is_tombstone(document) else unit_from_document(document)
 
     async def head(self, unit_id: str, *, cached: bool = False) -> UnitHead | None:
         """The unit's head (counts, version, positions mark, last slice) without its messages, or None.
@@ -118,8 +122,8 @@ class MemoryUnitRepository:
         unit_id = require_id(unit_id, "unit_id")
         if cached and (known := self._heads.get(unit_id)) is not None:
             return known
-        document = await self._units.find_one({"_id": unit_id}, HEAD_PROJECTION)
-        if document is None or is_fence(document):
+        document = await self._units.find_one({"_id": unit_id}, marked(HEAD_PROJECTION))
+        if document is None or is_tombstone(document):
             return None
         if not has_derived_fields(document):
             document = await self._adoption.complete(unit_id)
@@ -146,11 +150,11 @@ class MemoryUnitRepository:
         end = require_count(end, "end")
         if end <= start:
             return []
-        projection = {"message_count": 1, "conversation_messages": {"$slice": [start, end - start]}}
+        projection = marked({"message_count": 1, "conversation_messages": {"$slice": [start, end - start]}})
         document = await self._reads.find_one({"_id": require_id(unit_id, "unit_id")}, projection)
-        if document is None:
+        if document is None or is_tombstone(document):
             raise NotFound(f"no unit {unit_id!r}")
-        return _messages(document)
+        return stored_messages(document)
 
     async def tail_messages(self, unit_id: str, n: int) -> list[Message]:
         """The last ``n`` messages of a unit (empty when there is no such unit), without reading the rest."""
@@ -161,14 +165,13 @@ class MemoryUnitRepository:
         that follows pushes at once)."""
         n = require_count(n, "n")
         unit_id = require_id(unit_id, "unit_id")
-        projection = {**HEAD_PROJECTION, "conversation_messages": {"$slice": -max(n, 1)}}
-        document = await self._adopted(
-            unit_id, await self._units.find_one({"_id": unit_id}, projection), projection
-        )
+        projection = marked({**HEAD_PROJECTION, "conversation_messages": {"$slice": -max(n, 1)}})
+        found = await self._units.find_one({"_id": unit_id}, projection)
+        document = await self._adopted(unit_id, found, projection)
         if document is None:
             return None
         return UnitTail(
-            head=self._heads.learn(head_from(document)), messages=_messages(document) if n else []
+            head=self._heads.learn(head_from(document)), messages=stored_messages(document) if n else []
         )
 
     async def list_units(self, core_id: str) -> list[MemoryUnit]:
@@ -200,6 +203,11 @@ class MemoryUnitRepository:
             async for document in self._reads.find({}, projection).sort("_id", ASCENDING):
                 yield document["_id"], fingerprint_of(document)
 
+    async def erased(self, unit_ids: Sequence[object]) -> set[object]:
+        """Which of these ids hold an erasure tombstone (which :meth:`fingerprints` lists like any id)."""
+        cursor = self._reads.find({"_id": {"$in": list(unit_ids)}, **ERASED}, {"_id": 1})
+        return {document["_id"] async for document in cursor}
+
     async def fingerprint_totals(self) -> tuple[int, ...]:
         """``(units, sum of each fingerprint field)``: a constant-size probe of whether any unit changed."""
         group: dict[str, Any] = {"_id": None, "units": {"$sum": 1}}
@@ -229,9 +237,9 @@ class MemoryUnitRepository:
                 return None
             raise UnreadableUnit(unit_id, problem)
         assert isinstance(unit_id, str)
-        document = await self._reads.find_one({"_id": unit_id}, OUTLINE_PROJECTION)
+        document = await self._reads.find_one({"_id": unit_id}, marked(OUTLINE_PROJECTION))
         try:
-            document = await self._adopted(unit_id, document, OUTLINE_PROJECTION)
+            document = await self._adopted(unit_id, document, marked(OUTLINE_PROJECTION))
         except NotFound:
             return None  # deleted meanwhile
         except (InvalidInput, ValidationError, UnitTooLarge, DuplicateSliceId) as exc:
@@ -243,12 +251,12 @@ class MemoryUnitRepository:
         self, unit_id: str, document: dict[str, Any] | None, projection: dict[str, Any]
     ) -> dict[str, Any] | None:
         """``document`` as read, or, for a unit written by another tool, read again (from the primary: the
-        write is ours) once :mod:`partner_repo.units.adoption` completed it."""
-        if document is None or has_derived_fields(document):
-            return document
+        write is ours) once :mod:`partner_repo.units.adoption` completed it; None for a tombstone."""
+        if document is None or is_tombstone(document) or has_derived_fields(document):
+            return None if is_tombstone(document) else document
         await self._adoption.complete(unit_id)
         found: dict[str, Any] | None = await self._units.find_one({"_id": unit_id}, projection)
-        return found
+        return None if is_tombstone(found) else found
 
     def watch(
         self,
@@ -286,12 +294,18 @@ class MemoryUnitRepository:
         await raise_mark(self._units, self.head, unit_id, core_id=core_id, until=until)
         self._heads.forget(unit_id)
 
+    async def seal(self, unit_id: str, *, version: int) -> bool:
+        """Seal a full unit a roll continues in a new one, while it is at ``version`` (:mod:`.marks`)."""
+        unit_id = require_id(unit_id, "unit_id")
+        self._heads.forget(unit_id)
+        return await seal(self._units, unit_id, require_count(version, "version"))
+
     async def delete(self, unit_id: str) -> bool:
         """Delete a unit; True when it existed."""
         unit_id = require_id(unit_id, "unit_id")
         self._heads.forget(unit_id)
         try:
-            result = await self._units.delete_one({"_id": unit_id})
+            result = await self._units.delete_one(live({"_id": unit_id}))  # a tombstone stays
         finally:
             self._heads.forget(unit_id)  # a concurrent append here may have learned it meanwhile
         return bool(result.deleted_count)
@@ -341,6 +355,7 @@ class MemoryUnitRepository:
         fresh_slice_id: bool = False,
         expected_start: int | None = None,
         first_position: int | None = None,
+        trimmed_to: int | None = None,
     ) -> MemorySlice:
         """Append ``messages`` and one slice covering exactly them; Partner's ``updateMemoryUnit``.
 
@@ -375,18 +390,9 @@ class MemoryUnitRepository:
             fresh_slice_id=fresh_slice_id,
             expected_start=expected_start,
             first_position=first_position,
+            trimmed_to=trimmed_to,
         )
         return await self._appender.append(request)
 
 
-def _messages(document: Mapping[str, Any]) -> list[Message]:
-    return [Message.model_validate(m) for m in document.get("conversation_messages") or []]
-
-
-__all__ = [
-    "HEAD_CACHE_SIZE",
-    "MemoryUnitRepository",
-    "UnitFingerprint",
-    "UnitHead",
-    "UnitOutline",
-]
+__all__ = ["HEAD_CACHE_SIZE", "MemoryUnitRepository", "UnitFingerprint", "UnitHead", "UnitOutline"]

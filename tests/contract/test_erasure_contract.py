@@ -3,12 +3,14 @@ MONGODB_URI (its change stream) when set.
 
 Forgetting a core removes its window, units, listener progress and dead letters, and nothing of other cores;
 a consumer whose listener group was down hears of it when the group starts again; an erasure cut short is
-finished by running it again; a roll racing it brings nothing back.
+finished by running it again; a roll racing it brings nothing back, nor does a roller that stalled past its
+lease or a listener commit held back behind a slow slice (the erased ids' tombstones fence both).
 """
 
 from __future__ import annotations
 
 import asyncio
+import itertools
 from datetime import timedelta
 from functools import partial
 from typing import Any
@@ -25,13 +27,14 @@ from partner_repo import (
     ListenerCheckpoints,
     MemoryCoreRepository,
     MemoryEraser,
+    MemoryUnitRepository,
     Message,
     RollingConfig,
     RollingListener,
     RollingResult,
     RollingService,
 )
-from partner_repo.indexes import CORES, ERASURES, UNITS
+from partner_repo.indexes import CHECKPOINTS, CORES, ERASURES, UNITS
 from tests.erasure_support import T0, Crash, CrashingDatabase, letter_on, progress_on, remember, unit_ids_of
 
 until = partial(conftest.until, within=15.0)
@@ -161,3 +164,85 @@ async def test_forget_before_and_clear_window_leave_the_core(database: Any) -> N
     assert await unit_ids_of(database, "alice") == {new[0].memory_unit.id} != {old[0].memory_unit.id}
     core = await cores.get("alice")
     assert core is not None and core.chat_messages == [] and core.lease_owner is None
+
+
+async def test_a_roller_stalled_past_two_lease_ttls_while_forget_erased_the_core_stores_nothing(
+    database: Any,
+) -> None:
+    """Finding 4, erasure half. The roller took its lease and a snapshot of the core's first window (its
+    session's unit does not exist yet), then stalled for two lease ttls; forget watched the lease stay silent,
+    took it over and erased the core. On the roller's own clock its summary came back at once (the stall was
+    before it), so it does not re-check its lease: only its fenced append stands between the erased text and
+    memory, and the tombstone under the session's unit id refuses it."""
+    cores = MemoryCoreRepository(database)
+    window = [Message(role="user", content=f"erased secret {n}") for n in range(6)]
+    await cores.record("alice", window, at=T0)
+    core = await cores.get("alice")
+    assert core is not None
+    gate, started = asyncio.Event(), asyncio.Event()
+
+    async def stalled(messages: list[Message]) -> str:
+        started.set()
+        await gate.wait()
+        return "a summary of the erased secrets"
+
+    roller = RollingService(database, stalled, RollingConfig(trigger_limit=4), monotonic=lambda: 0.0)
+    roll = asyncio.create_task(roller.roll("alice", now=T0))
+    await started.wait()  # lease and snapshot taken
+    ticks = itertools.count(step=60.0)  # the eraser looks at the silent lease once per lease ttl (60 s)
+    report = await MemoryEraser(database, monotonic=lambda: next(ticks)).forget("alice")
+    gate.set()
+
+    assert await roll is None
+    assert report.core_removed and report.window_messages == 6
+    assert await MemoryUnitRepository(database).get(core.memory_session_id) is None
+    assert await unit_ids_of(database, "alice") == set()
+    stored = [document async for document in database[UNITS].find({})]
+    assert "erased secret" not in repr(stored) and "summary" not in repr(stored)
+
+
+class HeldBack:
+    """A consumer that takes one slice slowly (until ``gate`` is set) and every other at once."""
+
+    name = "held-back"
+
+    def __init__(self, slow_slice_id: str) -> None:
+        self.slow = slow_slice_id
+        self.gate = asyncio.Event()
+        self.consumed: list[str] = []
+
+    async def consume(self, result: RollingResult) -> None:
+        if result.slice_id == self.slow:
+            await self.gate.wait()
+        self.consumed.append(result.slice_id)
+
+
+async def test_a_commit_held_back_behind_a_slow_slice_does_not_bring_back_an_erased_units_progress(
+    database: Any,
+) -> None:
+    """Finding 6. With parallel delivery, alice's slice is delivered while bob's (offered first) is slow, so
+    the checkpoint commit of alice's unit waits behind bob's; forget erases alice meanwhile and removes the
+    group's progress on her unit. The commit, saved once bob's slice is done, must not recreate it."""
+    [slow] = await remember(database, "bob", turns=1, at=T0)
+    [erased] = await remember(database, "alice", turns=1, at=T0 + timedelta(hours=1))
+    unit_id = erased.memory_unit.id
+    consumer = HeldBack(slow.slice_id)
+    checkpoints = ListenerCheckpoints(database, "default")
+    listener = RollingListener(
+        database, AfterRollingRegistry([consumer]), poll_interval=0.05, backoff=QUICK, concurrency=2
+    )
+    async with listener:
+        await until(lambda: erased.slice_id in consumer.consumed)
+        await until(lambda: _delivered(checkpoints, unit_id, erased.slice_id))
+        report = await MemoryEraser(database).forget("alice")
+        consumer.gate.set()
+        await listener.flush()
+
+    assert report.checkpoints == 1 and consumer.consumed == [erased.slice_id, slow.slice_id]
+    assert await database[CHECKPOINTS].count_documents({"unit_id": unit_id, "kind": "unit"}) == 0
+    assert (await checkpoints.unit(unit_id)).delivered == set()
+    assert (await checkpoints.unit(slow.memory_unit.id)).delivered == {slow.slice_id}
+
+
+async def _delivered(checkpoints: ListenerCheckpoints, unit_id: str, slice_id: str) -> bool:
+    return slice_id in (await checkpoints.unit(unit_id)).delivered

@@ -16,21 +16,26 @@ from conftest import real_database
 from pymongo.errors import DuplicateKeyError
 
 from partner_repo import (
+    MemoryCoreRepository,
     MemoryUnit,
     MemoryUnitRepository,
     Message,
+    RollingService,
     default_migrations_path,
     init_repository,
     migration_status,
     run_migrations,
 )
 from partner_repo.admin.inspection import normalization_violations
-from partner_repo.indexes import ALL_INDEXES, UNITS
+from partner_repo.indexes import ALL_INDEXES, CORES, UNITS
+from partner_repo.storage import bson_size
 
 pytestmark = pytest.mark.integration
 
 T0 = datetime(2024, 5, 1, 9, 0, tzinfo=UTC)
 NAMES = tuple(p.name for p in sorted(Path(default_migrations_path()).glob("[!_]*.py")))
+(POSITIONS,) = (name for name in NAMES if name.endswith("_positions.py"))
+FROM_POSITIONS = NAMES[NAMES.index(POSITIONS) :]
 
 
 def legacy_unit(unit_id: str) -> dict[str, Any]:
@@ -166,3 +171,141 @@ async def test_a_run_next_to_live_appends_completes_and_keeps_every_append(raw_d
         assert len(document["conversation_messages"]) == 4 + appended[unit_id], unit_id
         assert document["message_count"] == len(document["conversation_messages"]), unit_id
         assert not normalization_violations(MemoryUnit.model_validate(document)), unit_id
+
+
+def dialogue(start: int, stop: int) -> list[dict[str, str]]:
+    return [
+        {"role": "user" if n % 2 == 0 else "assistant", "content": f"message {n}"} for n in range(start, stop)
+    ]
+
+
+def unit_of_0_3(unit_id: str, messages: list[dict[str, str]], core_id: str = "core") -> dict[str, Any]:
+    """A unit as 0.3 stored it: normalized, derived fields, exact size, no positions mark."""
+    piece = {
+        "id": f"{unit_id}-slice",
+        "start_index": 0,
+        "end_index": len(messages),
+        "summary": "rolled by 0.3",
+        "created_at": T0,
+        "rolling_size": len(messages),
+        "retain_divisor": 6,
+    }
+    document: dict[str, Any] = {
+        "_id": unit_id,
+        "core_id": core_id,
+        "conversation_messages": messages,
+        "slices": [piece],
+        "updated_at": T0,
+        "previous_unit_id": None,
+        "version": 4,
+        "message_count": len(messages),
+        "slice_count": 1,
+        "slice_ids": [piece["id"]],
+        "size_bytes": 0,
+    }
+    document["size_bytes"] = bson_size(document)
+    return document
+
+
+def core_of_0_3(
+    window: list[dict[str, str]], core_id: str = "core", session: str = "session"
+) -> dict[str, Any]:
+    """A core as 0.3 left it after a roll that kept 6 messages as context: no ``window_start``, the stored
+    front its trim recorded."""
+    return {
+        "_id": core_id,
+        "memory_session_id": session,
+        "session_started_at": T0,
+        "chat_messages": window,
+        "window_size": len(window),
+        "last_interaction_at": T0,
+        "session_continues": None,
+        "lease_owner": None,
+        "lease_beat": 7,
+        "lease_ttl_ms": 60_000,
+        "idle_rolled": False,
+        "version": 12,
+        "window_stored": {"unit_id": session, "message_count": 36, "front": 6},
+    }
+
+
+async def summarize(messages: list[Message]) -> str:
+    return f"{len(messages)} messages"
+
+
+@pytest.mark.parametrize("use_transaction", [True, False], ids=["transaction", "no-transaction"])
+async def test_a_0_3_core_gets_its_positions_and_the_next_rolls_store_each_message_once(
+    raw_database: Any, use_transaction: bool
+) -> None:
+    await run_migrations(raw_database, distance=NAMES.index(POSITIONS))
+    await raw_database[UNITS].insert_one(unit_of_0_3("session", dialogue(0, 36)))
+    await raw_database[CORES].insert_one(core_of_0_3(dialogue(30, 41)))
+
+    run = await run_migrations(raw_database, use_transaction=use_transaction)
+
+    assert run.ran == FROM_POSITIONS
+    core = await raw_database[CORES].find_one({"_id": "core"})
+    unit = await raw_database[UNITS].find_one({"_id": "session"})
+    assert core["window_start"] == 0 and "window_stored" not in core
+    assert (unit["taken_until"], unit["taken_count"]) == (6, 36) and bson_size(unit) == unit["size_bytes"]
+    service = RollingService(raw_database, summarize)
+    await service.roll("core", now=T0 + timedelta(minutes=5))
+    await MemoryCoreRepository(raw_database).record("core", dialogue(41, 43))
+    await service.roll("core", now=T0 + timedelta(minutes=6))
+    unit = await raw_database[UNITS].find_one({"_id": "session"})
+    assert unit["conversation_messages"] == dialogue(0, 43) and bson_size(unit) == unit["size_bytes"]
+
+
+async def test_positions_backward_removes_every_mark_and_keeps_sizes_exact(raw_database: Any) -> None:
+    await run_migrations(raw_database, distance=NAMES.index(POSITIONS))
+    await raw_database[UNITS].insert_one(unit_of_0_3("session", dialogue(0, 36)))
+    await raw_database[CORES].insert_one(core_of_0_3(dialogue(30, 41)))
+    await run_migrations(raw_database)
+    await RollingService(raw_database, summarize).roll("core", now=T0 + timedelta(minutes=5))
+    await raw_database[UNITS].insert_one({"_id": "reserved", "taken_until": 3, "taken_count": 0})
+
+    run = await run_migrations(raw_database, backward=True, distance=len(FROM_POSITIONS))
+
+    assert run.ran == tuple(reversed(FROM_POSITIONS))
+    unit = await raw_database[UNITS].find_one({"_id": "session"})
+    assert "taken_until" not in unit and "taken_count" not in unit and bson_size(unit) == unit["size_bytes"]
+    assert unit["conversation_messages"] == dialogue(0, 41)
+    assert await raw_database[UNITS].find_one({"_id": "reserved"}) is None
+
+
+async def test_positions_next_to_live_turns_and_rolls_keep_every_message_once(raw_database: Any) -> None:
+    await run_migrations(raw_database, distance=NAMES.index(POSITIONS))
+    ids = [f"c{i:03d}" for i in range(60)]
+    await raw_database[UNITS].insert_many([unit_of_0_3(f"s-{c}", dialogue(0, 36), c) for c in ids])
+    cores = [core_of_0_3(dialogue(30, 41), c, f"s-{c}") for c in ids]
+    for core in cores[::2]:
+        del core["window_stored"]  # half of them resolved by content, as a 0.2 roll left them
+    await raw_database[CORES].insert_many(cores)
+    service = RollingService(raw_database, summarize)
+    recorded = dict.fromkeys(ids, 41)
+    migrating = True
+
+    async def live(offset: int) -> None:
+        turn = 0
+        while migrating or turn < 3:
+            core_id = ids[(offset + 7 * turn) % len(ids)]
+            end = recorded[core_id]
+            recorded[core_id] = end + 2
+            await MemoryCoreRepository(raw_database).record(core_id, dialogue(end, end + 2))
+            await service.roll(core_id, now=T0 + timedelta(minutes=5 + turn))
+            turn += 1
+
+    turns = [asyncio.create_task(live(offset)) for offset in range(4)]
+    try:
+        await run_migrations(raw_database)
+        during_the_run = sum(recorded.values()) - 41 * len(ids)
+    finally:
+        migrating = False
+        await asyncio.gather(*turns)
+
+    assert during_the_run > 0
+    for core_id in ids:
+        await service.roll(core_id, now=T0 + timedelta(hours=1))
+        unit = await raw_database[UNITS].find_one({"_id": f"s-{core_id}"})
+        assert unit["conversation_messages"] == dialogue(0, recorded[core_id]), core_id
+        assert bson_size(unit) == unit["size_bytes"], core_id

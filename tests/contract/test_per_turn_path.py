@@ -181,3 +181,22 @@ async def test_a_trim_that_is_not_a_roll_moves_the_window_start_with_what_it_dro
     core = await cores.get("agent")
     assert core is not None and core.window_start == 8  # each kept message keeps its position
     assert core.chat_messages == numbered(8, 12)
+
+
+async def test_a_core_whose_window_is_stored_as_null_takes_turns(database: Any) -> None:
+    """Issue 19, finding 5's variant: a window another tool stored as null (with a count) reads as empty, and
+    the first record stores it as the empty array it is."""
+    await database[CORES].insert_one(
+        {
+            "_id": "odd",
+            "memory_session_id": "s",
+            "session_started_at": T0,
+            "chat_messages": None,
+            "window_size": 0,
+        }
+    )
+    cores = MemoryCoreRepository(database)
+
+    recorded = await cores.record("odd", numbered(0, 2), at=T0)
+
+    assert recorded.window_size == 2 and await cores.snapshot("odd") == numbered(0, 2)

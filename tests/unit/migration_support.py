@@ -13,6 +13,8 @@ from beanie import init_beanie
 from partner_repo import default_migrations_path, in_memory_database, init_repository
 
 MIGRATIONS = default_migrations_path()
+SHIPPED: tuple[Path, ...] = tuple(sorted(MIGRATIONS.glob("[!_]*.py")))
+"""Every shipped migration, in the order they run (derived from the directory: a new file needs no edit)."""
 
 
 def migration_file(suffix: str) -> Path:
@@ -25,6 +27,24 @@ INDEXES = migration_file("create_indexes")
 SLICE_IDS = migration_file("slice_ids")
 SLICE_INDEX = migration_file("slice_ids_index")
 ERASURE_INDEXES = migration_file("erasure_indexes")
+POSITIONS = migration_file("positions")
+
+
+def names(paths: tuple[Path, ...]) -> tuple[str, ...]:
+    return tuple(path.name for path in paths)
+
+
+def shipped_from(first: Path) -> tuple[Path, ...]:
+    """The shipped migrations from ``first`` on: what a forward run from just before it applies."""
+    return SHIPPED[SHIPPED.index(first) :]
+
+
+def shipped_before(first: Path) -> tuple[Path, ...]:
+    """The shipped migrations that run before ``first``."""
+    return SHIPPED[: SHIPPED.index(first)]
+
+
+ERASURE_TOMBSTONES = migration_file("erasure_tombstones")
 
 
 def load(path: Path) -> types.ModuleType:

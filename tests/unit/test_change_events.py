@@ -126,3 +126,16 @@ def test_deletes_and_drops_add_nothing_and_invalidate_is_recognised() -> None:
     assert parse_event({"operationType": "delete", "documentKey": {"_id": "u1"}}).kind == "none"
     assert parse_event({"operationType": "drop"}).kind == "none"
     assert parse_event({"_id": {"_data": "ff"}, "operationType": "invalidate"}).kind == "invalidate"
+
+
+def test_the_insert_of_an_erased_units_tombstone_adds_nothing() -> None:
+    change = parse_event(
+        {
+            "_id": {"_data": "03"},
+            "operationType": "insert",
+            "documentKey": {"_id": "u1"},
+            "fullDocument": {"_id": "u1", "erased_at": CREATED},
+        }
+    )
+
+    assert (change.kind, change.unit_id, change.slices) == ("none", "u1", ())

@@ -195,7 +195,13 @@ async def test_progress_written_on_an_erased_unit_during_the_erasure_is_removed_
 
     await run_once(memory_db, indexer)
 
-    assert await memory_db[CHECKPOINTS].count_documents({"unit_id": result.memory_unit.id}) == 0
+    assert (
+        await memory_db[CHECKPOINTS].count_documents({"unit_id": result.memory_unit.id, "kind": "unit"}) == 0
+    )
+    # what stays is the group's tombstone for the unit (ids only, removed by its TTL index): no progress
+    [tombstone] = [d async for d in memory_db[CHECKPOINTS].find({"unit_id": result.memory_unit.id})]
+    assert set(tombstone) == {"_id", "kind", "group", "unit_id", "erased_at"}
+    assert tombstone["kind"] == "erased-unit"
 
 
 async def test_the_print_consumer_prints_one_line_per_erasure(memory_db: Any) -> None:

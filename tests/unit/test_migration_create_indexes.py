@@ -6,13 +6,15 @@ from typing import Any
 
 from migration_support import (
     ERASURE_INDEXES,
+    ERASURE_TOMBSTONES,
     INDEXES,
     NORMALIZE,
-    SLICE_IDS,
     SLICE_INDEX,
     bound,
     fresh_database,
     load,
+    names,
+    shipped_from,
 )
 
 from partner_repo import run_migrations
@@ -21,6 +23,7 @@ from partner_repo.indexes import ALL_INDEXES, UNITS
 MIGRATION = load(INDEXES)
 SWAP = load(SLICE_INDEX)
 ERASURE = load(ERASURE_INDEXES)
+TOMBSTONES = load(ERASURE_TOMBSTONES)
 
 
 def specs(indexes: dict[str, list[Any]]) -> dict[str, list[dict[str, Any]]]:
@@ -41,8 +44,9 @@ def test_the_migrations_together_create_exactly_the_indexes_the_library_declares
     composed = specs(MIGRATION.INDEXES)
     swapped = [SWAP.NEW_INDEX.document if i == SWAP.OLD_INDEX.document else i for i in composed[UNITS]]
     composed[UNITS] = swapped
-    for collection, added in specs(ERASURE.INDEXES).items():
-        composed[collection] = composed.get(collection, []) + added
+    for migration in (ERASURE, TOMBSTONES):
+        for collection, added in specs(migration.INDEXES).items():
+            composed[collection] = composed.get(collection, []) + added
 
     assert composed == specs(ALL_INDEXES)
 
@@ -70,9 +74,11 @@ async def test_backward_drops_the_migrations_indexes_and_nothing_else() -> None:
     await run_migrations(database, use_transaction=False)
     await database[UNITS].create_index("custom_field", name="a_teams_own_index")
 
-    run = await run_migrations(database, backward=True, distance=4, use_transaction=False)
+    reverted = shipped_from(INDEXES)  # every migration from this one on
 
-    assert run.ran == (ERASURE_INDEXES.name, SLICE_INDEX.name, SLICE_IDS.name, INDEXES.name)
+    run = await run_migrations(database, backward=True, distance=len(reverted), use_transaction=False)
+
+    assert run.ran == names(reverted)[::-1]
     assert set(await database[UNITS].index_information()) == {"_id_", "a_teams_own_index"}
     assert all(set(names) <= {"_id_"} for c, names in (await index_names(database)).items() if c != UNITS)
 

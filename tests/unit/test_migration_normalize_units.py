@@ -94,6 +94,17 @@ async def test_forward_stores_a_legacy_unit_exactly_as_the_library_would() -> No
     assert {k: after[k] for k in owned} == {k: expected[k] for k in owned}
 
 
+async def test_forward_leaves_an_erasure_tombstone_as_it_is() -> None:
+    """``{_id, erased_at}`` fences an erased unit's id (0.4.0): it is no unit, and never made into one."""
+    database = await fresh_database()
+    await database[UNITS].insert_many([legacy_unit(), {"_id": "erased", "erased_at": T0}])
+
+    await forward(database)
+
+    assert await stored(database, "erased") == {"_id": "erased", "erased_at": T0}
+    assert (await stored(database))["message_count"] == 5
+
+
 async def test_forward_records_the_stored_documents_exact_bson_size() -> None:
     database = await fresh_database()
     await database[UNITS].insert_one(legacy_unit())

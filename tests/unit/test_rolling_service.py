@@ -149,33 +149,31 @@ async def test_roll_of_a_missing_core_is_none(cores: MemoryCoreRepository, servi
     assert await cores.get("nobody") is None
 
 
-async def test_an_empty_increment_stores_nothing_and_trims_what_is_stored(
+async def test_an_empty_increment_stores_nothing_and_keeps_the_window(
     cores: MemoryCoreRepository, units: MemoryUnitRepository, service: RollingService
 ) -> None:
-    """Issue 19: a roll always leaves the window trimmed, also when there is nothing new to store (a window
-    an earlier roll stored but could not trim would otherwise be stored again after a session switch)."""
-    core = await cores.record("agent", numbered(0, 12), at=T0)
-    await units.append(core.memory_session_id, numbered(0, 12), "stored earlier", core_id="agent")
+    core = await cores.record("agent", numbered(0, 4), at=T0)
+    await units.append(core.memory_session_id, numbered(0, 4), "stored earlier", core_id="agent")
 
     assert await service.roll("agent", now=T0) is None
     unit = await units.get(core.memory_session_id)
     assert unit is not None and len(unit.slices) == 1
-    assert await cores.snapshot("agent") == numbered(10, 12)  # Partner's rule: the last sixth is kept
+    assert await cores.snapshot("agent") == numbered(0, 4)
     assert await cores.session_id("agent") == core.memory_session_id
 
 
-async def test_an_empty_increment_trims_then_refreshes_the_session_when_asked(
+async def test_an_empty_increment_only_refreshes_the_session_when_asked(
     cores: MemoryCoreRepository, units: MemoryUnitRepository, service: RollingService
 ) -> None:
-    core = await cores.record("agent", numbered(0, 12), at=T0)
-    await units.append(core.memory_session_id, numbered(0, 12), "stored earlier", core_id="agent")
+    core = await cores.record("agent", numbered(0, 4), at=T0)
+    await units.append(core.memory_session_id, numbered(0, 4), "stored earlier", core_id="agent")
 
     assert await service.roll("agent", refresh_session=True, now=T0 + timedelta(hours=2)) is None
     after = await cores.get("agent")
     assert after is not None
     assert after.memory_session_id != core.memory_session_id
     assert after.session_started_at == T0 + timedelta(hours=2)
-    assert after.chat_messages == numbered(10, 12)  # trimmed before the switch: the retained context
+    assert after.chat_messages == numbered(0, 4)
 
 
 async def test_a_roll_with_session_refresh_stores_in_the_old_unit_and_starts_a_new_session(
