@@ -108,7 +108,8 @@ class Message:
       when the caller gives none, keeps one the caller gives, and a roll stores it in the unit.
 
     The optional fields are left out of the stored form while unset, so a plain message is stored as
-    ``{"role", "content"}`` and messages stored before 0.4 read as before (every new field None).
+    ``{"role", "content"}`` (and the ``at`` that ``record`` gives it), and messages stored before 0.4 read as
+    before (every new field None).
 
     Equal when everything but ``at`` is equal: ``at`` says when a message was recorded, not what it says, so
     a message equals itself before and after ``record``. Immutable and hashable (the hash covers what
@@ -161,7 +162,7 @@ class Message:
         return document
 
     def __hash__(self) -> int:
-        metadata = None if self.metadata is None else json.dumps(self.metadata, sort_keys=True)
+        metadata = None if self.metadata is None else json.dumps(self.metadata, sort_keys=True, default=repr)
         return hash((self.role, self.content, self.name, self.tool_call_id, metadata))
 
     def __repr__(self) -> str:

@@ -297,7 +297,9 @@ def _messages_table(messages: list[Message], *, first: int) -> Table:
 
 def _speaker(message: Message) -> str:
     """The role, with the speaker's (or tool's) name and the tool call a message answers, when set."""
-    details = [part for part in (message.name, message.tool_call_id and f"call {message.tool_call_id}") if part]
+    details = [
+        part for part in (message.name, message.tool_call_id and f"call {message.tool_call_id}") if part
+    ]
     return f"{message.role} ({', '.join(details)})" if details else message.role
 
 

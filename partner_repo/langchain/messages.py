@@ -17,7 +17,8 @@ holding values that are not JSON (an artifact that is an object, say), is refuse
 :class:`~partner_repo.errors.InvalidInput`.
 
 The other way, metadata keys that are no LangChain field (metadata written by other code) are handed to
-LangChain in ``additional_kwargs``. ``Message.at`` stays on the Partner side.
+LangChain in ``additional_kwargs``, and so are ``tool_calls`` in a provider's shape (OpenAI's ``function``
+objects), which LangChain parses into its own. ``Message.at`` stays on the Partner side.
 """
 
 from __future__ import annotations
@@ -108,6 +109,10 @@ def to_langchain(message: Message) -> BaseMessage:
     fields: dict[str, Any] = {key: metadata.pop(key) for key in COMMON_FIELDS if key in metadata}
     role_fields = AI_FIELDS if message.role == "assistant" else TOOL_FIELDS if message.role == "tool" else ()
     fields.update({key: metadata.pop(key) for key in role_fields if key in metadata})
+    if not _langchain_calls(
+        fields.get("tool_calls", [])
+    ):  # a provider's (OpenAI's) shape: LangChain parses it
+        metadata["tool_calls"] = fields.pop("tool_calls")
     if metadata:  # metadata of other code: no LangChain field of its own
         fields["additional_kwargs"] = {**metadata, **fields.get("additional_kwargs", {})}
     if message.name is not None:
@@ -144,6 +149,13 @@ def _role_of(message: BaseMessage) -> Any:
         return CHAT_ROLES[message.role]
     kind = f"ChatMessage of role {message.role!r}" if isinstance(message, ChatMessage) else message.type
     raise InvalidInput(f"a LangChain {kind} message has no role in memory (user, assistant, system, tool)")
+
+
+def _langchain_calls(calls: object) -> bool:
+    """Whether ``calls`` are tool calls in LangChain's shape (``name`` and ``args``), not a provider's."""
+    return isinstance(calls, list) and all(
+        isinstance(c, dict) and {"name", "args"} <= c.keys() for c in calls
+    )
 
 
 def _joined_text(blocks: Iterable[Any]) -> str:

@@ -101,6 +101,19 @@ def test_metadata_of_other_code_reaches_langchain_in_additional_kwargs() -> None
     assert converted == HumanMessage(content="hi", additional_kwargs={"channel": "sms"})
 
 
+def test_tool_calls_in_openais_shape_are_parsed_by_langchain() -> None:
+    raw = {
+        "id": "call_1",
+        "type": "function",
+        "function": {"name": "weather", "arguments": '{"city": "Kyoto"}'},
+    }
+
+    converted = to_langchain(Message(role="assistant", content="", metadata={"tool_calls": [raw]}))
+
+    assert isinstance(converted, AIMessage)
+    assert converted.tool_calls == [CALL]
+
+
 def test_list_content_is_stored_as_its_text_with_the_blocks_in_the_metadata() -> None:
     blocks = [{"type": "text", "text": "What is "}, "this?", {"type": "image_url", "image_url": {"url": "u"}}]
 
