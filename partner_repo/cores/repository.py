@@ -158,7 +158,8 @@ class MemoryCoreRepository:
         """Append ``messages`` to the chat window and mark the interaction; Partner's ``updateChatMessages``.
 
         One atomic ``$push`` + ``$set`` (no read): concurrent calls never lose a message, and a roll running
-        meanwhile keeps them. ``last_interaction_at`` becomes ``at`` (default: now). Creates the core with a
+        meanwhile keeps them. ``last_interaction_at`` becomes ``at`` (default: now), and so does the ``at`` of
+        each message that has none (a message's own ``at`` is kept). Creates the core with a
         fresh memory session when absent. An empty list only marks the interaction. Returns the core's
         :class:`~partner_repo.cores.state.WindowState` after the write: its session, window size and lease,
         never the window itself (pass it to ``RollingService.maybe_roll(recorded=...)``, or use
@@ -171,9 +172,11 @@ class MemoryCoreRepository:
         """
         core_id = require_id(core_id, "core_id")
         parsed = parse_messages(messages)
-        documents = [m.model_dump() for m in parsed]
-        _refuse_unrollable(documents)
         stamp = optional_datetime(at, "at") or utc_now()
+        documents = [m.model_dump() for m in parsed]
+        for document in documents:
+            document.setdefault("at", stamp)  # the message's own time, unless the caller gave one
+        _refuse_unrollable(documents)
         update: dict[str, Any] = {
             "$push": {"chat_messages": {"$each": documents}},
             "$set": {"last_interaction_at": stamp, "idle_rolled": False},

@@ -110,6 +110,7 @@ def append_request(
         created_at=stamp,
         rolling_size=rolling_size,
         retain_divisor=retain_divisor,
+        first_position=first_position,
     )
     return AppendRequest(
         unit_id=require_id(unit_id, "unit_id"),

@@ -61,9 +61,16 @@ async def test_record_is_one_update_that_pushes_stamps_counts_and_answers_withou
     assert not request.doc.get("upsert")
     assert request.doc["fields"] == {"chat_messages": 0}
     update = request.doc["update"]
-    assert update["$push"] == {"chat_messages": {"$each": [{"role": "user", "content": "hello"}]}}
-    assert update["$set"] == {"last_interaction_at": T0.replace(tzinfo=None), "idle_rolled": False}
-    assert update["$inc"] == {"version": 1, "window_size": 1, "window_bytes": HELLO_BYTES}
+    stamp = T0.replace(tzinfo=None)  # the message carries the turn's time as its own
+    assert update["$push"] == {
+        "chat_messages": {"$each": [{"role": "user", "content": "hello", "at": stamp}]}
+    }
+    assert update["$set"] == {"last_interaction_at": stamp, "idle_rolled": False}
+    assert update["$inc"] == {
+        "version": 1,
+        "window_size": 1,
+        "window_bytes": messages_bytes([{"role": "user", "content": "hello", "at": stamp}]),
+    }
     assert "$setOnInsert" not in update  # a new core's fields travel only when there is no core
     request.ok(
         value=core_document(window_size=1, window_bytes=HELLO_BYTES, last_interaction_at=T0, version=1)
