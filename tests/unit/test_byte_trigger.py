@@ -44,7 +44,7 @@ async def test_record_counts_the_bytes_of_the_window(memory_db: Any) -> None:
 
     state = await cores.record("agent", turn, at=T0)
 
-    assert state.window_bytes == messages_bytes(m.model_dump() for m in turn)
+    assert state.window_bytes == messages_bytes(m.model_dump() for m in await cores.snapshot("agent"))
 
 
 async def test_a_window_of_large_messages_rolls_at_every_turn_and_never_stops_taking_turns(
@@ -107,9 +107,10 @@ async def test_a_core_counted_before_the_byte_count_gets_it_on_its_next_record(m
         }
     )
 
-    state = await MemoryCoreRepository(memory_db).record("old", [Message(role="user", content="y")], at=T0)
+    cores = MemoryCoreRepository(memory_db)
+    state = await cores.record("old", [Message(role="user", content="y")], at=T0)
 
-    expected = messages_bytes([{"role": "user", "content": "x" * 10}, {"role": "user", "content": "y"}])
+    expected = messages_bytes(m.model_dump() for m in await cores.snapshot("old"))
     assert state.window_size == 2 and state.window_bytes == expected
 
 
