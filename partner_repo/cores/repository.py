@@ -251,9 +251,9 @@ class MemoryCoreRepository:
         written and :class:`LeaseLost` is raised. Returns how many messages were dropped.
 
         ``window_size`` is the size the caller last saw (a roller's snapshot) and ``message_bytes`` the sizes
-        of those messages: the first write is then sent without a read, guarded on the window still holding
-        exactly that many messages (under the caller's lease only ``record`` changes it, and only by adding);
-        otherwise it reads and retries as above.
+        of its last messages (all, or those it read): the first write is then sent without a read, guarded on
+        the window still holding exactly that many messages (under the caller's lease only ``record`` changes
+        it, and only by adding); otherwise it reads and retries as above.
         ``release`` (with ``lease_owner``) gives the lease back in the same write. ``window_start`` moves by
         what is dropped, so every message keeps its position.
         """
@@ -374,8 +374,10 @@ DOCUMENT_TOO_LARGE_CODES = frozenset({10334, 17419})
 
 
 def _counted(core_id: str) -> dict[str, Any]:
-    """A core whose window counts exist: what every write that keeps the counts matches."""
-    return {"_id": core_id, "window_size": {"$type": "number"}, "window_bytes": {"$type": "number"}}
+    """A core whose window count exists: what every write that keeps the count matches. (The byte count is
+    not asked for: a core written before 0.4 counts the bytes of its turns from its first 0.4 one on, and
+    its next roll's trim sets the count exactly; until then only the byte trigger sees less.)"""
+    return {"_id": core_id, "window_size": {"$type": "number"}}
 
 
 def _refuse_unrollable(documents: list[dict[str, Any]]) -> None:

@@ -38,13 +38,17 @@ async def trim_front(
 ) -> int:
     """Drop what rolling the first ``snapshot_size`` messages consumed; how many were dropped (arguments
     validated by the caller; see ``MemoryCoreRepository.trim_window`` for their meaning). ``message_bytes``
-    are the sizes of the ``window_size`` messages the caller saw (a roller's snapshot): with them the first
-    write needs no read, and the window's byte count is set exactly."""
+    are the sizes of the last messages of the ``window_size`` the caller saw (a roller's snapshot): when they
+    cover every message the trim keeps, the first write needs no read, and the window's byte count is set
+    exactly."""
     if window_size is not None and owner is not None and message_bytes is not None:
         drop = dropped_count(window_size, snapshot_size, retain_divisor)
-        guard = {"_id": core_id, "lease_owner": owner, **window_of_size(window_size)}
-        if await _write(cores, guard, _trim(window_size, drop, release, sum(message_bytes[drop:]))):
-            return drop
+        unseen = window_size - len(message_bytes)  # the caller saw only the last messages
+        if drop >= unseen:
+            guard = {"_id": core_id, "lease_owner": owner, **window_of_size(window_size)}
+            kept_bytes = sum(message_bytes[drop - unseen :])
+            if await _write(cores, guard, _trim(window_size, drop, release, kept_bytes)):
+                return drop
     projection = {"chat_messages": 1, "version": 1, "lease_owner": 1}
     for attempt in range(TRIM_ATTEMPTS):
         document = await cores.find_one({"_id": core_id}, projection)

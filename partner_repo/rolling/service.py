@@ -154,9 +154,7 @@ class RollingService:
             return await self._cores.record(core_id, parsed, at=at), None
         except WindowTooLarge:
             stamp = self._now(at)
-            rolled = await self._leased_roll(
-                core_id, stamp, lambda _core: False, seen=None, due=None, single=True
-            )
+            rolled = await self._leased_roll(core_id, stamp, _keep_session, seen=None, due=None, single=True)
             return await self._cores.record(core_id, parsed, at=at), rolled
 
     # -- triggers --------------------------------------------------------------------------------------------
@@ -187,12 +185,15 @@ class RollingService:
         if state is None or holds is None:
             return None
 
-        def decide(leased: MemoryCore) -> bool | None:
-            trigger = self.trigger(leased, stamp)
+        def decide(leased: MemoryCore, skipped: int) -> bool | None:
+            size = skipped + len(leased.chat_messages) if skipped else None
+            trigger = self.trigger(WindowState.of(leased, size), stamp)
             return None if trigger is None else trigger == "idle"
 
         due = due_query(stamp, self._config, holds)  # only the trigger that holds: a shorter command
-        return await self._leased_roll(core_id, stamp, decide, seen=state, due=due)
+        # a count roll leaves out of its snapshot what this process knows is stored (the retained context)
+        skip = self._known_stored(state) if holds == "count" else 0
+        return await self._leased_roll(core_id, stamp, decide, seen=state, due=due, skip=skip)
 
     def trigger(self, core: MemoryCore | WindowState, now: datetime) -> Trigger | None:
         """Which trigger holds for ``core`` at ``now``: ``"idle"``, ``"count"`` or None."""
@@ -214,7 +215,7 @@ class RollingService:
         if not isinstance(refresh_session, bool):
             raise InvalidInput(f"refresh_session must be a bool, got {type(refresh_session).__name__}")
         return await self._leased_roll(
-            core_id, self._now(now), lambda _core: refresh_session, seen=None, due=None
+            core_id, self._now(now), lambda _core, _skipped: refresh_session, seen=None, due=None
         )
 
     async def resolve_increment(self, core_id: str, snapshot: Sequence[Message]) -> list[Message]:
@@ -237,27 +238,40 @@ class RollingService:
         self,
         core_id: str,
         stamp: datetime,
-        decide: Callable[[MemoryCore], bool | None],
+        decide: Callable[[MemoryCore, int], bool | None],
         *,
         seen: WindowState | None,
         due: dict[str, Any] | None,
         single: bool = False,
+        skip: int = 0,
     ) -> RollingResult | None:
         held = HeldLease(core_id, f"roll-{uuid.uuid4()}")
-        core = await self._take_lease(core_id, held.owner, seen, due)
+        core = await self._take_lease(core_id, held.owner, seen, due, skip)
         if core is None:
             return None
         try:
-            refresh = decide(core)
+            if (
+                skip
+                and seen is not None
+                and (core.window_start, core.memory_session_id)
+                != (
+                    seen.window_start,
+                    seen.memory_session_id,
+                )
+            ):  # the window moved since: what was skipped is not known to be stored
+                core, skip = await self._cores.get(core_id), 0
+                if core is None:
+                    return None
+            refresh = decide(core, skip)
             if refresh is None:
                 return None
-            return await self._roll.run(core, held, refresh, stamp, single=single)
+            return await self._roll.run(core, held, refresh, stamp, single=single, skipped=skip)
         finally:
             if not held.released:
                 await self._release(core_id, held.owner)
 
     async def _take_lease(
-        self, core_id: str, owner: str, seen: WindowState | None, due: dict[str, Any] | None
+        self, core_id: str, owner: str, seen: WindowState | None, due: dict[str, Any] | None, skip: int
     ) -> MemoryCore | None:
         """The core with its lease taken by ``owner``, or None (held by a live roller, no longer ``due``, or
         no such core).
@@ -268,7 +282,7 @@ class RollingService:
         duration = self._config.lease_duration
         state = None if seen is None else seen.lease
         if state is None or state.holder is None:
-            core = await self._lease.acquire(core_id, owner, duration=duration, when=due)
+            core = await self._lease.acquire(core_id, owner, duration=duration, when=due, skip=skip)
             if core is not None or seen is not None:
                 return core
             state = await self._lease.state(core_id)  # roll(): who holds it, to watch for its silence
@@ -284,7 +298,15 @@ class RollingService:
             state.holder,
             state.ttl_s,
         )
-        return await self._lease.acquire(core_id, owner, duration=duration, silent=state, when=due)
+        return await self._lease.acquire(core_id, owner, duration=duration, silent=state, when=due, skip=skip)
+
+    def _known_stored(self, state: WindowState) -> int:
+        """How many of the window's first messages this process knows its session's unit has taken (the
+        mark of the head it last saw): the lease's snapshot can leave them out. A stale head only means the
+        roll reads them after all (the window moved) or its append's fence fails once."""
+        head = self._units.known_head(state.memory_session_id)
+        mark = None if head is None else head.mark
+        return 0 if mark is None else min(max(mark - state.window_start, 0), state.window_size)
 
     # -- the summary -----------------------------------------------------------------------------------------
 
@@ -384,6 +406,11 @@ class RollingService:
             await self._lease.release(core_id, owner)
         except Exception:
             logger.warning("core %r: could not release the lease; it will expire", core_id, exc_info=True)
+
+
+def _keep_session(_core: MemoryCore, _skipped: int) -> bool:
+    """A roll that keeps the session (the one a turn the window cannot take makes first)."""
+    return False
 
 
 async def _notify(callback: RolledCallback, result: RollingResult) -> None:

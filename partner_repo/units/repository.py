@@ -93,8 +93,7 @@ class MemoryUnitRepository:
         self._database = database
         self._units = database[UNITS]
         self._reads = majority(self._units) if majority_reads else self._units
-        """What the change-feed reads and ``messages_between`` use: with ``majority_reads``, they read with
-        ``readConcern: majority`` (as change streams do), so what they return can never be rolled back."""
+        """The change feed's reads: ``readConcern: majority`` with ``majority_reads`` (never rolled back)."""
         self._max_bytes = max_document_bytes
         self._heads = HeadCache(require_count(head_cache_size, "head_cache_size"))
         self._adoption = UnitAdoption(self._units, max_document_bytes)
@@ -120,7 +119,7 @@ class MemoryUnitRepository:
         ``cached``: the head this repository last saw, when it has one, instead of a read (a roll resolves
         with it; the append's guard makes a stale one harmless)."""
         unit_id = require_id(unit_id, "unit_id")
-        if cached and (known := self._heads.get(unit_id)) is not None:
+        if cached and (known := self.known_head(unit_id)) is not None:
             return known
         document = await self._units.find_one({"_id": unit_id}, marked(HEAD_PROJECTION))
         if document is None or is_tombstone(document):
@@ -128,6 +127,10 @@ class MemoryUnitRepository:
         if not has_derived_fields(document):
             document = await self._adoption.complete(unit_id)
         return self._heads.learn(head_from(document))
+
+    def known_head(self, unit_id: str) -> UnitHead | None:
+        """The head this repository last saw of the unit, without any read (None: none seen)."""
+        return self._heads.get(unit_id)
 
     async def get_slice(self, unit_id: str, slice_id: str) -> MemorySlice | None:
         """One slice of one unit (an ``$elemMatch`` projection, not the whole unit), or None."""
@@ -161,8 +164,7 @@ class MemoryUnitRepository:
         return [] if (tail := await self.tail(unit_id, n)) is None else tail.messages
 
     async def tail(self, unit_id: str, n: int) -> UnitTail | None:
-        """The last ``n`` messages of a unit and its head, in one read (the head is remembered, so an append
-        that follows pushes at once)."""
+        """The last ``n`` messages of a unit and its head, in one read (the head is remembered)."""
         n = require_count(n, "n")
         unit_id = require_id(unit_id, "unit_id")
         projection = marked({**HEAD_PROJECTION, "conversation_messages": {"$slice": -max(n, 1)}})

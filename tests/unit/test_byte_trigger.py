@@ -96,22 +96,33 @@ async def test_a_turn_the_window_cannot_take_rolls_the_window_then_is_recorded(
     assert await MemoryCoreRepository(memory_db).snapshot("agent") == [second]
 
 
-async def test_a_core_counted_before_the_byte_count_gets_it_on_its_next_record(memory_db: Any) -> None:
+async def test_a_core_written_before_the_byte_count_is_counted_exactly_from_its_next_roll(
+    memory_db: Any,
+) -> None:
+    """The per-turn command does not ask for the count: a 0.3 core's earlier messages are missing from it
+    until its next roll's trim sets it exactly (only the byte trigger sees less meanwhile)."""
+    old = [{"role": "user", "content": f"old {n}"} for n in range(36)]
     await memory_db[CORES].insert_one(
         {
             "_id": "old",
             "memory_session_id": "s",
             "session_started_at": T0,
-            "chat_messages": [{"role": "user", "content": "x" * 10}],
-            "window_size": 1,
+            "chat_messages": old,
+            "window_size": 36,
         }
     )
-
     cores = MemoryCoreRepository(memory_db)
-    state = await cores.record("old", [Message(role="user", content="y")], at=T0)
 
-    expected = messages_bytes(m.model_dump() for m in await cores.snapshot("old"))
-    assert state.window_size == 2 and state.window_bytes == expected
+    state = await cores.record("old", [Message(role="user", content="y")], at=T0)
+    assert state.window_size == 37 and state.window_bytes is not None
+    assert state.window_bytes < messages_bytes(m.model_dump() for m in await cores.snapshot("old"))
+
+    await RollingService(memory_db, echo).roll("old", now=T0)
+
+    after = await cores.window_state("old")
+    assert after is not None and after.window_bytes == messages_bytes(
+        m.model_dump() for m in await cores.snapshot("old")
+    )
 
 
 def test_trigger_bytes_is_bounded_by_the_document_limit() -> None:

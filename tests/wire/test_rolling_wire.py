@@ -53,11 +53,7 @@ async def test_record_is_one_update_that_pushes_stamps_counts_and_answers_withou
 
     request = await receive(server)
     assert request.command_name == "findAndModify"
-    assert request.doc["query"] == {
-        "_id": "agent",
-        "window_size": {"$type": "number"},
-        "window_bytes": {"$type": "number"},
-    }
+    assert request.doc["query"] == {"_id": "agent", "window_size": {"$type": "number"}}
     assert not request.doc.get("upsert")
     assert request.doc["fields"] == {"chat_messages": 0}
     update = request.doc["update"]
@@ -88,11 +84,7 @@ async def test_the_first_record_of_a_core_upserts_it_with_a_fresh_session(
     (await receive(server)).ok(value=None)  # no core yet
     upsert = await receive(server)
     assert upsert.command_name == "findAndModify" and upsert.doc["upsert"] is True
-    assert upsert.doc["query"] == {
-        "_id": "agent",
-        "window_size": {"$type": "number"},
-        "window_bytes": {"$type": "number"},
-    }
+    assert upsert.doc["query"] == {"_id": "agent", "window_size": {"$type": "number"}}
     inserted = upsert.doc["update"]["$setOnInsert"]
     assert inserted["memory_session_id"] and "chat_messages" not in inserted and "window_size" not in inserted
     assert "window_bytes" not in inserted
