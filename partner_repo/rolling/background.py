@@ -1,5 +1,5 @@
 """Rolls in the background: a service records a turn, answers the user at once, and the roll (which waits
-for the summarizer) runs later, at most ``concurrency`` at a time.
+for the summarizer) runs later, at most ``concurrency`` at a time; and the idle scheduler's pass.
 
 One roll per core at a time: a turn recorded while its core's roll is pending or running only refreshes what
 that roll decides on, and the roll is tried again once the running one ends (so no turn's trigger is lost and
@@ -95,14 +95,43 @@ class BackgroundRolls:
         except Exception:
             logger.exception("core %r: background roll failed; the window waits for the next roll", core_id)
             return
-        if result is None or self._on_rolled is None:
-            return
+        if result is not None and self._on_rolled is not None:
+            await notify(self._on_rolled, result)
+
+
+async def idle_pass(
+    core_ids: list[str],
+    roll: Callable[[str], Awaitable[RollingResult | None]],
+    stop_event: asyncio.Event | None,
+    on_rolled: RolledCallback | None,
+) -> list[RollingResult]:
+    """One pass of the idle scheduler over ``core_ids`` (the idle cores, longest idle first): each rolled in
+    turn, a failing one logged and left idle for the next pass; stops early once ``stop_event`` is set."""
+    results: list[RollingResult] = []
+    for core_id in core_ids:
+        if stop_event is not None and stop_event.is_set():
+            break
         try:
-            outcome = self._on_rolled(result)
-            if inspect.isawaitable(outcome):
-                await outcome
+            result = await roll(core_id)
         except Exception:
-            logger.exception("core %r: on_rolled failed for slice %r", core_id, result.slice_id)
+            logger.exception("core %r: idle roll failed; it stays idle for the next pass", core_id)
+            continue
+        if result is None:
+            continue
+        results.append(result)
+        if on_rolled is not None:
+            await notify(on_rolled, result)
+    return results
 
 
-__all__ = ["BackgroundRolls", "RolledCallback"]
+async def notify(callback: RolledCallback, result: RollingResult) -> None:
+    """Hand ``result`` to ``callback`` (sync or async); what it raises is logged, never passed on."""
+    try:
+        outcome = callback(result)
+        if inspect.isawaitable(outcome):
+            await outcome
+    except Exception:
+        logger.exception("on_rolled failed for slice %r of core %r", result.slice_id, result.core_id)
+
+
+__all__ = ["BackgroundRolls", "RolledCallback", "idle_pass", "notify"]

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import inspect
 import logging
 import time
 import uuid
@@ -29,7 +28,7 @@ from partner_repo.database import MongoDatabase
 from partner_repo.errors import InvalidInput, WindowTooLarge
 from partner_repo.leases import SilenceWatch
 from partner_repo.models import MemoryCore, Message
-from partner_repo.rolling.background import BackgroundRolls, RolledCallback
+from partner_repo.rolling.background import BackgroundRolls, RolledCallback, idle_pass
 from partner_repo.rolling.config import RollingConfig
 from partner_repo.rolling.leased_roll import APPEND_ATTEMPTS, HeldLease, LeasedRoll
 from partner_repo.rolling.positions import stored_overlap
@@ -166,13 +165,9 @@ class RollingService:
         *,
         recorded: WindowState | None = None,
     ) -> RollingResult | None:
-        """Roll when a trigger holds: idle (roll, then a new session) beats count (roll, keep the session).
-
-        Count: the window holds at least ``trigger_limit`` messages. Idle: ``now - last_interaction_at``
-        exceeds ``idle_after``, the window holds more than one message, and no idle roll covered it yet.
-        The trigger is decided on ``recorded`` (what ``record`` returned) or else on a read of the core's
-        :class:`WindowState` (never the window), then by the server as the lease is taken.
-        """
+        """Roll when a trigger holds (:mod:`partner_repo.rolling.triggers`: idle, then a new session, beats
+        count and bytes), decided on ``recorded`` (what ``record`` returned) or else on a read of the core's
+        :class:`WindowState` (never the window), then by the server as the lease is taken."""
         core_id = require_id(core_id, "core_id")
         stamp = self._now(now)
         if recorded is None:
@@ -196,7 +191,7 @@ class RollingService:
         return await self._leased_roll(core_id, stamp, decide, seen=state, due=due, skip=skip)
 
     def trigger(self, core: MemoryCore | WindowState, now: datetime) -> Trigger | None:
-        """Which trigger holds for ``core`` at ``now``: ``"idle"``, ``"count"`` or None."""
+        """Which trigger holds for ``core`` at ``now``: ``"idle"``, ``"count"``, ``"bytes"`` or None."""
         return trigger(core, now, self._config)
 
     # -- rolling ---------------------------------------------------------------------------------------------
@@ -219,13 +214,9 @@ class RollingService:
         )
 
     async def resolve_increment(self, core_id: str, snapshot: Sequence[Message]) -> list[Message]:
-        """Partner's ``resolveChatIncrement``: what of ``snapshot`` the core's current unit does not end with.
-
-        By content, as Partner has it: rolls no longer use it (they resolve by position, see
-        :mod:`partner_repo.rolling.positions`). Reads only the unit's last ``len(snapshot)`` messages (and,
-        for a continuation unit holding fewer, the last ones of the unit it continues). No unit, or an empty
-        one: the whole snapshot.
-        """
+        """Partner's ``resolveChatIncrement``, by content as Partner has it (rolls resolve by position,
+        :mod:`partner_repo.rolling.positions`): what of ``snapshot`` the core's current unit (or, holding
+        fewer, with the one it continues) does not end with; reads only their last messages."""
         core_id = require_id(core_id, "core_id")
         messages = parse_messages(snapshot)
         core = await self._cores.get(core_id)
@@ -380,21 +371,10 @@ class RollingService:
     async def _idle_pass(
         self, stamp: datetime, stop_event: asyncio.Event | None, on_rolled: RolledCallback | None
     ) -> list[RollingResult]:
-        results: list[RollingResult] = []
-        for core_id in await self._cores.idle_core_ids(stamp - self._config.idle_after):
-            if stop_event is not None and stop_event.is_set():
-                break
-            try:
-                result = await self.maybe_roll(core_id, now=stamp)
-            except Exception:
-                logger.exception("core %r: idle roll failed; it stays idle for the next pass", core_id)
-                continue
-            if result is None:
-                continue
-            results.append(result)
-            if on_rolled is not None:
-                await _notify(on_rolled, result)
-        return results
+        idle = await self._cores.idle_core_ids(stamp - self._config.idle_after)
+        return await idle_pass(
+            idle, lambda core_id: self.maybe_roll(core_id, now=stamp), stop_event, on_rolled
+        )
 
     # -- helpers ---------------------------------------------------------------------------------------------
 
@@ -411,15 +391,6 @@ class RollingService:
 def _keep_session(_core: MemoryCore, _skipped: int) -> bool:
     """A roll that keeps the session (the one a turn the window cannot take makes first)."""
     return False
-
-
-async def _notify(callback: RolledCallback, result: RollingResult) -> None:
-    try:
-        outcome = callback(result)
-        if inspect.isawaitable(outcome):
-            await outcome
-    except Exception:
-        logger.exception("idle scheduler: on_rolled failed for slice %r", result.slice_id)
 
 
 __all__ = ["APPEND_ATTEMPTS", "Clock", "RolledCallback", "RollingService", "Trigger"]
