@@ -17,7 +17,7 @@ from typing import TypeVar
 from partner_repo.errors import UnreadableUnit
 from partner_repo.listener.dead_letters import DeadLetterRepository, describe
 from partner_repo.listener.observer import ListenerObserver
-from partner_repo.listener.registry import AfterRolling, raised_by_consumer
+from partner_repo.listener.registry import AfterRolling, Call, raised_by_consumer
 from partner_repo.listener.retry import Backoff
 from partner_repo.rolling.result import RollingResult
 
@@ -76,11 +76,12 @@ class ConsumerAttempts:
         return self._max_attempts
 
     async def deliver(
-        self, consumer: AfterRolling, unit_id: str, slice_id: str, result: RollingResult
+        self, consumer: AfterRolling, consume: Call, unit_id: str, slice_id: str, result: RollingResult
     ) -> bool:
-        """Deliver ``result``; False when every attempt failed and a dead letter was written instead."""
+        """Deliver ``result`` with ``consume`` (the consumer's, as :func:`consumer_calls` decided); False when
+        every attempt failed and a dead letter was written instead."""
         error = await self.attempts(
-            consumer.name, f"slice {slice_id}", lambda: consumer.consume(result), slice_id=slice_id
+            consumer.name, f"slice {slice_id}", lambda: consume(result), slice_id=slice_id
         )
         if error is None:
             return True

@@ -25,8 +25,8 @@ from partner_repo.clock import UtcDatetime, utc_now
 from partner_repo.database import MongoDatabase
 from partner_repo.errors import UnreadableUnit
 from partner_repo.indexes import DEAD_LETTERS
-from partner_repo.listener.erasure_log import ErasureLog, handles_erasures
-from partner_repo.listener.registry import AfterRollingRegistry, raised_by_consumer
+from partner_repo.listener.erasure_log import ErasureLog
+from partner_repo.listener.registry import AfterRollingRegistry, Call, raised_by_consumer
 from partner_repo.listener.results import load_stored_result
 from partner_repo.masking import scrub
 from partner_repo.units.repository import MemoryUnitRepository
@@ -203,12 +203,13 @@ async def replay_dead_letters(
     units = MemoryUnitRepository(database, majority_reads=True)
     report = ReplayReport()
     for letter in await letters_repo.list(group=group, consumer=consumer):
-        target = registry.get(letter.consumer)
-        if target is None or (letter.erasure_seq is not None and not handles_erasures(target)):
+        calls = registry.calls(letter.consumer)  # sync or async, decided when it was registered
+        if calls is None or (letter.erasure_seq is not None and calls.on_erased is None):
             report.no_consumer.append(letter)
             continue
         if letter.erasure_seq is not None:
-            await _replay_erasure(ErasureLog(database), letters_repo, letter, target, report)
+            assert calls.on_erased is not None
+            await _replay_erasure(ErasureLog(database), letters_repo, letter, calls.on_erased, report)
             continue
         try:
             result = await load_stored_result(units, letter.unit_id, letter.core_id, letter.slice_id)
@@ -224,7 +225,7 @@ async def replay_dead_letters(
             report.slice_gone.append(letter)
             continue
         try:
-            await target.consume(result)
+            await calls.consume(result)
         except BaseException as exc:
             if not raised_by_consumer(exc):
                 raise
@@ -237,7 +238,7 @@ async def replay_dead_letters(
 
 
 async def _replay_erasure(
-    log: ErasureLog, letters: DeadLetterRepository, letter: DeadLetter, target: Any, report: ReplayReport
+    log: ErasureLog, letters: DeadLetterRepository, letter: DeadLetter, on_erased: Call, report: ReplayReport
 ) -> None:
     """One more ``on_erased`` of the erasure a letter names (the log keeps every erasure)."""
     assert letter.erasure_seq is not None
@@ -246,7 +247,7 @@ async def _replay_erasure(
         report.slice_gone.append(letter)
         return
     try:
-        await target.on_erased(erasure)
+        await on_erased(erasure)
     except BaseException as exc:
         if not raised_by_consumer(exc):
             raise

@@ -37,7 +37,7 @@ from partner_repo.listener.dead_letters import DeadLetterRepository
 from partner_repo.listener.lanes import UnitLanes
 from partner_repo.listener.observer import GuardedObserver, ListenerObserver, Outcome
 from partner_repo.listener.progress import CommitAction, ListenerLag, in_slice_order
-from partner_repo.listener.registry import AfterRolling
+from partner_repo.listener.registry import AfterRolling, consumer_calls
 from partner_repo.listener.results import load_result
 from partner_repo.listener.retry import Backoff
 from partner_repo.models import MemorySlice
@@ -99,6 +99,7 @@ class DeliveryPipeline:
             observer=self._observer,
         )
         self._consumers = list(consumers)
+        self._consume = {c.name: consumer_calls(c).consume for c in consumers}  # sync or async, decided once
         self._max_pending = max_pending
         self._lanes: dict[str, UnitLanes[_Delivery]] = {
             c.name: UnitLanes(c.name, (concurrency or {}).get(c.name, 1), self._handler(c)) for c in consumers
@@ -283,7 +284,7 @@ class DeliveryPipeline:
             result = await self._result(delivery)
             if result is not None:
                 delivered = await self._attempts.deliver(
-                    consumer, delivery.unit_id, delivery.slice_id, result
+                    consumer, self._consume[consumer.name], delivery.unit_id, delivery.slice_id, result
                 )
                 outcome = "delivered" if delivered else "dead_lettered"
             elif delivery.unreadable is not None:  # no attempt could succeed: visible, replayable
