@@ -13,7 +13,17 @@ from contextvars import ContextVar
 from typing import Annotated, Any, Literal
 
 from beanie import Document
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, StrictStr, TypeAdapter
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    StrictStr,
+    TypeAdapter,
+    model_serializer,
+)
 from pydantic.dataclasses import dataclass
 
 from partner_repo.clock import UtcDatetime
@@ -107,6 +117,11 @@ class MemorySlice(BaseModel):
     ``rolling_size`` and ``retain_divisor`` are the parameters of the roll that produced the slice, so any
     process can rebuild the roll's ``RollingResult`` from the database; they are ``None`` for slices that did
     not come from a roll (imports, direct appends).
+
+    ``unsummarized``: every summarizer attempt of the roll failed, so ``summary`` is Partner's placeholder
+    (``RollingService.resummarize`` replaces it). ``revision`` counts the times the summary was replaced after
+    the slice was stored (0: as rolled); the listener delivers each revision again. Both are stored only when
+    set, so a plain slice is stored as before; read leniently (another tool's value counts as unset).
     """
 
     model_config = ConfigDict(extra="ignore")
@@ -118,6 +133,17 @@ class MemorySlice(BaseModel):
     created_at: UtcDatetime | None = None
     rolling_size: int | None = None
     retain_divisor: int | None = None
+    unsummarized: Annotated[bool, BeforeValidator(lambda value: value is True)] = False
+    revision: Annotated[int, BeforeValidator(lambda value: _count_or_zero(value))] = 0
+
+    @model_serializer(mode="wrap")
+    def _unset_flags_omitted(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        if not self.unsummarized:
+            data.pop("unsummarized", None)
+        if not self.revision:
+            data.pop("revision", None)
+        return data
 
     @property
     def message_count(self) -> int:

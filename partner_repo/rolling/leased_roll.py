@@ -33,6 +33,7 @@ from partner_repo.rolling.config import RollingConfig
 from partner_repo.rolling.plan import continues_elsewhere, rollable_prefix, storable_summary
 from partner_repo.rolling.positions import Resolution, resolve
 from partner_repo.rolling.result import RollingResult
+from partner_repo.rolling.summarizing import Summary
 from partner_repo.units.repository import MemoryUnitRepository
 
 logger = logging.getLogger("partner_repo.rolling.service")
@@ -43,7 +44,7 @@ APPEND_ATTEMPTS = 3
 RESOLVE_ATTEMPTS = 3
 """How often a roll resolves its increment again after its fenced append found the unit moved on."""
 
-Summarize = Callable[[str, str, list[Message]], Awaitable[str | None]]
+Summarize = Callable[[str, str, list[Message]], Awaitable[Summary | None]]
 """``(core_id, lease_owner, increment) -> summary``, or None when the lease was lost while summarizing."""
 
 
@@ -92,10 +93,10 @@ class LeasedRoll:
                     await self._refresh(core, owner, len(snapshot), resolution.taken, stamp)
                 return None
             part = increment[: rollable_prefix(increment)]
-            summary = await self._summarize(core.id, owner, part)
-            if summary is None:
+            asked = await self._summarize(core.id, owner, part)
+            if asked is None:
                 return None
-            summary = self._storable(core.id, summary)
+            summary = self._storable(core.id, asked.text)
             unit_id, expected = resolution.unit_id, resolution.expected_start
             previous = core.session_continues if resolution.head is None else None  # a continuation: link it
             if continues_elsewhere(resolution.head, part, summary, stamp, self._config.unit_soft_limit_bytes):
@@ -112,9 +113,10 @@ class LeasedRoll:
                 core = core.model_copy(update={"memory_session_id": session, "session_continues": unit_id})
                 expected, previous, unit_id = 0, unit_id, session
             consumed = resolution.taken + len(part)
+            failed = asked.failed  # every attempt failed: the placeholder, marked for resummarize
             try:
                 piece = await self._append(
-                    core.id, unit_id, part, summary, stamp, consumed, previous, expected, resolution
+                    core.id, unit_id, part, summary, stamp, consumed, previous, expected, resolution, failed
                 )
             except StaleIncrement as exc:
                 # the unit moved on under this roll: someone else is at work here (a roller that took the
@@ -154,6 +156,7 @@ class LeasedRoll:
         previous_unit_id: str | None,
         expected_start: int,
         resolution: Resolution,
+        unsummarized: bool,
     ) -> MemorySlice:
         slice_id = new_slice_id()  # one id per attempt: a repeat after a lost reply is a no-op
         for attempt in range(1, APPEND_ATTEMPTS + 1):
@@ -171,6 +174,7 @@ class LeasedRoll:
                     fresh_slice_id=True,  # minted above for this roll only: no cross-unit check (shard-local)
                     expected_start=expected_start,
                     first_position=resolution.first_position,
+                    unsummarized=unsummarized,
                 )
             except StaleIncrement:
                 raise

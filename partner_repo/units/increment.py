@@ -82,6 +82,7 @@ def append_request(
     fresh_slice_id: bool,
     expected_start: int | None,
     first_position: int | None,
+    unsummarized: bool = False,
 ) -> AppendRequest:
     """The arguments of ``MemoryUnitRepository.append`` checked (:class:`InvalidInput` before any write)."""
     increment = parse_messages(messages, allow_empty=False)
@@ -104,6 +105,7 @@ def append_request(
         created_at=stamp,
         rolling_size=rolling_size,
         retain_divisor=retain_divisor,
+        unsummarized=unsummarized is True,
     )
     return AppendRequest(
         unit_id=require_id(unit_id, "unit_id"),

@@ -25,6 +25,7 @@ INDEXES = migration_file("create_indexes")
 SLICE_IDS = migration_file("slice_ids")
 SLICE_INDEX = migration_file("slice_ids_index")
 ERASURE_INDEXES = migration_file("erasure_indexes")
+UNSUMMARIZED = migration_file("unsummarized")
 
 
 def load(path: Path) -> types.ModuleType:

@@ -10,6 +10,7 @@ from migration_support import (
     NORMALIZE,
     SLICE_IDS,
     SLICE_INDEX,
+    UNSUMMARIZED,
     bound,
     fresh_database,
     load,
@@ -21,6 +22,7 @@ from partner_repo.indexes import ALL_INDEXES, UNITS
 MIGRATION = load(INDEXES)
 SWAP = load(SLICE_INDEX)
 ERASURE = load(ERASURE_INDEXES)
+PLACEHOLDERS = load(UNSUMMARIZED)
 
 
 def specs(indexes: dict[str, list[Any]]) -> dict[str, list[dict[str, Any]]]:
@@ -43,6 +45,7 @@ def test_the_migrations_together_create_exactly_the_indexes_the_library_declares
     composed[UNITS] = swapped
     for collection, added in specs(ERASURE.INDEXES).items():
         composed[collection] = composed.get(collection, []) + added
+    composed[UNITS] = [*composed[UNITS], PLACEHOLDERS.INDEX.document]
 
     assert composed == specs(ALL_INDEXES)
 
@@ -70,9 +73,15 @@ async def test_backward_drops_the_migrations_indexes_and_nothing_else() -> None:
     await run_migrations(database, use_transaction=False)
     await database[UNITS].create_index("custom_field", name="a_teams_own_index")
 
-    run = await run_migrations(database, backward=True, distance=4, use_transaction=False)
+    run = await run_migrations(database, backward=True, distance=5, use_transaction=False)
 
-    assert run.ran == (ERASURE_INDEXES.name, SLICE_INDEX.name, SLICE_IDS.name, INDEXES.name)
+    assert run.ran == (
+        UNSUMMARIZED.name,
+        ERASURE_INDEXES.name,
+        SLICE_INDEX.name,
+        SLICE_IDS.name,
+        INDEXES.name,
+    )
     assert set(await database[UNITS].index_information()) == {"_id_", "a_teams_own_index"}
     assert all(set(names) <= {"_id_"} for c, names in (await index_names(database)).items() if c != UNITS)
 
