@@ -15,6 +15,7 @@ from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
 from partner_repo.errors import UnreadableUnit
+from partner_repo.listener.checkpoints import DeliveryKey
 from partner_repo.listener.dead_letters import DeadLetterRepository, describe
 from partner_repo.listener.observer import ListenerObserver
 from partner_repo.listener.registry import AfterRolling, Call, raised_by_consumer
@@ -85,8 +86,8 @@ class ConsumerAttempts:
         )
         if error is None:
             return True
-        core_id = result.memory_unit.core_id
-        await self.dead_letter(consumer, unit_id, core_id, slice_id, error, attempts=self._max_attempts)
+        core_id, key = result.memory_unit.core_id, (slice_id, result.revision)
+        await self.dead_letter(consumer, unit_id, core_id, key, error, attempts=self._max_attempts)
         return False
 
     async def attempts(
@@ -133,11 +134,13 @@ class ConsumerAttempts:
         consumer: AfterRolling,
         unit_id: str,
         core_id: str,
-        slice_id: str,
+        key: DeliveryKey,
         error: BaseException,
         *,
         attempts: int,
     ) -> None:
+        """The dead letter of one delivery: a slice at a revision (a revision's letter is its own)."""
+        slice_id, revision = key
         await retry_storage(
             f"dead letter for slice {slice_id}",
             lambda: self._dead_letters.record(
@@ -148,6 +151,7 @@ class ConsumerAttempts:
                 slice_id=slice_id,
                 error=error,
                 attempts=attempts,
+                revision=revision,
             ),
         )
 

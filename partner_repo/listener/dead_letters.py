@@ -2,8 +2,9 @@
 
 A dead letter names the group, the consumer and the slice (plus its unit and core), the last error, how many
 attempts were made and when. It holds no copy of the result: a replay rebuilds the result from the unit, the
-source of truth. One letter per (group, consumer, slice): failing the same slice again (a failed replay)
-updates it instead of adding another.
+source of truth. One letter per (group, consumer, slice, revision): failing the same slice again (a failed
+replay) updates it instead of adding another, while a revision (a summary ``resummarize`` replaced) that fails
+is a letter of its own (its key and ``revision`` say which; absent for a slice as rolled).
 
 A consumer's failed ``on_erased`` is a letter too: it names the erasure's position in the erasure log
 (``erasure_seq``) and its core, with empty slice and unit ids; a replay hands the consumer that erasure again.
@@ -55,6 +56,9 @@ class DeadLetter(BaseModel):
     replays: int = 0
     erasure_seq: int | None = None
     """For a failed ``on_erased``: the erasure's position in the erasure log (None for a slice)."""
+    revision: int = 0
+    """The revision of the slice's summary that failed (0: as rolled). A replay delivers the slice as it is
+    now, its latest revision."""
 
 
 class DeadLetterRepository:
@@ -75,11 +79,13 @@ class DeadLetterRepository:
         attempts: int,
         replay: bool = False,
         at: datetime | None = None,
+        revision: int = 0,
     ) -> DeadLetter:
-        """Write (or update) the letter for this consumer and slice; returns what is stored."""
+        """Write (or update) the letter for this consumer and slice (at ``revision``); returns what is
+        stored."""
         stamp = at or utc_now()
         document = await self._collection.find_one_and_update(
-            {"_id": _key(group, consumer, slice_id)},
+            {"_id": _key(group, consumer, slice_id, revision)},
             {
                 "$set": {
                     "error": describe(error),
@@ -93,6 +99,7 @@ class DeadLetterRepository:
                     "consumer": consumer,
                     "slice_id": slice_id,
                     "first_failed_at": stamp,
+                    **({"revision": revision} if revision > 0 else {}),
                 },
             },
             upsert=True,
@@ -166,7 +173,7 @@ class DeadLetterRepository:
 
     async def remove(self, letter: DeadLetter) -> bool:
         """Delete a letter (after a successful replay); True when it existed."""
-        key: dict[str, object] = dict(_key(letter.group, letter.consumer, letter.slice_id))
+        key: dict[str, object] = dict(_key(letter.group, letter.consumer, letter.slice_id, letter.revision))
         if letter.erasure_seq is not None:
             key = {"group": letter.group, "consumer": letter.consumer, "erasure_seq": letter.erasure_seq}
         result = await self._collection.delete_one({"_id": key})
@@ -291,6 +298,7 @@ async def _failed_again(
         error=error,
         attempts=attempts,
         replay=True,
+        revision=letter.revision,
     )
 
 
@@ -304,8 +312,11 @@ def describe(error: BaseException | str) -> str:
     return scrub(text)[:ERROR_TEXT_LIMIT]
 
 
-def _key(group: str, consumer: str, slice_id: str) -> dict[str, str]:
-    return {"group": group, "consumer": consumer, "slice_id": slice_id}
+def _key(group: str, consumer: str, slice_id: str, revision: int = 0) -> dict[str, Any]:
+    key: dict[str, Any] = {"group": group, "consumer": consumer, "slice_id": slice_id}
+    if revision > 0:  # a revision's letter is its own; a letter as rolled keeps the key it always had
+        key["revision"] = revision
+    return key
 
 
 def _filter(group: str | None, consumer: str | None) -> dict[str, Any]:
