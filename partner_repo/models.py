@@ -183,6 +183,10 @@ class MemorySlice(BaseModel):
     ``first_position`` the position in its core of the slice's first message (``docs/rolling.md``,
     "Positions"), so any process can rebuild the roll's ``RollingResult`` from the database; they are ``None``
     for slices that did not come from a roll (imports, direct appends without a position, rolls before 0.4).
+    ``unsummarized``: every summarizer attempt of the roll failed, so ``summary`` is Partner's placeholder
+    (``RollingService.resummarize`` replaces it). ``revision`` counts the times the summary was replaced after
+    the slice was stored (0: as rolled); the listener delivers each revision again. Both are stored only when
+    set, so a plain slice is stored as before; read leniently (another tool's value counts as unset).
     """
 
     model_config = ConfigDict(extra="ignore")
@@ -195,14 +199,20 @@ class MemorySlice(BaseModel):
     rolling_size: int | None = None
     retain_divisor: int | None = None
     first_position: int | None = None
+    unsummarized: Annotated[bool, BeforeValidator(lambda value: value is True)] = False
+    revision: Annotated[int, BeforeValidator(lambda value: _count_or_zero(value))] = 0
 
     @model_serializer(mode="wrap")
-    def _serialized(self, handler: SerializerFunctionWrapHandler) -> Any:
-        """``first_position`` is left out while unset, so slices not from a roll are stored as before."""
-        document = handler(self)
-        if isinstance(document, dict) and document.get("first_position", 0) is None:
-            del document["first_position"]
-        return document
+    def _unset_fields_omitted(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """Unset fields are left out: a slice not from a roll, never re-summarized, is stored as before."""
+        data: dict[str, Any] = handler(self)
+        if self.first_position is None:
+            data.pop("first_position", None)
+        if not self.unsummarized:
+            data.pop("unsummarized", None)
+        if not self.revision:
+            data.pop("revision", None)
+        return data
 
     @property
     def message_count(self) -> int:

@@ -129,6 +129,16 @@ class PartnerRepoSettings(BaseSettings):
     rolling_lease_duration: timedelta = Field(
         default=timedelta(seconds=60), description="How long a crashed roller can block a core (a duration)."
     )
+    rolling_summarize_timeout: timedelta = Field(
+        default=timedelta(minutes=2), description="How long one summarizer call may take (a duration)."
+    )
+    rolling_summarize_attempts: int = Field(
+        default=3, description="Summarizer calls per roll before the placeholder is stored (1 to 10)."
+    )
+    rolling_summarize_backoff: timedelta = Field(
+        default=timedelta(seconds=1),
+        description="The wait before the 2nd summarizer attempt; doubles after each (a duration).",
+    )
     listener_concurrency: int = Field(
         default=1,
         ge=1,
@@ -153,7 +163,14 @@ class PartnerRepoSettings(BaseSettings):
             raise ValueError(problem)
         return value
 
-    @field_validator("rolling_idle_after", "rolling_check_interval", "rolling_lease_duration", mode="before")
+    @field_validator(
+        "rolling_idle_after",
+        "rolling_check_interval",
+        "rolling_lease_duration",
+        "rolling_summarize_timeout",
+        "rolling_summarize_backoff",
+        mode="before",
+    )
     @classmethod
     def _duration(cls, value: object) -> timedelta:
         """Durations are seconds (``90``, ``2.5``), ISO 8601 (``PT30M``) or ``HH:MM:SS``."""

@@ -21,6 +21,7 @@ from partner_repo.encoding import require_encodable, storable_json_object
 from partner_repo.errors import InvalidInput
 from partner_repo.models import MemorySlice, MemoryUnit, Message
 from partner_repo.normalization import new_slice_id
+from partner_repo.rolling.summarizer import SUMMARY_ON_EXCEPTION
 from partner_repo.validation import id_problem
 
 ROLES = ("user", "assistant", "system", "tool")
@@ -227,7 +228,15 @@ def _slice(raw: Any, item: str, name: str, issues: list[ImportIssue]) -> MemoryS
         issues.append(
             ImportIssue(file=name, item="unit", reason=f"{item}: {problem}; stored as {slice_id!r}")
         )
-    return MemorySlice(id=slice_id, start_index=start, end_index=end, summary=summary, created_at=created_at)
+    unsummarized = summary == SUMMARY_ON_EXCEPTION  # Partner's placeholder: resummarize replaces it
+    return MemorySlice(
+        id=slice_id,
+        start_index=start,
+        end_index=end,
+        summary=summary,
+        created_at=created_at,
+        unsummarized=unsummarized,
+    )
 
 
 def _shifted(index: int | None, kept_before: list[int]) -> int | None:

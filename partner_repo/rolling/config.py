@@ -14,6 +14,11 @@ DEFAULT_UNIT_SOFT_LIMIT_BYTES = 8 * 1024 * 1024
 DEFAULT_TRIGGER_BYTES = 4 * 1024 * 1024
 """A window this large rolls whatever its message count: a quarter of the 16 MiB a window cannot pass, so
 pasted documents and tool output are rolled long before a ``record`` could fail."""
+MAX_SUMMARIZE_ATTEMPTS = 10
+"""The most summarizer attempts a roll may make: what a failing summarizer can hold a core up is bounded."""
+
+MAX_SUMMARIZE_BACKOFF = timedelta(seconds=30)
+"""The longest wait between two summarizer attempts (the waits double from ``summarize_backoff``)."""
 
 
 @dataclass(frozen=True)
@@ -30,6 +35,13 @@ class RollingConfig:
     - ``unit_soft_limit_bytes``: an append that would take a unit past this opens a continuation unit first.
     - ``lease_duration``: how long a roller holds a core; it is renewed while the summarizer runs, so it only
       bounds how long a crashed roller blocks the core.
+    - ``summarize_timeout``: how long one summarizer call may take before it counts as failed (the lease is
+      renewed meanwhile, so this is what keeps a call that never returns from holding the core's rolls).
+    - ``summarize_attempts``: calls per roll before the placeholder summary is stored and the slice marked
+      unsummarized (at most :data:`MAX_SUMMARIZE_ATTEMPTS`).
+    - ``summarize_backoff``: the wait before the second attempt; it doubles for each later one, at most
+      :data:`MAX_SUMMARIZE_BACKOFF`, with +-25 % jitter. :attr:`summarize_budget` is the longest a roll can
+      wait for its summary.
     """
 
     trigger_limit: int = 36
@@ -39,6 +51,9 @@ class RollingConfig:
     check_interval: timedelta = timedelta(seconds=10)
     unit_soft_limit_bytes: int = DEFAULT_UNIT_SOFT_LIMIT_BYTES
     lease_duration: timedelta = timedelta(seconds=60)
+    summarize_timeout: timedelta = timedelta(minutes=2)
+    summarize_attempts: int = 3
+    summarize_backoff: timedelta = timedelta(seconds=1)
 
     def __post_init__(self) -> None:
         _integer(self.trigger_limit, "trigger_limit", minimum=2)
@@ -58,6 +73,26 @@ class RollingConfig:
         _duration(self.idle_after, "idle_after", allow_zero=True)
         _duration(self.check_interval, "check_interval", allow_zero=False)
         _duration(self.lease_duration, "lease_duration", allow_zero=False)
+        _duration(self.summarize_timeout, "summarize_timeout", allow_zero=False)
+        _integer(self.summarize_attempts, "summarize_attempts", minimum=1)
+        if self.summarize_attempts > MAX_SUMMARIZE_ATTEMPTS:
+            raise InvalidInput(
+                f"summarize_attempts must be at most {MAX_SUMMARIZE_ATTEMPTS}, got {self.summarize_attempts}"
+            )
+        _duration(self.summarize_backoff, "summarize_backoff", allow_zero=True)
+
+    def summarize_delay(self, attempt: int) -> timedelta:
+        """The wait after failed attempt ``attempt`` (1-based) before the next, without jitter."""
+        delay: timedelta = self.summarize_backoff * 2 ** min(attempt - 1, MAX_SUMMARIZE_ATTEMPTS)
+        return min(delay, MAX_SUMMARIZE_BACKOFF)
+
+    @property
+    def summarize_budget(self) -> timedelta:
+        """The longest a roll waits for its summary: every attempt timing out, every wait at its longest
+        (just over 6 minutes with the defaults). The core's other rolls wait that long at most; its records
+        never wait for it."""
+        waits = sum((self.summarize_delay(n) * 1.25 for n in range(1, self.summarize_attempts)), timedelta(0))
+        return self.summarize_timeout * self.summarize_attempts + waits
 
 
 def _integer(value: object, name: str, *, minimum: int) -> None:
@@ -74,4 +109,10 @@ def _duration(value: object, name: str, *, allow_zero: bool) -> None:
         raise InvalidInput(f"{name} must be {'non-negative' if allow_zero else 'positive'}, got {value}")
 
 
-__all__ = ["DEFAULT_TRIGGER_BYTES", "DEFAULT_UNIT_SOFT_LIMIT_BYTES", "RollingConfig"]
+__all__ = [
+    "DEFAULT_TRIGGER_BYTES",
+    "DEFAULT_UNIT_SOFT_LIMIT_BYTES",
+    "MAX_SUMMARIZE_ATTEMPTS",
+    "MAX_SUMMARIZE_BACKOFF",
+    "RollingConfig",
+]

@@ -33,6 +33,7 @@ from partner_repo.rolling.config import RollingConfig
 from partner_repo.rolling.plan import continues_elsewhere, rollable_prefix, storable_summary
 from partner_repo.rolling.positions import Resolution, WholeWindowNeeded, resolve
 from partner_repo.rolling.result import RollingResult
+from partner_repo.rolling.summarizing import Summary
 from partner_repo.storage import bson_size
 from partner_repo.units.heads import UnitHead
 from partner_repo.units.repository import MemoryUnitRepository
@@ -45,7 +46,7 @@ APPEND_ATTEMPTS = 3
 RESOLVE_ATTEMPTS = 3
 """How often a roll resolves its increment again after its fenced append found the unit moved on."""
 
-Summarize = Callable[[str, str, list[Message]], Awaitable[str | None]]
+Summarize = Callable[[str, str, list[Message]], Awaitable[Summary | None]]
 """``(core_id, lease_owner, increment) -> summary``, or None when the lease was lost while summarizing."""
 
 
@@ -124,13 +125,14 @@ class LeasedRoll:
                     await self._refresh(core, owner, size - drop, stamp)
                 return None
             part = increment[: rollable_prefix(increment)]
-            summary = await self._summarize(core.id, owner, part)
-            if summary is None:
+            asked = await self._summarize(core.id, owner, part)
+            if asked is None:
                 return None
-            summary = self._storable(core.id, summary)
+            summary = self._storable(core.id, asked.text)
             unit_id, expected = resolution.unit_id, resolution.expected_start
             previous = core.session_continues if resolution.head is None else None  # a continuation's link
             consumed = resolution.taken + len(part)
+            failed = asked.failed  # every attempt failed: the placeholder, marked for resummarize
             try:
                 head = resolution.head
                 if head is not None and (
@@ -155,6 +157,7 @@ class LeasedRoll:
                     expected,
                     resolution,
                     trimmed_to,
+                    failed,
                 )
             except StaleIncrement as exc:
                 # the unit moved on under this roll: someone else is at work here (a roller that took the
@@ -217,6 +220,7 @@ class LeasedRoll:
         expected_start: int,
         resolution: Resolution,
         trimmed_to: int,
+        unsummarized: bool,
     ) -> MemorySlice:
         slice_id = new_slice_id()  # one id per attempt: a repeat after a lost reply is a no-op
         for attempt in range(1, APPEND_ATTEMPTS + 1):
@@ -235,6 +239,7 @@ class LeasedRoll:
                     expected_start=expected_start,
                     first_position=resolution.first_position,
                     trimmed_to=trimmed_to,
+                    unsummarized=unsummarized,
                 )
             except StaleIncrement:
                 raise

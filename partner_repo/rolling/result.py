@@ -34,6 +34,8 @@ class RollingResult(BaseModel):
     ``core_id`` say where it went; ``first_position`` and ``end_position`` are the positions in the core of
     the increment's messages, ``[first_position, end_position)`` (None for slices stored without one: not
     from a roll, or rolled before 0.4).
+    roll (imports, direct appends). ``slice_id`` is the idempotency key of a delivery; ``revision`` tells a
+    replaced summary of a slice delivered before from its first delivery.
     """
 
     model_config = ConfigDict(frozen=True)
@@ -70,6 +72,23 @@ class RollingResult(BaseModel):
         """The position just past the increment's last message (None: the slice has none)."""
         first = self.memory_slice.first_position
         return None if first is None else first + len(self.increment_messages)
+
+    @property
+    def revision(self) -> int:
+        """0 for the slice as its roll stored it; n once its summary was replaced n times (``resummarize``).
+        The listener delivers each revision again under the same ``slice_id``: replace what you keep."""
+        return self.memory_slice.revision
+
+    @property
+    def is_revision(self) -> bool:
+        """Whether this delivery is a new summary of a slice delivered before (``revision > 0``)."""
+        return self.memory_slice.revision > 0
+
+    @property
+    def unsummarized(self) -> bool:
+        """Whether ``summary`` is Partner's placeholder: the summarizer failed; a revision will follow once
+        ``resummarize`` replaces it."""
+        return self.memory_slice.unsummarized
 
     @classmethod
     def from_slice(

@@ -33,14 +33,12 @@ from partner_repo.rolling.config import RollingConfig
 from partner_repo.rolling.leased_roll import APPEND_ATTEMPTS, HeldLease, LeasedRoll
 from partner_repo.rolling.positions import stored_overlap
 from partner_repo.rolling.result import RollingResult
-from partner_repo.rolling.summarizer import (
-    SUMMARY_ON_EMPTY,
-    SUMMARY_ON_EXCEPTION,
-    Summarizer,
-    as_async_summarizer,
-)
+from partner_repo.rolling.resummarize import DEFAULT_RESUMMARIZE_LIMIT, ResummarizeReport, resummarize
+from partner_repo.rolling.summarizer import Summarizer, as_async_summarizer
+from partner_repo.rolling.summarizing import Summary, SummaryAttempts
 from partner_repo.rolling.triggers import Trigger, due_query, trigger
 from partner_repo.units.repository import MemoryUnitRepository
+from partner_repo.units.summaries import UnitSummaries
 from partner_repo.validation import optional_datetime, parse_messages, require_id
 
 logger = logging.getLogger(__name__)
@@ -66,7 +64,7 @@ class RollingService:
         background_concurrency: int = 4,
         on_rolled: RolledCallback | None = None,
     ) -> None:
-        self._summarizer = as_async_summarizer(summarizer)  # async or sync, decided once: see summarizer.py
+        summarize = as_async_summarizer(summarizer)  # async or sync, decided once: see summarizer.py
         if config is not None and not isinstance(config, RollingConfig):
             raise InvalidInput(f"config must be a RollingConfig, got {type(config).__name__}")
         for name, value in (("clock", clock), ("monotonic", monotonic)):
@@ -74,8 +72,10 @@ class RollingService:
                 raise InvalidInput(f"{name} must be callable, got {type(value).__name__}")
         self._cores = MemoryCoreRepository(database)
         self._units = MemoryUnitRepository(database)
+        self._summaries = UnitSummaries(database)
         self._lease = CoreLease(database)
         self._config = config if config is not None else RollingConfig()
+        self._summarizer = SummaryAttempts(summarize, self._config)  # timeout, attempts: see summarizing.py
         self._clock = clock
         self._monotonic = monotonic
         self._watch = SilenceWatch(monotonic)
@@ -301,7 +301,7 @@ class RollingService:
 
     # -- the summary -----------------------------------------------------------------------------------------
 
-    async def _summarize_leased(self, core_id: str, owner: str, increment: list[Message]) -> str | None:
+    async def _summarize_leased(self, core_id: str, owner: str, increment: list[Message]) -> Summary | None:
         """The summary, the lease renewed while a slow summarizer runs; None when another roller holds the
         lease by the end of a slow one.
 
@@ -313,7 +313,7 @@ class RollingService:
         keeper = asyncio.create_task(self._lease.keep(core_id, owner, duration=self._config.lease_duration))
         started = self._monotonic()
         try:
-            summary = await self._summarize(core_id, increment)
+            summary = await self._summarizer(f"core {core_id!r}", increment)
         finally:
             keeper.cancel()
             await asyncio.wait({keeper})
@@ -324,26 +324,29 @@ class RollingService:
             return None
         return summary
 
-    async def _summarize(self, core_id: str, increment: list[Message]) -> str:
-        """The summarizer's text; Partner's fixed texts when it raises or returns nothing."""
-        try:
-            summary: object = await self._summarizer(list(increment))
-        except Exception:
-            logger.exception(
-                "core %r: the summarizer raised; storing the summary %r", core_id, SUMMARY_ON_EXCEPTION
-            )
-            return SUMMARY_ON_EXCEPTION
-        if summary is None or (isinstance(summary, str) and not summary.strip()):
-            return SUMMARY_ON_EMPTY
-        if not isinstance(summary, str):
-            logger.error(
-                "core %r: the summarizer returned %s, not a string; storing the summary %r",
-                core_id,
-                type(summary).__name__,
-                SUMMARY_ON_EXCEPTION,
-            )
-            return SUMMARY_ON_EXCEPTION
-        return summary
+    # -- summaries that failed ------------------------------------------------------------------------------
+
+    async def resummarize(
+        self,
+        core_id: str | None = None,
+        *,
+        summarizer: Summarizer | None = None,
+        limit: int = DEFAULT_RESUMMARIZE_LIMIT,
+    ) -> ResummarizeReport:
+        """Summarize again the slices stored ``unsummarized`` (every attempt of their roll failed), of one
+        core or of all; at most ``limit`` of them per call.
+
+        Each gets its raw messages summarized with ``summarizer`` (default: this service's), with the
+        config's timeout and attempts, and its placeholder replaced only while it is still there (one
+        conditional update), so runs at once never both replace a slice. A replaced slice's ``revision`` goes
+        up, which the listener delivers again to every group. A slice whose summary fails again keeps its
+        placeholder and stays marked. The report lists each slice tried, replaced, failed or skipped.
+        """
+        core_id = None if core_id is None else require_id(core_id, "core_id")
+        summarize = self._summarizer
+        if summarizer is not None:
+            summarize = SummaryAttempts(as_async_summarizer(summarizer), self._config)
+        return await resummarize(self._units, self._summaries, summarize, core_id=core_id, limit=limit)
 
     # -- the idle scheduler ----------------------------------------------------------------------------------
 

@@ -358,6 +358,7 @@ class MemoryUnitRepository:
         expected_start: int | None = None,
         first_position: int | None = None,
         trimmed_to: int | None = None,
+        unsummarized: bool = False,
     ) -> MemorySlice:
         """Append ``messages`` and one slice covering exactly them; Partner's ``updateMemoryUnit``.
 
@@ -378,6 +379,7 @@ class MemoryUnitRepository:
         then moves to the increment's end). A fence that fails raises :class:`StaleIncrement` and writes
         nothing (a repeat of an append that did land, same ``slice_id``, returns the stored slice): a roller
         delayed past its lease never stores what another stored meanwhile (:mod:`.increment`).
+        ``unsummarized`` marks the slice's summary as a placeholder (``MemorySlice.unsummarized``).
         """
         request = append_request(
             unit_id,
@@ -393,6 +395,7 @@ class MemoryUnitRepository:
             expected_start=expected_start,
             first_position=first_position,
             trimmed_to=trimmed_to,
+            unsummarized=unsummarized,
         )
         return await self._appender.append(request)
 
