@@ -33,8 +33,9 @@ from functools import partial as partial_call
 
 from partner_repo.database import MongoDatabase
 from partner_repo.listener.attempts import ConsumerAttempts, retry_storage
-from partner_repo.listener.checkpoints import ListenerCheckpoints, remove_unit_progress
+from partner_repo.listener.checkpoints import ListenerCheckpoints
 from partner_repo.listener.dead_letters import DeadLetterRepository, describe
+from partner_repo.listener.erased_progress import remove_unit_progress
 from partner_repo.listener.erasure_log import Erasure, ErasureLog, handles_erasures
 from partner_repo.listener.registry import AfterRolling, consumer_calls
 from partner_repo.listener.retry import Backoff

@@ -369,17 +369,16 @@ class MemoryUnitRepository:
         ``created_at`` (default now) unless it is already later: a writer whose clock is behind never moves
         it back.
 
-        A caller-chosen ``slice_id`` is checked against every other unit (a query by slice id, which fans out
-        on a sharded cluster). ``fresh_slice_id=True`` says the id was just minted with :func:`new_slice_id`
-        for this append alone (the rolling service does this for its retry key): no other unit can hold it,
-        so the check is skipped and every round trip stays on the unit's shard.
+        A caller-chosen ``slice_id`` is checked against every other unit (a query by slice id: a fan-out on a
+        sharded cluster); ``fresh_slice_id=True`` says it was just minted with :func:`new_slice_id` for this
+        append alone (a roll's retry key), so the check is skipped and every round trip stays on one shard.
 
         ``expected_start`` fences the append on the unit holding exactly that many messages (0: a new unit);
         ``first_position`` on the unit having taken no position at or after the first message's (the mark
         then moves to the increment's end). A fence that fails raises :class:`StaleIncrement` and writes
         nothing (a repeat of an append that did land, same ``slice_id``, returns the stored slice): a roller
-        delayed past its lease never stores what another stored meanwhile (:mod:`.increment`).
-        ``unsummarized`` marks the slice's summary as a placeholder (``MemorySlice.unsummarized``).
+        delayed past its lease never stores what another stored meanwhile (:mod:`.increment`); ``trimmed_to``
+        is kept with the mark. ``unsummarized`` marks the summary as a placeholder.
         """
         request = append_request(
             unit_id,
