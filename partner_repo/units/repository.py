@@ -290,16 +290,13 @@ class MemoryUnitRepository:
     async def mark_taken(self, unit_id: str, *, core_id: str, until: int) -> None:
         """Mark every position below ``until`` taken by the unit, so no roll stores those messages (a window
         clear); for a unit that does not exist yet the mark is reserved under its id (:mod:`.marks`)."""
-        unit_id = require_id(unit_id, "unit_id")
-        self._heads.forget(unit_id)
-        core_id, until = require_id(core_id, "core_id"), require_count(until, "until")
-        await raise_mark(self._units, self.head, unit_id, core_id=core_id, until=until)
-        self._heads.forget(unit_id)
+        unit_id, until = require_id(unit_id, "unit_id"), require_count(until, "until")
+        await raise_mark(self._units, self.head, unit_id, core_id=require_id(core_id, "core_id"), until=until)
+        self._heads.forget(unit_id)  # read afresh above; a head learned before the write is stale now
 
     async def seal(self, unit_id: str, *, version: int) -> bool:
         """Seal a full unit a roll continues in a new one, while it is at ``version`` (:mod:`.marks`)."""
-        unit_id = require_id(unit_id, "unit_id")
-        self._heads.forget(unit_id)
+        self._heads.forget(unit_id := require_id(unit_id, "unit_id"))
         return await seal(self._units, unit_id, require_count(version, "version"))
 
     async def delete(self, unit_id: str) -> bool:
