@@ -93,6 +93,7 @@ from partner_repo.normalization import new_slice_id, normalize_unit
 from partner_repo.rolling.config import RollingConfig
 from partner_repo.rolling.increment import resolve_chat_increment
 from partner_repo.rolling.result import MemoryUnitRef, RollingResult
+from partner_repo.rolling.resummarize import ResummarizedSlice, ResummarizeReport
 from partner_repo.rolling.service import RollingService
 from partner_repo.rolling.summarizer import (
     SUMMARY_ON_EMPTY,
@@ -182,6 +183,8 @@ __all__ = [
     "PrintConsumer",
     "RepairReport",
     "ReplayReport",
+    "ResummarizeReport",
+    "ResummarizedSlice",
     "Role",
     "RollingConfig",
     "RollingListener",

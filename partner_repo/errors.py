@@ -109,13 +109,14 @@ class UnreadableUnit(PartnerRepoError):
 
 
 class WindowTooLarge(PartnerRepoError):
-    """Recording would take a core's chat window past the 16 MiB document limit; nothing was recorded. Roll
-    the window (``RollingService.roll``), then record again."""
+    """Recording would take a core's chat window past the 16 MiB document limit; nothing was recorded.
+    ``RollingService.record_and_roll`` recovers by itself (it rolls the window, a one-message window
+    included, then records again); after a bare ``record``, call ``RollingService.roll`` then record again."""
 
     def __init__(self, core_id: str) -> None:
         super().__init__(
             f"core {core_id!r}: the chat window would pass MongoDB's 16 MiB document limit; nothing was "
-            "recorded: roll the window, then record again"
+            "recorded: roll the window (RollingService.record_and_roll does it by itself), then record again"
         )
         self.core_id = core_id
 

@@ -71,9 +71,17 @@ UNIT_INDEXES: list[IndexModel] = [
         name="unit_fingerprint",
     ),
     tombstone_ttl_index(),
+    IndexModel(
+        [("slices.unsummarized", ASCENDING), ("core_id", ASCENDING)],
+        name="unsummarized",
+        partialFilterExpression={"slices.unsummarized": True},
+    ),
 ]
 UNIT_FINGERPRINT_INDEX = "unit_fingerprint"
 """Lets the rolling listener's polling read every unit's fingerprint from the index alone (a covered scan)."""
+UNSUMMARIZED_INDEX = "unsummarized"
+"""Finds the slices whose summary is a placeholder (``resummarize``), of every core or one: partial, so only
+the units holding such a slice are in it."""
 
 CORE_INDEXES: list[IndexModel] = [
     IndexModel([("last_interaction_at", ASCENDING)], name="last_interaction"),

@@ -29,7 +29,8 @@ from urllib.parse import unquote
 
 MASK = "***"
 
-_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
+_SCHEME = re.compile(r"(?i)mongodb(?:\+srv)?://")
+"""Only MongoDB's schemes are read strictly: ``app://A@db`` could also be user ``app``, password ``//A``."""
 _LOOSE_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*(?::/{1,2}|/{1,2})")
 _SECRET_NAME = re.compile(r"(?i)pass|pwd|secret|token|credential|key|signature|authmechanismproperties")
 _OPTION = re.compile(r"(?<=[?&;])(?P<name>[^?&;=]*)=(?P<value>[^&;]*)")

@@ -7,21 +7,33 @@ every save. After a save every optional slice field is filled.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
+from dataclasses import field
 from typing import Annotated, Any, Literal
 
 from beanie import Document
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, StrictStr, TypeAdapter
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    StrictStr,
+    TypeAdapter,
+    model_serializer,
+)
 from pydantic.dataclasses import dataclass
 
 from partner_repo.clock import UtcDatetime
-from partner_repo.encoding import require_encodable
+from partner_repo.encoding import require_encodable, storable_json_object
 from partner_repo.indexes import CORE_INDEXES, CORES, UNIT_INDEXES, UNITS
 
-Role = Literal["user", "assistant", "system"]
-"""Partner's three message roles; anything else is rejected."""
+Role = Literal["user", "assistant", "system", "tool"]
+"""Partner's three message roles and ``tool`` (a tool's answer to a call); anything else is rejected."""
 
 
 MAX_ID_LENGTH = 256
@@ -72,9 +84,36 @@ BoundedId = Annotated[StrictStr, AfterValidator(_bounded)]
 """An id that may be blank (a slice id normalization replaces, a reference), but not longer than the limit."""
 
 
+def _metadata(value: object) -> object:
+    """A message's metadata checked and copied (:func:`~partner_repo.encoding.storable_json_object`); read
+    back from the database, any object is taken as it is (another tool's stays readable)."""
+    if value is None or (_READING_STORED.get() and isinstance(value, dict)):
+        return value
+    return storable_json_object(value, "metadata")
+
+
+Metadata = Annotated[dict[str, Any] | None, BeforeValidator(_metadata)]
+"""A small JSON object: at most :data:`~partner_repo.encoding.MAX_METADATA_BYTES` of compact JSON."""
+
+
 @dataclass(frozen=True, slots=True, kw_only=True, config=ConfigDict(extra="forbid"))
 class Message:
-    """One raw conversation message. Equal when role and content are equal; immutable, so hashable.
+    """One raw conversation message: Partner's ``role`` and ``content``, and what a tool-using agent adds.
+
+    - ``name``: the speaker, or the tool a ``tool`` message answers for (at most 256 characters);
+    - ``tool_call_id``: the call a ``tool`` message answers (at most 256 characters);
+    - ``metadata``: a small JSON object (at most :data:`~partner_repo.encoding.MAX_METADATA_BYTES` of compact
+      JSON: an assistant message's tool calls, token counts...); anything else is refused;
+    - ``at``: when the message was recorded. ``MemoryCoreRepository.record`` sets it (to the turn's time)
+      when the caller gives none, keeps one the caller gives, and a roll stores it in the unit.
+
+    The optional fields are left out of the stored form while unset, so a plain message is stored as
+    ``{"role", "content"}`` (and the ``at`` that ``record`` gives it), and messages stored before 0.4 read as
+    before (every new field None).
+
+    Equal when everything but ``at`` is equal: ``at`` says when a message was recorded, not what it says, so
+    a message equals itself before and after ``record``. Immutable and hashable (the hash covers what
+    equality does; treat ``metadata`` as read-only, it is the message's own copy).
 
     A slotted pydantic dataclass rather than a model: units hold thousands of messages, and this form is
     validated just as strictly (roles, strict strings, no unknown keys) while building in about half the time
@@ -84,18 +123,54 @@ class Message:
 
     role: Role
     content: StrictStr
+    name: Identifier | None = None
+    tool_call_id: Identifier | None = None
+    metadata: Metadata = None
+    at: UtcDatetime | None = field(default=None, compare=False)
 
     @classmethod
     def model_validate(cls, value: Any) -> Message:
-        """A message from a ``{"role", "content"}`` mapping (or a message); pydantic's ``ValidationError`` if
-        it is not one."""
+        """A message from its stored form (a ``{"role", "content", ...}`` mapping) or a message; pydantic's
+        ``ValidationError`` if it is not one."""
         return _MESSAGE.validate_python(value)
 
     def model_dump(self) -> dict[str, Any]:
-        """The stored form: ``{"role": ..., "content": ...}``."""
-        return {"role": self.role, "content": self.content}
+        """The stored form: ``{"role": ..., "content": ...}`` and each optional field that is set."""
+        document: dict[str, Any] = {"role": self.role, "content": self.content}
+        if self.name is not None:
+            document["name"] = self.name
+        if self.tool_call_id is not None:
+            document["tool_call_id"] = self.tool_call_id
+        if self.metadata is not None:
+            document["metadata"] = self.metadata
+        if self.at is not None:
+            document["at"] = self.at
+        return document
+
+    @model_serializer(mode="plain")
+    def _serialized(self) -> Any:
+        """Inside models (a unit's ``model_dump``, JSON views) a message takes its stored form too. Tolerant
+        of what validation refuses next (``None`` put into a unit's list, a message built around validation):
+        ``save`` dumps a unit to validate it again."""
+        if not isinstance(self, Message):
+            return self
+        document = {"role": getattr(self, "role", None), "content": getattr(self, "content", None)}
+        for key in _OPTIONAL_FIELDS:
+            value = getattr(self, key, None)
+            if value is not None:
+                document[key] = value
+        return document
+
+    def __hash__(self) -> int:
+        metadata = None if self.metadata is None else json.dumps(self.metadata, sort_keys=True, default=repr)
+        return hash((self.role, self.content, self.name, self.tool_call_id, metadata))
+
+    def __repr__(self) -> str:
+        shown = ", ".join(f"{key}={value!r}" for key, value in self.model_dump().items())
+        return f"Message({shown})"
 
 
+_OPTIONAL_FIELDS = ("name", "tool_call_id", "metadata", "at")
 _MESSAGE: TypeAdapter[Message] = TypeAdapter(Message)
 MESSAGE_ENCODERS = {Message: Message.model_dump}
 """Beanie's own writes (``insert``, ``save``) store a message in the stored form, as the repositories do."""
@@ -104,9 +179,14 @@ MESSAGE_ENCODERS = {Message: Message.model_dump}
 class MemorySlice(BaseModel):
     """Summary of the half-open interval ``[start_index, end_index)`` of its unit's messages.
 
-    ``rolling_size`` and ``retain_divisor`` are the parameters of the roll that produced the slice, so any
-    process can rebuild the roll's ``RollingResult`` from the database; they are ``None`` for slices that did
-    not come from a roll (imports, direct appends).
+    ``rolling_size`` and ``retain_divisor`` are the parameters of the roll that produced the slice, and
+    ``first_position`` the position in its core of the slice's first message (``docs/rolling.md``,
+    "Positions"), so any process can rebuild the roll's ``RollingResult`` from the database; they are ``None``
+    for slices that did not come from a roll (imports, direct appends without a position, rolls before 0.4).
+    ``unsummarized``: every summarizer attempt of the roll failed, so ``summary`` is Partner's placeholder
+    (``RollingService.resummarize`` replaces it). ``revision`` counts the times the summary was replaced after
+    the slice was stored (0: as rolled); the listener delivers each revision again. Both are stored only when
+    set, so a plain slice is stored as before; read leniently (another tool's value counts as unset).
     """
 
     model_config = ConfigDict(extra="ignore")
@@ -118,6 +198,21 @@ class MemorySlice(BaseModel):
     created_at: UtcDatetime | None = None
     rolling_size: int | None = None
     retain_divisor: int | None = None
+    first_position: int | None = None
+    unsummarized: Annotated[bool, BeforeValidator(lambda value: value is True)] = False
+    revision: Annotated[int, BeforeValidator(lambda value: _count_or_zero(value))] = 0
+
+    @model_serializer(mode="wrap")
+    def _unset_fields_omitted(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """Unset fields are left out: a slice not from a roll, never re-summarized, is stored as before."""
+        data: dict[str, Any] = handler(self)
+        if self.first_position is None:
+            data.pop("first_position", None)
+        if not self.unsummarized:
+            data.pop("unsummarized", None)
+        if not self.revision:
+            data.pop("revision", None)
+        return data
 
     @property
     def message_count(self) -> int:

@@ -26,7 +26,7 @@ from partner_repo.database import MongoDatabase, connect
 from partner_repo.durations import parse_duration
 from partner_repo.errors import InvalidInput, InvalidSettings
 from partner_repo.masking import mask_uri
-from partner_repo.rolling.config import DEFAULT_UNIT_SOFT_LIMIT_BYTES, RollingConfig
+from partner_repo.rolling.config import DEFAULT_TRIGGER_BYTES, DEFAULT_UNIT_SOFT_LIMIT_BYTES, RollingConfig
 
 URI_SCHEMES = ("mongodb://", "mongodb+srv://")
 DATABASE_NAME_FORBIDDEN = '/\\. "$\x00'
@@ -109,6 +109,9 @@ class PartnerRepoSettings(BaseSettings):
     rolling_trigger_limit: int = Field(
         default=36, description="Roll when the window holds this many messages."
     )
+    rolling_trigger_bytes: int = Field(
+        default=DEFAULT_TRIGGER_BYTES, description="Roll when the window's messages take this many bytes."
+    )
     rolling_idle_after: timedelta = Field(
         default=timedelta(hours=1),
         description="Roll, then start a new session, after this idle time (seconds, PT30M or HH:MM:SS).",
@@ -125,6 +128,16 @@ class PartnerRepoSettings(BaseSettings):
     )
     rolling_lease_duration: timedelta = Field(
         default=timedelta(seconds=60), description="How long a crashed roller can block a core (a duration)."
+    )
+    rolling_summarize_timeout: timedelta = Field(
+        default=timedelta(minutes=2), description="How long one summarizer call may take (a duration)."
+    )
+    rolling_summarize_attempts: int = Field(
+        default=3, description="Summarizer calls per roll before the placeholder is stored (1 to 10)."
+    )
+    rolling_summarize_backoff: timedelta = Field(
+        default=timedelta(seconds=1),
+        description="The wait before the 2nd summarizer attempt; doubles after each (a duration).",
     )
     listener_concurrency: int = Field(
         default=1,
@@ -150,7 +163,14 @@ class PartnerRepoSettings(BaseSettings):
             raise ValueError(problem)
         return value
 
-    @field_validator("rolling_idle_after", "rolling_check_interval", "rolling_lease_duration", mode="before")
+    @field_validator(
+        "rolling_idle_after",
+        "rolling_check_interval",
+        "rolling_lease_duration",
+        "rolling_summarize_timeout",
+        "rolling_summarize_backoff",
+        mode="before",
+    )
     @classmethod
     def _duration(cls, value: object) -> timedelta:
         """Durations are seconds (``90``, ``2.5``), ISO 8601 (``PT30M``) or ``HH:MM:SS``."""

@@ -182,6 +182,11 @@ def append_size(
     return added + string_elements_size([str(slice_doc["id"])], slice_count)
 
 
+def messages_bytes(message_documents: Iterable[Mapping[str, Any]]) -> int:
+    """The BSON bytes of messages in their stored form: what a window's byte count adds up."""
+    return sum(bson_size(document) for document in message_documents)
+
+
 def mark_size_change(before: tuple[int | None, int | None], after: tuple[int, int]) -> int:
     """Bytes a unit grows by when its ``(taken_until, taken_count)`` go from ``before`` (None: absent) to
     ``after`` (exact, so ``size_bytes`` stays exact: an int past 2**31 - 1 is stored in 8 bytes, not 4)."""

@@ -19,6 +19,7 @@ from partner_repo.cli.listener_status import listener
 from partner_repo.cli.logs import configure_logging, format_option, level_option
 from partner_repo.cli.maintenance import check, import_state, repair
 from partner_repo.cli.migrate import migrate
+from partner_repo.cli.resummarize import resummarize
 from partner_repo.cli.roll_idle import roll_idle
 from partner_repo.cli.runtime import one_line_errors, resolve_connection
 from partner_repo.cli.slices import slices, units
@@ -68,6 +69,7 @@ for command in (
     listener,
     migrate,
     repair,
+    resummarize,
     roll_idle,
     slices,
     units,

@@ -61,6 +61,12 @@ def replay(ctx: click.Context, consumer_paths: tuple[str, ...], group: str, only
         raise SystemExit(EXIT_NOT_FOUND)
 
 
+def _what(letter: DeadLetter) -> str:
+    if letter.erasure_seq is not None:
+        return f"erasure {letter.erasure_seq}"
+    return letter.slice_id if not letter.revision else f"{letter.slice_id} (revision {letter.revision})"
+
+
 ID_COLUMNS = {"group", "consumer", "slice", "unit"}
 """Never broken over lines (an id split in two cannot be copied); the error wraps instead."""
 
@@ -74,7 +80,7 @@ def _table(letters: list[DeadLetter]) -> Table:
             when(letter.failed_at),
             letter.group,
             letter.consumer,
-            letter.slice_id if letter.erasure_seq is None else f"erasure {letter.erasure_seq}",
+            _what(letter),
             letter.unit_id,
             str(letter.attempts),
             short(letter.error),

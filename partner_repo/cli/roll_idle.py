@@ -67,7 +67,7 @@ def roll_idle(
 ) -> None:
     """Roll every idle chat window into memory (and start a new memory session for it)."""
     target = connection(ctx, "write" if once else "daemon")
-    summarizer = _load_summarizer(summarizer_path) if summarizer_path else extractive_summarizer
+    summarizer = load_summarizer(summarizer_path) if summarizer_path else extractive_summarizer
     config = load_settings().rolling_config()  # PARTNER_REPO_ROLLING_* from the environment; options win
     if idle_after is not None:
         config = replace(config, idle_after=idle_after)
@@ -103,7 +103,9 @@ def _echo(result: RollingResult) -> None:
     )
 
 
-def _load_summarizer(path: str) -> Summarizer:
+def load_summarizer(path: str) -> Summarizer:
+    """The summarizer ``--summarizer`` names (a module of the working directory too); a usage error when it
+    cannot be loaded or is not callable."""
     importable_from_working_directory()
     try:
         found = import_object(path, what="summarizer")

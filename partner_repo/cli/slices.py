@@ -291,8 +291,16 @@ def _messages_table(messages: list[Message], *, first: int) -> Table:
     table.add_column("role")
     table.add_column("content", overflow="fold")
     for offset, message in enumerate(messages):
-        table.add_row(str(first + offset), message.role, short(message.content, MESSAGE_WIDTH))
+        table.add_row(str(first + offset), _speaker(message), short(message.content, MESSAGE_WIDTH))
     return table
+
+
+def _speaker(message: Message) -> str:
+    """The role, with the speaker's (or tool's) name and the tool call a message answers, when set."""
+    details = [
+        part for part in (message.name, message.tool_call_id and f"call {message.tool_call_id}") if part
+    ]
+    return f"{message.role} ({', '.join(details)})" if details else message.role
 
 
 def _roll(rolling_size: int | None, retain_divisor: int | None) -> str:

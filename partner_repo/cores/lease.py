@@ -37,6 +37,17 @@ RELEASED: dict[str, dict[str, Any]] = {"$set": {"lease_owner": None}, "$inc": {"
 """The update that gives a lease back (merged into the roll's last write, the trim)."""
 
 
+WHOLE = 2**31 - 1
+"""A ``$slice`` count no window reaches: the rest of the window after the skipped messages."""
+
+
+def _skipping(skip: int) -> dict[str, Any] | None:
+    """Every field, the window but for its first ``skip`` messages. The projection also excludes a field
+    (the 0.1.0 lease's, never read): alone, ``$slice`` is an exclusion projection to MongoDB but an inclusion
+    to mongomock; with an exclusion both return every other field, as the manual says."""
+    return {"chat_messages": {"$slice": [skip, WHOLE]}, "lease_until": 0} if skip else None
+
+
 def lease_of(core: MemoryCore) -> LeaseState:
     """The lease state of a core as read."""
     return lease_state(core.lease_owner, core.lease_beat, core.lease_ttl_ms)
@@ -63,6 +74,7 @@ class CoreLease:
         duration: timedelta,
         silent: LeaseState | None = None,
         when: Mapping[str, Any] | None = None,
+        skip: int = 0,
     ) -> MemoryCore | None:
         """Take the lease if it is free, or if it is still exactly ``silent`` (a holder and beat the caller
         watched stay unchanged for that holder's ttl); the core at that instant (the roller's snapshot), else
@@ -70,7 +82,8 @@ class CoreLease:
         one wins.
 
         ``when`` is a query the stored core must match as well (a roll's trigger): the lease is then taken
-        only while the roll is still due, with the snapshot, in one command.
+        only while the roll is still due, with the snapshot, in one command. ``skip``: the snapshot leaves out
+        the window's first ``skip`` messages (ones the roller knows are stored: a ``$slice`` projection).
         """
         core_id = require_id(core_id, "core_id")
         owner = require_id(owner, "owner")
@@ -87,6 +100,7 @@ class CoreLease:
                 "$inc": {"lease_beat": 1, "version": 1},
                 "$unset": {"lease_until": ""},  # the wall-clock lease of 0.1.0, never read again
             },
+            projection=_skipping(skip),
             return_document=ReturnDocument.AFTER,
         )
         if document is None:

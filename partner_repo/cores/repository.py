@@ -10,7 +10,7 @@ guarded by the version it read never loses a message recorded meanwhile: it retr
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -18,14 +18,14 @@ from pymongo import ASCENDING, ReturnDocument
 from pymongo.errors import DocumentTooLarge, DuplicateKeyError, OperationFailure
 
 from partner_repo.clock import utc_now
-from partner_repo.cores.state import WindowState, count_window, is_count, state_projection
+from partner_repo.cores.state import WindowState, count_window, is_count, repair_window, state_projection
 from partner_repo.cores.trim import clear_front, trim_front, window_of_size
 from partner_repo.cores.window import dropped_count
 from partner_repo.database import MongoDatabase
 from partner_repo.errors import ConflictError, InvalidInput, LeaseLost, WindowTooLarge
 from partner_repo.indexes import CORES
 from partner_repo.models import MemoryCore, Message
-from partner_repo.storage import MAX_MESSAGE_BYTES, bson_size
+from partner_repo.storage import MAX_MESSAGE_BYTES, bson_size, messages_bytes
 from partner_repo.validation import optional_datetime, parse_messages, require_count, require_id
 
 DEFAULT_CORE_ID = "default"
@@ -158,7 +158,8 @@ class MemoryCoreRepository:
         """Append ``messages`` to the chat window and mark the interaction; Partner's ``updateChatMessages``.
 
         One atomic ``$push`` + ``$set`` (no read): concurrent calls never lose a message, and a roll running
-        meanwhile keeps them. ``last_interaction_at`` becomes ``at`` (default: now). Creates the core with a
+        meanwhile keeps them. ``last_interaction_at`` becomes ``at`` (default: now), and so does the ``at`` of
+        each message that has none (a message's own ``at`` is kept). Creates the core with a
         fresh memory session when absent. An empty list only marks the interaction. Returns the core's
         :class:`~partner_repo.cores.state.WindowState` after the write: its session, window size and lease,
         never the window itself (pass it to ``RollingService.maybe_roll(recorded=...)``, or use
@@ -171,18 +172,20 @@ class MemoryCoreRepository:
         """
         core_id = require_id(core_id, "core_id")
         parsed = parse_messages(messages)
-        documents = [m.model_dump() for m in parsed]
-        _refuse_unrollable(documents)
         stamp = optional_datetime(at, "at") or utc_now()
+        documents = [m.model_dump() for m in parsed]
+        for document in documents:
+            document.setdefault("at", stamp)  # the message's own time, unless the caller gave one
+        _refuse_unrollable(documents)
         update: dict[str, Any] = {
             "$push": {"chat_messages": {"$each": documents}},
             "$set": {"last_interaction_at": stamp, "idle_rolled": False},
-            "$inc": {"version": 1, "window_size": len(documents)},
+            "$inc": {"version": 1, "window_size": len(documents), "window_bytes": messages_bytes(documents)},
         }
         try:
             document = await self._write_window(core_id, update, stamp)
         except (OperationFailure, TypeError) as exc:  # TypeError: the in-memory backend's way of refusing
-            if not await self._repair_window(core_id, exc):
+            if not await repair_window(self._cores, core_id, exc):
                 raise
             document = await self._write_window(core_id, update, stamp)
         state = await self._state_of(core_id, document)
@@ -197,7 +200,14 @@ class MemoryCoreRepository:
             )
             if document is None:
                 fresh = self._fresh_fields(stamp)
-                for key in ("chat_messages", "window_size", "last_interaction_at", "idle_rolled", "version"):
+                for key in (
+                    "chat_messages",
+                    "window_size",
+                    "window_bytes",
+                    "last_interaction_at",
+                    "idle_rolled",
+                    "version",
+                ):
                     fresh.pop(key)
                 document = await self._upsert(core_id, {**update, "$setOnInsert": fresh}, counted=True)
         except DocumentTooLarge:
@@ -207,19 +217,6 @@ class MemoryCoreRepository:
                 raise WindowTooLarge(core_id) from None
             raise
         return dict(document)
-
-    async def _repair_window(self, core_id: str, failure: Exception) -> bool:
-        """Whether ``failure`` was a window stored as something else than an array (null, by another tool),
-        now stored as the empty window it reads as (counted, once): then ``record`` can push to it."""
-        if isinstance(failure, OperationFailure) and failure.code not in NOT_AN_ARRAY_CODES:
-            return False
-        if (
-            await self._cores.find_one({"_id": core_id, "chat_messages": {"$not": {"$type": "array"}}})
-            is None
-        ):
-            return False
-        await count_window(self._cores, core_id)
-        return True
 
     async def window_state(self, core_id: str = DEFAULT_CORE_ID) -> WindowState | None:
         """The core's :class:`~partner_repo.cores.state.WindowState` (None: no such core), without reading
@@ -242,6 +239,7 @@ class MemoryCoreRepository:
         lease_owner: str | None = None,
         window_size: int | None = None,
         release: bool = False,
+        message_bytes: Sequence[int] | None = None,
     ) -> int:
         """Partner's ``rollChatMessagesWithSnapshot``: drop what rolling the first ``snapshot_size`` consumed.
 
@@ -252,9 +250,10 @@ class MemoryCoreRepository:
         and retry. With ``lease_owner`` it is also fenced: if another roller took the lease over, nothing is
         written and :class:`LeaseLost` is raised. Returns how many messages were dropped.
 
-        ``window_size`` is the size the caller last saw (a roller's snapshot): the first write is then sent
-        without a read, guarded on the window still holding exactly that many messages (under the caller's
-        lease only ``record`` changes it, and only by adding); otherwise it reads and retries as above.
+        ``window_size`` is the size the caller last saw (a roller's snapshot) and ``message_bytes`` the sizes
+        of its last messages (all, or those it read): the first write is then sent without a read, guarded on
+        the window still holding exactly that many messages (under the caller's lease only ``record`` changes
+        it, and only by adding); otherwise it reads and retries as above.
         ``release`` (with ``lease_owner``) gives the lease back in the same write. ``window_start`` moves by
         what is dropped, so every message keeps its position.
         """
@@ -271,6 +270,9 @@ class MemoryCoreRepository:
             owner=owner,
             window_size=None if window_size is None else require_count(window_size, "window_size"),
             release=release,
+            message_bytes=None
+            if message_bytes is None
+            else [require_count(n, "message_bytes") for n in message_bytes],
         )
 
     async def clear_window(self, core_id: str, *, lease_owner: str) -> int | None:
@@ -353,6 +355,7 @@ class MemoryCoreRepository:
             "session_started_at": stamp,
             "chat_messages": [],
             "window_size": 0,
+            "window_bytes": 0,
             "last_interaction_at": None,
             "lease_owner": None,
             "lease_beat": 0,
@@ -369,12 +372,11 @@ def _session(session_id: str, stamp: datetime, continues: str | None = None) -> 
 DOCUMENT_TOO_LARGE_CODES = frozenset({10334, 17419})
 """BSONObjectTooLarge, and "resulting document after update is larger than 16777216"."""
 
-NOT_AN_ARRAY_CODES = frozenset({2, 14})
-"""BadValue and TypeMismatch: what a server answers a ``$push`` onto a field that is not an array."""
-
 
 def _counted(core_id: str) -> dict[str, Any]:
-    """A core whose window count exists: what every write that keeps the count matches."""
+    """A core whose window count exists: what every write that keeps the count matches. (The byte count is
+    not asked for: a core written before 0.4 counts the bytes of its turns from its first 0.4 one on, and
+    its next roll's trim sets the count exactly; until then only the byte trigger sees less.)"""
     return {"_id": core_id, "window_size": {"$type": "number"}}
 
 

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import asyncio
 import random
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from partner_repo.cores.lease import RELEASED
 from partner_repo.cores.window import dropped_count
 from partner_repo.errors import ConflictError, LeaseLost, NotFound
+from partner_repo.storage import messages_bytes
 
 TRIM_ATTEMPTS = 200
 """How often a trim that lost the race to concurrent ``record`` calls re-reads and retries."""
@@ -33,14 +34,21 @@ async def trim_front(
     owner: str | None,
     window_size: int | None,
     release: bool,
+    message_bytes: Sequence[int] | None = None,
 ) -> int:
     """Drop what rolling the first ``snapshot_size`` messages consumed; how many were dropped (arguments
-    validated by the caller; see ``MemoryCoreRepository.trim_window`` for their meaning)."""
-    if window_size is not None and owner is not None:
+    validated by the caller; see ``MemoryCoreRepository.trim_window`` for their meaning). ``message_bytes``
+    are the sizes of the last messages of the ``window_size`` the caller saw (a roller's snapshot): when they
+    cover every message the trim keeps, the first write needs no read, and the window's byte count is set
+    exactly."""
+    if window_size is not None and owner is not None and message_bytes is not None:
         drop = dropped_count(window_size, snapshot_size, retain_divisor)
-        guard = {"_id": core_id, "lease_owner": owner, **window_of_size(window_size)}
-        if await _write(cores, guard, _trim(window_size, drop, release)):
-            return drop
+        unseen = window_size - len(message_bytes)  # the caller saw only the last messages
+        if drop >= unseen:
+            guard = {"_id": core_id, "lease_owner": owner, **window_of_size(window_size)}
+            kept_bytes = sum(message_bytes[drop - unseen :])
+            if await _write(cores, guard, _trim(window_size, drop, release, kept_bytes)):
+                return drop
     projection = {"chat_messages": 1, "version": 1, "lease_owner": 1}
     for attempt in range(TRIM_ATTEMPTS):
         document = await cores.find_one({"_id": core_id}, projection)
@@ -48,12 +56,13 @@ async def trim_front(
             raise NotFound(f"no core {core_id!r}")
         if owner is not None and document.get("lease_owner") != owner:
             raise LeaseLost(core_id, owner)
-        size = len(document.get("chat_messages") or [])
+        window = document.get("chat_messages") or []
+        size = len(window)
         drop = dropped_count(size, snapshot_size, retain_divisor)
         guard = {"_id": core_id, "version": _version_guard(document)}
         if owner is not None:
             guard["lease_owner"] = owner
-        if await _write(cores, guard, _trim(size, drop, release)):
+        if await _write(cores, guard, _trim(size, drop, release, messages_bytes(window[drop:]))):
             return drop
         await asyncio.sleep(random.uniform(0, 0.0005 * min(attempt, 20)))
     raise ConflictError(f"core {core_id!r}: trimming the window lost the race {TRIM_ATTEMPTS} times")
@@ -69,7 +78,7 @@ async def clear_front(cores: Collection, core_id: str, owner: str) -> int | None
             return None
         size = len(document.get("chat_messages") or [])
         update = {
-            "$set": {"chat_messages": [], "window_size": 0},
+            "$set": {"chat_messages": [], "window_size": 0, "window_bytes": 0},
             "$unset": {"window_stored": ""},
             "$inc": {"version": 1, "window_start": size},
         }
@@ -78,10 +87,11 @@ async def clear_front(cores: Collection, core_id: str, owner: str) -> int | None
     raise ConflictError(f"core {core_id!r}: clearing the window lost the race {TRIM_ATTEMPTS} times")
 
 
-def _trim(size: int, drop: int, release: bool) -> dict[str, dict[str, Any]] | None:
+def _trim(size: int, drop: int, release: bool, kept_bytes: int) -> dict[str, dict[str, Any]] | None:
     """The update dropping the first ``drop`` of ``size`` messages (only the front goes, no message is
-    rewritten, ``window_start`` moves by as many so every message keeps its position), giving the lease back
-    when ``release``. None: nothing to drop and no lease to give back, so nothing to write."""
+    rewritten, ``window_start`` moves by as many so every message keeps its position; the kept messages take
+    ``kept_bytes``), giving the lease back when ``release``. None: nothing to drop and no lease to give back,
+    so nothing to write."""
     if not drop and not release:
         return None
     update: dict[str, dict[str, Any]] = {"$set": {}, "$inc": {"version": 1}}
@@ -91,6 +101,7 @@ def _trim(size: int, drop: int, release: bool) -> dict[str, dict[str, Any]] | No
     if drop:
         update["$push"] = {"chat_messages": {"$each": [], "$slice": -(size - drop)}}  # keep the last ones
         update["$set"]["window_size"] = size - drop
+        update["$set"]["window_bytes"] = kept_bytes
         update["$inc"]["window_start"] = drop
     return {operator: fields for operator, fields in update.items() if fields}
 

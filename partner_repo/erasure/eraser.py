@@ -38,8 +38,8 @@ from partner_repo.erasure.requests import ErasureRequest, ErasureRequests
 from partner_repo.erasure.tombstones import tombstone_units
 from partner_repo.errors import ConflictError, InvalidInput
 from partner_repo.indexes import CORES, UNITS
-from partner_repo.listener.checkpoints import remove_unit_progress
 from partner_repo.listener.dead_letters import DeadLetterRepository
+from partner_repo.listener.erased_progress import remove_unit_progress
 from partner_repo.listener.erasure_log import ErasureLog, ErasureScope
 from partner_repo.models import MemoryCore
 from partner_repo.units.repository import MemoryUnitRepository

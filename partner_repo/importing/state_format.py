@@ -17,13 +17,16 @@ from typing import Any
 from pydantic import BaseModel
 
 from partner_repo.clock import to_utc_ms
-from partner_repo.encoding import require_encodable
+from partner_repo.encoding import require_encodable, storable_json_object
 from partner_repo.errors import InvalidInput
 from partner_repo.models import MemorySlice, MemoryUnit, Message
 from partner_repo.normalization import new_slice_id
+from partner_repo.rolling.summarizer import SUMMARY_ON_EXCEPTION
 from partner_repo.validation import id_problem
 
-ROLES = ("user", "assistant", "system")
+ROLES = ("user", "assistant", "system", "tool")
+MESSAGE_TIME_FIELDS = ("timestamp", "created_timestamp")
+"""Where a Partner message may carry its time (epoch milliseconds); the first one present is taken."""
 SLICE_FIELDS = ("id", "start_index", "end_index", "summary", "created_timestamp")
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -156,7 +159,37 @@ def _message(raw: Any, item: str, name: str, issues: list[ImportIssue]) -> Messa
     except InvalidInput as exc:
         issues.append(ImportIssue(file=name, item=item, reason=str(exc)))
         return None
-    return Message(role=role, content=content)
+    return Message(role=role, content=content, **_message_extras(raw, item, name, issues))
+
+
+def _message_extras(
+    raw: Mapping[str, Any], item: str, name: str, issues: list[ImportIssue]
+) -> dict[str, Any]:
+    """What a message carries besides role and content: ``name``, ``tool_call_id``, ``metadata`` and its time
+    (``timestamp`` or ``created_timestamp``, epoch milliseconds as Partner writes times). A value that cannot
+    be stored is dropped and noted; the message is kept."""
+    extras: dict[str, Any] = {}
+    for field in ("name", "tool_call_id"):
+        value = raw.get(field)
+        if value is not None and (problem := id_problem(value, field)) is not None:
+            issues.append(ImportIssue(file=name, item=item, reason=f"{problem}; imported without it"))
+        elif value is not None:
+            extras[field] = value
+    if raw.get("metadata") is not None:
+        try:
+            extras["metadata"] = storable_json_object(raw["metadata"], "metadata")
+        except InvalidInput as exc:
+            issues.append(ImportIssue(file=name, item=item, reason=f"{exc}; imported without it"))
+    for field in MESSAGE_TIME_FIELDS:
+        try:
+            at = epoch_ms(raw.get(field), field)
+        except InvalidInput as exc:
+            issues.append(ImportIssue(file=name, item=item, reason=f"{exc}; imported without a time"))
+            break
+        if at is not None:
+            extras["at"] = at
+            break
+    return extras
 
 
 def _slice(raw: Any, item: str, name: str, issues: list[ImportIssue]) -> MemorySlice | None:
@@ -195,7 +228,15 @@ def _slice(raw: Any, item: str, name: str, issues: list[ImportIssue]) -> MemoryS
         issues.append(
             ImportIssue(file=name, item="unit", reason=f"{item}: {problem}; stored as {slice_id!r}")
         )
-    return MemorySlice(id=slice_id, start_index=start, end_index=end, summary=summary, created_at=created_at)
+    unsummarized = summary == SUMMARY_ON_EXCEPTION  # Partner's placeholder: resummarize replaces it
+    return MemorySlice(
+        id=slice_id,
+        start_index=start,
+        end_index=end,
+        summary=summary,
+        created_at=created_at,
+        unsummarized=unsummarized,
+    )
 
 
 def _shifted(index: int | None, kept_before: list[int]) -> int | None:

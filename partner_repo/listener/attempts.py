@@ -15,9 +15,10 @@ from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
 from partner_repo.errors import UnreadableUnit
+from partner_repo.listener.checkpoints import DeliveryKey
 from partner_repo.listener.dead_letters import DeadLetterRepository, describe
 from partner_repo.listener.observer import ListenerObserver
-from partner_repo.listener.registry import AfterRolling, raised_by_consumer
+from partner_repo.listener.registry import AfterRolling, Call, raised_by_consumer
 from partner_repo.listener.retry import Backoff
 from partner_repo.rolling.result import RollingResult
 
@@ -76,16 +77,17 @@ class ConsumerAttempts:
         return self._max_attempts
 
     async def deliver(
-        self, consumer: AfterRolling, unit_id: str, slice_id: str, result: RollingResult
+        self, consumer: AfterRolling, consume: Call, unit_id: str, slice_id: str, result: RollingResult
     ) -> bool:
-        """Deliver ``result``; False when every attempt failed and a dead letter was written instead."""
+        """Deliver ``result`` with ``consume`` (the consumer's, as :func:`consumer_calls` decided); False when
+        every attempt failed and a dead letter was written instead."""
         error = await self.attempts(
-            consumer.name, f"slice {slice_id}", lambda: consumer.consume(result), slice_id=slice_id
+            consumer.name, f"slice {slice_id}", lambda: consume(result), slice_id=slice_id
         )
         if error is None:
             return True
-        core_id = result.memory_unit.core_id
-        await self.dead_letter(consumer, unit_id, core_id, slice_id, error, attempts=self._max_attempts)
+        core_id, key = result.memory_unit.core_id, (slice_id, result.revision)
+        await self.dead_letter(consumer, unit_id, core_id, key, error, attempts=self._max_attempts)
         return False
 
     async def attempts(
@@ -132,11 +134,13 @@ class ConsumerAttempts:
         consumer: AfterRolling,
         unit_id: str,
         core_id: str,
-        slice_id: str,
+        key: DeliveryKey,
         error: BaseException,
         *,
         attempts: int,
     ) -> None:
+        """The dead letter of one delivery: a slice at a revision (a revision's letter is its own)."""
+        slice_id, revision = key
         await retry_storage(
             f"dead letter for slice {slice_id}",
             lambda: self._dead_letters.record(
@@ -147,6 +151,7 @@ class ConsumerAttempts:
                 slice_id=slice_id,
                 error=error,
                 attempts=attempts,
+                revision=revision,
             ),
         )
 

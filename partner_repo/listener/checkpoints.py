@@ -7,8 +7,12 @@ Per listener group it keeps two kinds of documents:
   the time of the last delivered slice, the group lease (its owner and heartbeat counter) and what the
   holder reports with each heartbeat for ``partner-repo listener status`` (its source, consumers, clock);
 - one *unit* document per memory unit the group has seen: the ids of the unit's slices every consumer has
-  finished (``delivered``), the slices only some consumers have finished (``partial``: consumer, slice), the
-  unit's core, and the unit fingerprint at which every slice was delivered.
+  finished (``delivered``), the slices only some consumers have finished (``partial``: consumer, slice, and
+  the revision when above 0), the revisions of replaced summaries every consumer has finished (``revised``:
+  slice, revision), the unit's core, and the unit fingerprint at which every slice was delivered.
+
+A delivery is a slice at a revision (:data:`DeliveryKey`): a slice whose summary ``resummarize`` replaced is
+delivered again at its new revision, once, whatever was delivered of it before.
 
 The group document also holds the group's erasure cursor (``erasure_seq``: every part of the erasure log up
 to it is delivered; ``erasure_partial``: consumer and position of parts only some consumers finished). An
@@ -26,7 +30,7 @@ slice), and every update is a single atomic ``$addToSet``/``$pull``/``$set``, so
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
@@ -37,12 +41,14 @@ from pymongo.errors import DuplicateKeyError
 from partner_repo.clock import utc_now
 from partner_repo.database import MongoDatabase
 from partner_repo.indexes import CHECKPOINTS
-from partner_repo.storage import ERASED_AT, insert_new, stored_datetime
+from partner_repo.storage import stored_datetime
 from partner_repo.units.repository import UnitFingerprint
 from partner_repo.validation import require_id
 
 StartFrom = Literal["beginning", "now"]
 TokenKind = Literal["resume_after", "start_after"]
+DeliveryKey = tuple[str, int]
+"""What is delivered: a slice id and the revision of its summary (0: as its roll stored it)."""
 
 ERASED_UNIT = "erased-unit"
 """The ``kind`` of a group's tombstone for an erased unit (what replaces its ``"unit"`` document)."""
@@ -68,12 +74,25 @@ class UnitProgress:
     unit_id: str
     core_id: str | None = None
     delivered: set[str] = field(default_factory=set)
-    partial: dict[str, set[str]] = field(default_factory=dict)
+    partial: dict[DeliveryKey, set[str]] = field(default_factory=dict)
     fingerprint: UnitFingerprint | None = None
+    revised: dict[str, int] = field(default_factory=dict)
+    """Slice id -> the highest revision every consumer finished (slices delivered only as rolled: absent)."""
 
-    def done_by(self, slice_id: str) -> set[str]:
-        """The consumers that finished ``slice_id`` although not every consumer has."""
-        return self.partial.get(slice_id, set())
+    def done_by(self, key: DeliveryKey) -> set[str]:
+        """The consumers that finished the delivery ``key`` although not every consumer has."""
+        return self.partial.get(key, set())
+
+    def has_delivered(self, key: DeliveryKey) -> bool:
+        """Whether every consumer finished this slice at this revision (or a later one)."""
+        slice_id, revision = key
+        return slice_id in self.delivered and (revision <= 0 or self.revised.get(slice_id, 0) >= revision)
+
+    def record_delivered(self, key: DeliveryKey) -> None:
+        slice_id, revision = key
+        self.delivered.add(slice_id)
+        if revision > 0:
+            self.revised[slice_id] = max(self.revised.get(slice_id, 0), revision)
 
 
 class ListenerCheckpoints:
@@ -237,9 +256,13 @@ class ListenerCheckpoints:
         document = await self._collection.find_one({"_id": self._unit_key(unit_id)})
         if document is None or document.get("kind") == ERASED_UNIT:
             return UnitProgress(unit_id=unit_id)
-        partial: dict[str, set[str]] = {}
+        partial: dict[DeliveryKey, set[str]] = {}
         for entry in document.get("partial") or []:
-            partial.setdefault(entry["slice_id"], set()).add(entry["consumer"])
+            key = (entry["slice_id"], int(entry.get("revision") or 0))
+            partial.setdefault(key, set()).add(entry["consumer"])
+        revised: dict[str, int] = {}
+        for entry in document.get("revised") or []:
+            revised[entry["slice_id"]] = max(revised.get(entry["slice_id"], 0), int(entry["revision"]))
         stored = document.get("fingerprint")
         return UnitProgress(
             unit_id=unit_id,
@@ -247,6 +270,7 @@ class ListenerCheckpoints:
             delivered=set(document.get("delivered") or []),
             partial=partial,
             fingerprint=None if stored is None else tuple(stored),
+            revised=revised,
         )
 
     async def fingerprints(self) -> dict[str, UnitFingerprint]:
@@ -257,31 +281,39 @@ class ListenerCheckpoints:
         )
         return {document["unit_id"]: tuple(document["fingerprint"]) async for document in cursor}
 
-    async def mark_consumer_done(self, unit_id: str, core_id: str, slice_id: str, consumer: str) -> None:
-        """One consumer finished a slice that others have not finished yet."""
-        await self._upsert_unit(
-            unit_id, core_id, {"$addToSet": {"partial": {"consumer": consumer, "slice_id": slice_id}}}
-        )
+    async def mark_consumer_done(
+        self, unit_id: str, core_id: str, slice_id: str, consumer: str, revision: int = 0
+    ) -> None:
+        """One consumer finished a slice (at ``revision``) that others have not finished yet."""
+        entry = {"consumer": consumer, "slice_id": slice_id, **_revision(revision)}
+        await self._upsert_unit(unit_id, core_id, {"$addToSet": {"partial": entry}})
 
-    async def mark_delivered(self, unit_id: str, core_id: str, slice_id: str) -> None:
-        """Every consumer finished the slice (delivered or dead-lettered): it is never offered again."""
-        await self._upsert_unit(
-            unit_id,
-            core_id,
-            {"$addToSet": {"delivered": slice_id}, "$pull": {"partial": {"slice_id": slice_id}}},
-        )
+    async def mark_delivered(self, unit_id: str, core_id: str, slice_id: str, revision: int = 0) -> None:
+        """Every consumer finished the slice at ``revision`` (delivered or dead-lettered): that revision is
+        never offered again."""
+        added: dict[str, Any] = {"delivered": slice_id}
+        if revision > 0:
+            added["revised"] = {"slice_id": slice_id, "revision": revision}
+        finished: dict[str, Any] = {"slice_id": slice_id, "revision": {"$exists": False}}
+        if revision > 0:
+            finished["revision"] = revision
+        await self._upsert_unit(unit_id, core_id, {"$addToSet": added, "$pull": {"partial": finished}})
 
     async def mark_baseline(
-        self, unit_id: str, core_id: str, slice_ids: Iterable[str], fingerprint: UnitFingerprint
+        self,
+        unit_id: str,
+        core_id: str,
+        slice_ids: Iterable[str],
+        fingerprint: UnitFingerprint,
+        revisions: Mapping[str, int] | None = None,
     ) -> None:
-        """Take slices as delivered without delivering them (a ``start_from="now"`` group's history)."""
+        """Take slices as delivered without delivering them (a ``start_from="now"`` group's history), at the
+        ``revisions`` they have (slice id -> revision, for those above 0)."""
+        added: dict[str, Any] = {"delivered": {"$each": list(slice_ids)}}
+        if revisions:
+            added["revised"] = {"$each": [{"slice_id": s, "revision": r} for s, r in revisions.items()]}
         await self._upsert_unit(
-            unit_id,
-            core_id,
-            {
-                "$addToSet": {"delivered": {"$each": list(slice_ids)}},
-                "$set": {"fingerprint": list(fingerprint)},
-            },
+            unit_id, core_id, {"$addToSet": added, "$set": {"fingerprint": list(fingerprint)}}
         )
 
     async def save_fingerprint(self, unit_id: str, core_id: str, fingerprint: UnitFingerprint) -> None:
@@ -314,43 +346,9 @@ class ListenerCheckpoints:
         return {"group": self._group, "unit_id": unit_id}
 
 
-async def remove_unit_progress(
-    database: MongoDatabase, unit_ids: Collection[Any], *, group: str | None = None
-) -> int:
-    """Remove what listener groups (every group, or one, when given) recorded of these units (delivered
-    slice ids, partial deliveries, fingerprints), leaving a tombstone per group and unit in its place, so
-    that no commit saved later brings it back. Returns how many progress documents went.
-
-    Two idempotent commands: a tombstone is inserted for every group and unit that has no document (one
-    unordered ``insert``; a key already taken is left as it is), then every progress document left becomes
-    a tombstone (one ``update``). A commit racing them either lands on progress the second turns into a
-    tombstone, or finds the key a tombstone's, and records nothing."""
-    if not unit_ids:
-        return 0
-    collection = database[CHECKPOINTS]
-    ids, at = list(unit_ids), utc_now()
-    if group is None:
-        groups = [d["group"] async for d in collection.find({"kind": "group"}, {"group": 1})]
-    else:
-        groups = [group]
-    await insert_new(
-        collection,
-        [
-            {"_id": {"group": g, "unit_id": u}, "kind": ERASED_UNIT, "group": g, "unit_id": u, ERASED_AT: at}
-            for g in groups
-            for u in ids
-        ],
-    )
-    query: dict[str, Any] = {"kind": "unit", "unit_id": {"$in": ids}}
-    if group is not None:
-        query["group"] = group
-    erased = {"$set": {"kind": ERASED_UNIT, ERASED_AT: at}, "$unset": dict.fromkeys(_PROGRESS_FIELDS, "")}
-    result = await collection.update_many(query, erased)
-    return int(result.matched_count)
-
-
-_PROGRESS_FIELDS = ("core_id", "delivered", "partial", "fingerprint")
-"""What a unit document holds besides its key: what a tombstone drops."""
+def _revision(revision: int) -> dict[str, int]:
+    """A partial entry's revision field: stored only above 0, so entries written before 0.4 still match."""
+    return {"revision": revision} if revision > 0 else {}
 
 
 def _group_from(document: Mapping[str, Any]) -> GroupCheckpoint:
@@ -366,4 +364,10 @@ def _group_from(document: Mapping[str, Any]) -> GroupCheckpoint:
     )
 
 
-__all__ = ["ERASED_UNIT", "GroupCheckpoint", "ListenerCheckpoints", "UnitProgress", "remove_unit_progress"]
+__all__ = [
+    "ERASED_UNIT",
+    "DeliveryKey",
+    "GroupCheckpoint",
+    "ListenerCheckpoints",
+    "UnitProgress",
+]

@@ -2,8 +2,9 @@
 
 A dead letter names the group, the consumer and the slice (plus its unit and core), the last error, how many
 attempts were made and when. It holds no copy of the result: a replay rebuilds the result from the unit, the
-source of truth. One letter per (group, consumer, slice): failing the same slice again (a failed replay)
-updates it instead of adding another.
+source of truth. One letter per (group, consumer, slice, revision): failing the same slice again (a failed
+replay) updates it instead of adding another, while a revision (a summary ``resummarize`` replaced) that fails
+is a letter of its own (its key and ``revision`` say which; absent for a slice as rolled).
 
 A consumer's failed ``on_erased`` is a letter too: it names the erasure's position in the erasure log
 (``erasure_seq``) and its core, with empty slice and unit ids; a replay hands the consumer that erasure again.
@@ -25,8 +26,8 @@ from partner_repo.clock import UtcDatetime, utc_now
 from partner_repo.database import MongoDatabase
 from partner_repo.errors import UnreadableUnit
 from partner_repo.indexes import DEAD_LETTERS
-from partner_repo.listener.erasure_log import ErasureLog, handles_erasures
-from partner_repo.listener.registry import AfterRollingRegistry, raised_by_consumer
+from partner_repo.listener.erasure_log import ErasureLog
+from partner_repo.listener.registry import AfterRollingRegistry, Call, raised_by_consumer
 from partner_repo.listener.results import load_stored_result
 from partner_repo.masking import scrub
 from partner_repo.units.repository import MemoryUnitRepository
@@ -55,6 +56,9 @@ class DeadLetter(BaseModel):
     replays: int = 0
     erasure_seq: int | None = None
     """For a failed ``on_erased``: the erasure's position in the erasure log (None for a slice)."""
+    revision: int = 0
+    """The revision of the slice's summary that failed (0: as rolled). A replay delivers the slice as it is
+    now, its latest revision."""
 
 
 class DeadLetterRepository:
@@ -75,11 +79,13 @@ class DeadLetterRepository:
         attempts: int,
         replay: bool = False,
         at: datetime | None = None,
+        revision: int = 0,
     ) -> DeadLetter:
-        """Write (or update) the letter for this consumer and slice; returns what is stored."""
+        """Write (or update) the letter for this consumer and slice (at ``revision``); returns what is
+        stored."""
         stamp = at or utc_now()
         document = await self._collection.find_one_and_update(
-            {"_id": _key(group, consumer, slice_id)},
+            {"_id": _key(group, consumer, slice_id, revision)},
             {
                 "$set": {
                     "error": describe(error),
@@ -93,6 +99,7 @@ class DeadLetterRepository:
                     "consumer": consumer,
                     "slice_id": slice_id,
                     "first_failed_at": stamp,
+                    **({"revision": revision} if revision > 0 else {}),
                 },
             },
             upsert=True,
@@ -166,7 +173,7 @@ class DeadLetterRepository:
 
     async def remove(self, letter: DeadLetter) -> bool:
         """Delete a letter (after a successful replay); True when it existed."""
-        key: dict[str, object] = dict(_key(letter.group, letter.consumer, letter.slice_id))
+        key: dict[str, object] = dict(_key(letter.group, letter.consumer, letter.slice_id, letter.revision))
         if letter.erasure_seq is not None:
             key = {"group": letter.group, "consumer": letter.consumer, "erasure_seq": letter.erasure_seq}
         result = await self._collection.delete_one({"_id": key})
@@ -203,12 +210,13 @@ async def replay_dead_letters(
     units = MemoryUnitRepository(database, majority_reads=True)
     report = ReplayReport()
     for letter in await letters_repo.list(group=group, consumer=consumer):
-        target = registry.get(letter.consumer)
-        if target is None or (letter.erasure_seq is not None and not handles_erasures(target)):
+        calls = registry.calls(letter.consumer)  # sync or async, decided when it was registered
+        if calls is None or (letter.erasure_seq is not None and calls.on_erased is None):
             report.no_consumer.append(letter)
             continue
         if letter.erasure_seq is not None:
-            await _replay_erasure(ErasureLog(database), letters_repo, letter, target, report)
+            assert calls.on_erased is not None
+            await _replay_erasure(ErasureLog(database), letters_repo, letter, calls.on_erased, report)
             continue
         try:
             result = await load_stored_result(units, letter.unit_id, letter.core_id, letter.slice_id)
@@ -224,7 +232,7 @@ async def replay_dead_letters(
             report.slice_gone.append(letter)
             continue
         try:
-            await target.consume(result)
+            await calls.consume(result)
         except BaseException as exc:
             if not raised_by_consumer(exc):
                 raise
@@ -237,7 +245,7 @@ async def replay_dead_letters(
 
 
 async def _replay_erasure(
-    log: ErasureLog, letters: DeadLetterRepository, letter: DeadLetter, target: Any, report: ReplayReport
+    log: ErasureLog, letters: DeadLetterRepository, letter: DeadLetter, on_erased: Call, report: ReplayReport
 ) -> None:
     """One more ``on_erased`` of the erasure a letter names (the log keeps every erasure)."""
     assert letter.erasure_seq is not None
@@ -246,7 +254,7 @@ async def _replay_erasure(
         report.slice_gone.append(letter)
         return
     try:
-        await target.on_erased(erasure)
+        await on_erased(erasure)
     except BaseException as exc:
         if not raised_by_consumer(exc):
             raise
@@ -290,6 +298,7 @@ async def _failed_again(
         error=error,
         attempts=attempts,
         replay=True,
+        revision=letter.revision,
     )
 
 
@@ -303,8 +312,11 @@ def describe(error: BaseException | str) -> str:
     return scrub(text)[:ERROR_TEXT_LIMIT]
 
 
-def _key(group: str, consumer: str, slice_id: str) -> dict[str, str]:
-    return {"group": group, "consumer": consumer, "slice_id": slice_id}
+def _key(group: str, consumer: str, slice_id: str, revision: int = 0) -> dict[str, Any]:
+    key: dict[str, Any] = {"group": group, "consumer": consumer, "slice_id": slice_id}
+    if revision > 0:  # a revision's letter is its own; a letter as rolled keeps the key it always had
+        key["revision"] = revision
+    return key
 
 
 def _filter(group: str | None, consumer: str | None) -> dict[str, Any]:

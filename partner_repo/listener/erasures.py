@@ -33,10 +33,11 @@ from functools import partial as partial_call
 
 from partner_repo.database import MongoDatabase
 from partner_repo.listener.attempts import ConsumerAttempts, retry_storage
-from partner_repo.listener.checkpoints import ListenerCheckpoints, remove_unit_progress
+from partner_repo.listener.checkpoints import ListenerCheckpoints
 from partner_repo.listener.dead_letters import DeadLetterRepository, describe
+from partner_repo.listener.erased_progress import remove_unit_progress
 from partner_repo.listener.erasure_log import Erasure, ErasureLog, handles_erasures
-from partner_repo.listener.registry import AfterRolling
+from partner_repo.listener.registry import AfterRolling, consumer_calls
 from partner_repo.listener.retry import Backoff
 
 logger = logging.getLogger("partner_repo.listener")
@@ -66,6 +67,7 @@ class ErasureDelivery:
         self._checkpoints = checkpoints
         self._dead_letters = dead_letters
         self._consumers = [c for c in consumers if handles_erasures(c)]
+        self._on_erased = {c.name: consumer_calls(c).on_erased for c in self._consumers}  # decided once
         self._delivering = delivering
         self._interval = interval
         self._attempts = ConsumerAttempts(
@@ -134,7 +136,8 @@ class ErasureDelivery:
         )
 
     async def _deliver_to(self, consumer: AfterRolling, erasure: Erasure, *, others: bool) -> None:
-        on_erased = consumer.on_erased  # type: ignore[attr-defined]  # handles_erasures checked it
+        on_erased = self._on_erased[consumer.name]
+        assert on_erased is not None  # handles_erasures checked it
         what = f"erasure {erasure.seq} (core {erasure.core_id})"
         error = await self._attempts.attempts(consumer.name, what, lambda: on_erased(erasure))
         if error is None:

@@ -21,7 +21,7 @@ def load_consumer(path: str) -> AfterRolling:
             ) from exc
     if not isinstance(target, AfterRolling):
         raise InvalidInput(
-            f"consumer {path!r} is not an AfterRolling (needs `name` and `async consume(result)`)"
+            f"consumer {path!r} is not an AfterRolling (needs `name` and `consume(result)`, async or plain)"
         )
     return target
 

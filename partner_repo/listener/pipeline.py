@@ -31,13 +31,13 @@ from datetime import datetime
 from partner_repo.clock import utc_now
 from partner_repo.errors import UnreadableUnit
 from partner_repo.listener.attempts import ConsumerAttempts, retry_storage
-from partner_repo.listener.checkpoints import ListenerCheckpoints, UnitProgress
+from partner_repo.listener.checkpoints import DeliveryKey, ListenerCheckpoints, UnitProgress
 from partner_repo.listener.commits import Commit, OrderedCommits
 from partner_repo.listener.dead_letters import DeadLetterRepository
 from partner_repo.listener.lanes import UnitLanes
 from partner_repo.listener.observer import GuardedObserver, ListenerObserver, Outcome
 from partner_repo.listener.progress import CommitAction, ListenerLag, in_slice_order
-from partner_repo.listener.registry import AfterRolling
+from partner_repo.listener.registry import AfterRolling, consumer_calls
 from partner_repo.listener.results import load_result
 from partner_repo.listener.retry import Backoff
 from partner_repo.models import MemorySlice
@@ -66,6 +66,11 @@ class _Delivery:
     def slice_id(self) -> str:
         assert self.piece.id is not None
         return self.piece.id
+
+    @property
+    def key(self) -> DeliveryKey:
+        """The slice at its revision: a replaced summary is a delivery of its own."""
+        return self.slice_id, self.piece.revision
 
 
 class DeliveryPipeline:
@@ -99,11 +104,12 @@ class DeliveryPipeline:
             observer=self._observer,
         )
         self._consumers = list(consumers)
+        self._consume = {c.name: consumer_calls(c).consume for c in consumers}  # sync or async, decided once
         self._max_pending = max_pending
         self._lanes: dict[str, UnitLanes[_Delivery]] = {
             c.name: UnitLanes(c.name, (concurrency or {}).get(c.name, 1), self._handler(c)) for c in consumers
         }
-        self._in_flight: dict[str, _Delivery] = {}
+        self._in_flight: dict[DeliveryKey, _Delivery] = {}
         self._progress: OrderedDict[str, UnitProgress] = OrderedDict()
         self._commits = OrderedCommits()
         self._capacity = asyncio.Condition()
@@ -193,7 +199,8 @@ class DeliveryPipeline:
 
     def delivering(self, slice_ids: Iterable[str]) -> bool:
         """Whether any of ``slice_ids`` is still being delivered (an erasure waits for these to finish)."""
-        return any(slice_id in self._in_flight for slice_id in slice_ids)
+        wanted = set(slice_ids)
+        return any(slice_id in wanted for slice_id, _ in self._in_flight)
 
     def forget_progress(self) -> None:
         """Drop the cached progress of units with nothing in flight (another listener may have moved it)."""
@@ -222,7 +229,9 @@ class DeliveryPipeline:
         fresh = [
             piece
             for piece in in_slice_order(slices)
-            if piece.id is not None and piece.id not in progress.delivered and piece.id not in self._in_flight
+            if piece.id is not None
+            and not progress.has_delivered(key := (piece.id, piece.revision))
+            and key not in self._in_flight
         ]
         commit = self._commits.add(on_commit, commit_key)
         self._idle.clear()
@@ -231,13 +240,14 @@ class DeliveryPipeline:
             for piece in fresh:
                 await self._wait_for_capacity()
                 assert piece.id is not None
-                if piece.id in self._in_flight or piece.id in progress.delivered:
+                key = (piece.id, piece.revision)
+                if key in self._in_flight or progress.has_delivered(key):
                     continue
-                pending = {c.name for c in self._consumers} - progress.done_by(piece.id)
+                pending = {c.name for c in self._consumers} - progress.done_by(key)
                 delivery = _Delivery(unit_id, piece, progress, pending, commit)
                 commit.outstanding += 1
                 started += 1
-                self._in_flight[piece.id] = delivery
+                self._in_flight[key] = delivery
                 if not pending:  # every consumer finished it before a crash: only the record is missing
                     task = asyncio.create_task(self._complete(delivery))
                     self._completions.add(task)
@@ -283,13 +293,13 @@ class DeliveryPipeline:
             result = await self._result(delivery)
             if result is not None:
                 delivered = await self._attempts.deliver(
-                    consumer, delivery.unit_id, delivery.slice_id, result
+                    consumer, self._consume[consumer.name], delivery.unit_id, delivery.slice_id, result
                 )
                 outcome = "delivered" if delivered else "dead_lettered"
             elif delivery.unreadable is not None:  # no attempt could succeed: visible, replayable
-                core_id = delivery.progress.core_id or ""
+                core_id, key = delivery.progress.core_id or "", delivery.key
                 await self._attempts.dead_letter(
-                    consumer, delivery.unit_id, core_id, delivery.slice_id, delivery.unreadable, attempts=0
+                    consumer, delivery.unit_id, core_id, key, delivery.unreadable, attempts=0
                 )
                 outcome = "dead_lettered"
             if outcome == "dead_lettered":
@@ -334,10 +344,10 @@ class DeliveryPipeline:
             await retry_storage(
                 f"progress of consumer {name!r}",
                 lambda: self._checkpoints.mark_consumer_done(
-                    delivery.unit_id, core_id, delivery.slice_id, name
+                    delivery.unit_id, core_id, delivery.slice_id, name, delivery.piece.revision
                 ),
             )
-            delivery.progress.partial.setdefault(delivery.slice_id, set()).add(name)
+            delivery.progress.partial.setdefault(delivery.key, set()).add(name)
         delivery.pending.discard(name)
         if not delivery.pending:
             await self._complete(delivery)
@@ -346,11 +356,13 @@ class DeliveryPipeline:
         core_id = delivery.progress.core_id or ""
         await retry_storage(
             f"delivery of slice {delivery.slice_id}",
-            lambda: self._checkpoints.mark_delivered(delivery.unit_id, core_id, delivery.slice_id),
+            lambda: self._checkpoints.mark_delivered(
+                delivery.unit_id, core_id, delivery.slice_id, delivery.piece.revision
+            ),
         )
-        delivery.progress.delivered.add(delivery.slice_id)
-        delivery.progress.partial.pop(delivery.slice_id, None)
-        self._in_flight.pop(delivery.slice_id, None)
+        delivery.progress.record_delivered(delivery.key)
+        delivery.progress.partial.pop(delivery.key, None)
+        self._in_flight.pop(delivery.key, None)
         delivery.result = None
         created = delivery.piece.created_at
         if created is not None and (self._last_slice_at is None or created > self._last_slice_at):

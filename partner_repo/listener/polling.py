@@ -163,7 +163,8 @@ async def take_history_as_delivered(
         if outline is None:
             continue
         ids = [s.id for s in outline.slices if s.id is not None]
-        await checkpoints.mark_baseline(outline.id, outline.core_id, ids, outline.fingerprint)
+        revisions = {s.id: s.revision for s in outline.slices if s.id is not None and s.revision > 0}
+        await checkpoints.mark_baseline(outline.id, outline.core_id, ids, outline.fingerprint, revisions)
         count += len(ids)
     await checkpoints.finish_baseline()
     logger.info(

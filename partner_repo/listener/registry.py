@@ -1,14 +1,21 @@
 """AfterRolling consumers and the registry that runs them: Partner's ``AfterRollingRegistry``.
 
 A consumer has a ``name`` (it keys the listener's per-consumer progress and dead letters, so it must be
-stable across restarts and unique within a registry) and an ``async consume(result)``.
+stable across restarts and unique within a registry) and a ``consume(result)``, optionally an
+``on_erased(erasure)``: each either a coroutine function, awaited on the event loop, or a plain callable, run
+in a worker thread (``asyncio.to_thread``) so a blocking client never stalls the loop. How each is called is
+decided once (:func:`consumer_calls`), when the consumer is registered and when a listener starts, as for
+summarizers; anything else is refused at registration with :class:`InvalidInput` naming the consumer.
 """
 
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
-from typing import Protocol, runtime_checkable
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
 
 from partner_repo.errors import InvalidInput
 from partner_repo.rolling.result import RollingResult
@@ -18,7 +25,9 @@ logger = logging.getLogger(__name__)
 
 @runtime_checkable
 class AfterRolling(Protocol):
-    """Something that acts on every roll: index the slice, update a profile, notify a service."""
+    """Something that acts on every roll: index the slice, update a profile, notify a service.
+
+    ``consume`` may also be a plain ``def`` (run in a worker thread; see the module docstring)."""
 
     @property
     def name(self) -> str: ...
@@ -26,11 +35,71 @@ class AfterRolling(Protocol):
     async def consume(self, result: RollingResult) -> None: ...
 
 
+Call = Callable[[Any], Awaitable[object]]
+"""A consumer's ``consume`` or ``on_erased`` in the one form the listener awaits."""
+
+
+@dataclass(frozen=True)
+class ConsumerCalls:
+    """How a consumer is called, decided once: ``consume``, and ``on_erased`` (None when it has none)."""
+
+    consume: Call
+    on_erased: Call | None
+
+
+def consumer_calls(consumer: object) -> ConsumerCalls:
+    """How ``consumer``'s methods are called; :class:`InvalidInput` naming it when one cannot be.
+
+    A coroutine function (or an object whose ``__call__`` is one) is awaited on the event loop; any other
+    callable runs in a worker thread, and an awaitable it returns is awaited on the loop. A generator
+    function (sync or async) is refused: calling it would run nothing. ``on_erased`` absent or None: the
+    consumer is not told of erasures.
+    """
+    consume = _call(consumer, "consume")
+    assert consume is not None
+    return ConsumerCalls(consume=consume, on_erased=_call(consumer, "on_erased", optional=True))
+
+
+def _call(consumer: object, method: str, *, optional: bool = False) -> Call | None:
+    function = getattr(consumer, method, None)
+    if function is None and optional:
+        return None
+    label = f"consumer {getattr(consumer, 'name', None)!r} ({type(consumer).__name__})"
+    generator = inspect.isgeneratorfunction(function) or inspect.isasyncgenfunction(function)
+    if not callable(function) or generator:
+        raise InvalidInput(
+            f"{label}: `{method}` must be an `async def` or a plain `def` method, got {_kind(function)}"
+        )
+    if inspect.iscoroutinefunction(function) or inspect.iscoroutinefunction(
+        getattr(function, "__call__", None)  # noqa: B004 - the method itself, to inspect it
+    ):
+        awaited: Call = function
+        return awaited
+    blocking: Callable[[Any], object] = function
+
+    async def in_a_thread(argument: Any) -> object:
+        outcome = await asyncio.to_thread(blocking, argument)
+        if inspect.isawaitable(outcome):
+            return await outcome
+        return outcome
+
+    return in_a_thread
+
+
+def _kind(function: object) -> str:
+    if inspect.isasyncgenfunction(function):
+        return "an async generator function"
+    if inspect.isgeneratorfunction(function):
+        return "a generator function"
+    return type(function).__name__
+
+
 class AfterRollingRegistry:
     """The consumers of rolls, in registration order."""
 
     def __init__(self, consumers: list[AfterRolling] | None = None) -> None:
         self._consumers: list[AfterRolling] = []
+        self._calls: dict[str, ConsumerCalls] = {}
         for consumer in consumers or []:
             self.register(consumer)
 
@@ -42,7 +111,8 @@ class AfterRollingRegistry:
         """
         if not isinstance(consumer, AfterRolling):
             raise InvalidInput(
-                f"a consumer needs a `name` and an `async consume(result)`, got {type(consumer).__name__}"
+                "a consumer needs a `name` and a `consume(result)` (async or plain), "
+                f"got {type(consumer).__name__}"
             )
         name = _consumer_name(consumer)
         for existing in self._consumers:
@@ -50,6 +120,7 @@ class AfterRollingRegistry:
                 return
             if existing.name == name:
                 raise InvalidInput(f"another consumer is already registered as {name!r}")
+        self._calls[name] = consumer_calls(consumer)  # sync or async, decided once
         self._consumers.append(consumer)
 
     def unregister(self, consumer: AfterRolling | str) -> bool:
@@ -57,6 +128,7 @@ class AfterRollingRegistry:
         for index, existing in enumerate(self._consumers):
             if existing is consumer or existing.name == consumer:
                 del self._consumers[index]
+                self._calls.pop(existing.name, None)
                 return True
         return False
 
@@ -67,6 +139,10 @@ class AfterRollingRegistry:
     def get(self, name: str) -> AfterRolling | None:
         """The consumer registered under ``name``, or None."""
         return next((c for c in self._consumers if c.name == name), None)
+
+    def calls(self, name: str) -> ConsumerCalls | None:
+        """How the consumer registered under ``name`` is called (decided when it was registered), or None."""
+        return self._calls.get(name)
 
     def __len__(self) -> int:
         return len(self._consumers)
@@ -80,7 +156,7 @@ class AfterRollingRegistry:
         failed: list[str] = []
         for consumer in list(self._consumers):
             try:
-                await consumer.consume(result)
+                await self._calls[consumer.name].consume(result)
             except BaseException as exc:
                 if not raised_by_consumer(exc):
                     raise
@@ -116,4 +192,4 @@ def _consumer_name(consumer: AfterRolling) -> str:
     return name
 
 
-__all__ = ["AfterRolling", "AfterRollingRegistry"]
+__all__ = ["AfterRolling", "AfterRollingRegistry", "ConsumerCalls", "consumer_calls"]

@@ -124,6 +124,8 @@ async def _pending(database: MongoDatabase, group: str, slices: int) -> tuple[in
             pending -= count - undelivered
             alone: dict[str, int] = {}
             for entry in row["partial"]:
+                if entry.get("revision"):
+                    continue  # a revision of a slice counted already (revisions are not estimated)
                 alone[entry["consumer"]] = alone.get(entry["consumer"], 0) + 1
             for consumer, done in alone.items():
                 finished_alone[consumer] = finished_alone.get(consumer, 0) + min(done, undelivered)

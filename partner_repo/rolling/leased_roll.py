@@ -31,8 +31,10 @@ from partner_repo.models import MemoryCore, MemorySlice, Message
 from partner_repo.normalization import new_slice_id
 from partner_repo.rolling.config import RollingConfig
 from partner_repo.rolling.plan import continues_elsewhere, rollable_prefix, storable_summary
-from partner_repo.rolling.positions import Resolution, resolve
+from partner_repo.rolling.positions import Resolution, WholeWindowNeeded, resolve
 from partner_repo.rolling.result import RollingResult
+from partner_repo.rolling.summarizing import Summary
+from partner_repo.storage import bson_size
 from partner_repo.units.heads import UnitHead
 from partner_repo.units.repository import MemoryUnitRepository
 
@@ -44,7 +46,7 @@ APPEND_ATTEMPTS = 3
 RESOLVE_ATTEMPTS = 3
 """How often a roll resolves its increment again after its fenced append found the unit moved on."""
 
-Summarize = Callable[[str, str, list[Message]], Awaitable[str | None]]
+Summarize = Callable[[str, str, list[Message]], Awaitable[Summary | None]]
 """``(core_id, lease_owner, increment) -> summary``, or None when the lease was lost while summarizing."""
 
 
@@ -75,32 +77,62 @@ class LeasedRoll:
         self._summarize = summarize
 
     async def run(
-        self, core: MemoryCore, held: HeldLease, refresh_session: bool, stamp: datetime
+        self,
+        core: MemoryCore,
+        held: HeldLease,
+        refresh_session: bool,
+        stamp: datetime,
+        *,
+        single: bool = False,
+        skipped: int = 0,
     ) -> RollingResult | None:
-        """Roll ``core`` (the snapshot taken with the lease); None when there was nothing to store, or the
-        lease was lost before anything was stored. A count roll gives the lease back with its trim."""
+        """Roll ``core`` (the snapshot taken with the lease, which may leave out its first ``skipped``
+        messages, known stored); None when there was nothing to store, or the lease was lost before anything
+        was stored. A count roll gives the lease back with its trim. A window of one message rolls only when
+        it is large (``trigger_bytes``) or ``single`` says so."""
+        try:
+            return await self._run(core, held, refresh_session, stamp, single=single, skipped=skipped)
+        except WholeWindowNeeded:  # the snapshot left out messages the resolution needs after all
+            whole = await self._cores.get(core.id)
+            if whole is None or whole.window_start != core.window_start:
+                return None  # gone, or trimmed meanwhile under a lease no longer ours: nothing to do here
+            return await self._run(whole, held, refresh_session, stamp, single=single, skipped=0)
+
+    async def _run(
+        self,
+        core: MemoryCore,
+        held: HeldLease,
+        refresh_session: bool,
+        stamp: datetime,
+        *,
+        single: bool,
+        skipped: int,
+    ) -> RollingResult | None:
         owner = held.owner
-        snapshot = list(core.chat_messages)
-        if len(snapshot) <= 1:
-            return None
+        snapshot = list(core.chat_messages)  # the window but for its first ``skipped`` messages
+        sizes = [bson_size(message.model_dump()) for message in snapshot]
+        size = skipped + len(snapshot)
+        if not size or (size == 1 and not single and sizes[0] < self._config.trigger_bytes):
+            return None  # Partner's rule: one message is no conversation yet, unless it is a big one
         for attempt in range(RESOLVE_ATTEMPTS):
             # the first resolution may use the heads this process last saw; after a failed fence, read
-            resolution = await resolve(self._units, core, snapshot, cached=not attempt)
-            increment = snapshot[resolution.taken :]
+            resolution = await resolve(self._units, core, snapshot, cached=not attempt, skipped=skipped)
+            increment = snapshot[resolution.taken - skipped :]
             if not increment:  # stored already (a roll whose trim failed): finish that trim first
                 drop = resolution.settled_drop()
-                await self._trim(held, len(snapshot), drop, release=not refresh_session, exact=True)
+                await self._trim(held, size, sizes, drop, release=not refresh_session, exact=True)
                 if refresh_session:
-                    await self._refresh(core, owner, len(snapshot) - drop, stamp)
+                    await self._refresh(core, owner, size - drop, stamp)
                 return None
             part = increment[: rollable_prefix(increment)]
-            summary = await self._summarize(core.id, owner, part)
-            if summary is None:
+            asked = await self._summarize(core.id, owner, part)
+            if asked is None:
                 return None
-            summary = self._storable(core.id, summary)
+            summary = self._storable(core.id, asked.text)
             unit_id, expected = resolution.unit_id, resolution.expected_start
             previous = core.session_continues if resolution.head is None else None  # a continuation's link
             consumed = resolution.taken + len(part)
+            failed = asked.failed  # every attempt failed: the placeholder, marked for resummarize
             try:
                 head = resolution.head
                 if head is not None and (
@@ -112,7 +144,7 @@ class LeasedRoll:
                         return None
                     core, previous, unit_id, expected = opened, unit_id, opened.memory_session_id, 0
                 trimmed_to = resolution.window_start + dropped_count(
-                    len(snapshot), consumed, self._config.retain_divisor
+                    size, consumed, self._config.retain_divisor
                 )
                 piece = await self._append(
                     core.id,
@@ -125,6 +157,7 @@ class LeasedRoll:
                     expected,
                     resolution,
                     trimmed_to,
+                    failed,
                 )
             except StaleIncrement as exc:
                 # the unit moved on under this roll: someone else is at work here (a roller that took the
@@ -135,9 +168,9 @@ class LeasedRoll:
                 logger.info("core %r: %s; resolving the increment again", core.id, exc)
                 continue
             refresh = refresh_session and len(part) == len(increment)
-            await self._trim(held, len(snapshot), consumed, release=not refresh, stored=piece.id)
+            await self._trim(held, size, sizes, consumed, release=not refresh, stored=piece.id)
             if refresh:
-                kept = len(snapshot) - dropped_count(len(snapshot), consumed, self._config.retain_divisor)
+                kept = size - dropped_count(size, consumed, self._config.retain_divisor)
                 await self._refresh(core, owner, kept, stamp)
             return RollingResult.from_slice(unit_id, core.id, piece, part)
         logger.warning(
@@ -187,6 +220,7 @@ class LeasedRoll:
         expected_start: int,
         resolution: Resolution,
         trimmed_to: int,
+        unsummarized: bool,
     ) -> MemorySlice:
         slice_id = new_slice_id()  # one id per attempt: a repeat after a lost reply is a no-op
         for attempt in range(1, APPEND_ATTEMPTS + 1):
@@ -205,6 +239,7 @@ class LeasedRoll:
                     expected_start=expected_start,
                     first_position=resolution.first_position,
                     trimmed_to=trimmed_to,
+                    unsummarized=unsummarized,
                 )
             except StaleIncrement:
                 raise
@@ -224,6 +259,7 @@ class LeasedRoll:
         self,
         held: HeldLease,
         window_size: int,
+        sizes: list[int],
         consumed: int,
         *,
         release: bool,
@@ -231,9 +267,9 @@ class LeasedRoll:
         exact: bool = False,
     ) -> None:
         """Trim what the roll consumed (fenced on the lease), giving the lease back in the same write when
-        ``release``; the window should still hold the snapshot's ``window_size`` (no read unless it grew).
-        ``exact``: drop exactly ``consumed`` messages (none retained). ``stored`` is the slice this roll
-        stored (for the log)."""
+        ``release``; the window should still be the snapshot of ``window_size``, whose last messages take
+        ``sizes`` bytes (no read unless it grew). ``exact``: drop exactly ``consumed`` messages (none
+        retained). ``stored`` is the slice this roll stored (for the log)."""
         after = "nothing new was stored" if stored is None else f"slice {stored!r} was stored"
         # dropping exactly n is Partner's rule with a divisor past n: n - n // (n + 1) == n
         divisor = consumed + 1 if exact else self._config.retain_divisor
@@ -245,6 +281,7 @@ class LeasedRoll:
                 lease_owner=held.owner,
                 window_size=window_size,
                 release=release,
+                message_bytes=sizes,
             )
         except LeaseLost:
             held.released = True  # another roller holds it: there is nothing of ours to give back

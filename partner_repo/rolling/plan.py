@@ -77,6 +77,7 @@ def continues_elsewhere(
         created_at=created_at,
         rolling_size=0,
         retain_divisor=0,
+        first_position=0,
     )
     documents = [m.model_dump() for m in increment]
     added = append_size(documents, head.message_count, slice_document(piece), head.slice_count)

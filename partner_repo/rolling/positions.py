@@ -64,30 +64,54 @@ class Resolution:
         return 0 if self.head is None else self.head.message_count
 
 
+class WholeWindowNeeded(Exception):
+    """The resolution needs messages the snapshot left out (a unit whose mark is not trusted after all)."""
+
+
 async def resolve(
-    units: MemoryUnitRepository, core: MemoryCore, snapshot: Sequence[Message], *, cached: bool
+    units: MemoryUnitRepository,
+    core: MemoryCore,
+    snapshot: Sequence[Message],
+    *,
+    cached: bool,
+    skipped: int = 0,
 ) -> Resolution:
-    """The resolution of ``snapshot`` (the core's window as the lease took it) against the session's unit.
+    """The resolution of ``snapshot`` (the core's window as the lease took it, but for its first
+    ``skipped`` messages, left out as known stored) against the session's unit.
 
     ``cached`` lets the repository answer with the unit heads it last saw instead of reading them: a roller
     that appended last needs no read at all, and a stale head only costs the append's fence failing once.
     """
+    resolution = await _resolve(units, core, snapshot, cached=cached, skipped=skipped)
+    if resolution.taken < skipped:
+        raise WholeWindowNeeded  # a mark below what the snapshot skipped: read the whole window
+    return resolution
+
+
+async def _resolve(
+    units: MemoryUnitRepository, core: MemoryCore, snapshot: Sequence[Message], *, cached: bool, skipped: int
+) -> Resolution:
+    size = skipped + len(snapshot)
     unit_id, start = core.memory_session_id, core.window_start
     head = await units.head(unit_id, cached=cached)
     if head is not None:
         mark = head.mark
         if mark is None:
+            if skipped:
+                raise WholeWindowNeeded  # a content overlap needs what the snapshot left out
             previous = head.previous_unit_id or core.session_continues
             mark = start + await stored_overlap(units, unit_id, previous, snapshot)
-        return Resolution(unit_id, head, start, mark, len(snapshot), head)
+        return Resolution(unit_id, head, start, mark, size, head)
     continues = core.session_continues
     if continues is None:
-        return Resolution(unit_id, None, start, None, len(snapshot))
+        return Resolution(unit_id, None, start, None, size)
     previous_head = await units.head(continues, cached=cached)
     mark = None if previous_head is None else previous_head.mark
     if previous_head is not None and mark is None:
+        if skipped:
+            raise WholeWindowNeeded
         mark = start + await stored_overlap(units, continues, previous_head.previous_unit_id, snapshot)
-    return Resolution(unit_id, None, start, mark, len(snapshot), previous_head)
+    return Resolution(unit_id, None, start, mark, size, previous_head)
 
 
 async def stored_overlap(
@@ -102,4 +126,4 @@ async def stored_overlap(
     return len(snapshot) - len(resolve_chat_increment(stored, snapshot))
 
 
-__all__ = ["Resolution", "resolve", "stored_overlap"]
+__all__ = ["Resolution", "WholeWindowNeeded", "resolve", "stored_overlap"]

@@ -30,7 +30,12 @@ class RollingResult(BaseModel):
     """One roll: the unit it went to, the new slice, the messages it covers, and the roll's parameters.
 
     ``rolling_size`` (snapshot length) and ``retain_divisor`` are ``None`` for slices that did not come from a
-    roll (imports, direct appends). ``slice_id`` is the idempotency key of a delivery.
+    roll (imports, direct appends). ``slice_id`` is the idempotency key of a delivery; ``unit_id`` and
+    ``core_id`` say where it went; ``first_position`` and ``end_position`` are the positions in the core of
+    the increment's messages, ``[first_position, end_position)`` (None for slices stored without one: not
+    from a roll, or rolled before 0.4).
+    roll (imports, direct appends). ``slice_id`` is the idempotency key of a delivery; ``revision`` tells a
+    replaced summary of a slice delivered before from its first delivery.
     """
 
     model_config = ConfigDict(frozen=True)
@@ -46,6 +51,44 @@ class RollingResult(BaseModel):
     def slice_id(self) -> str:
         assert self.memory_slice.id is not None
         return self.memory_slice.id
+
+    @property
+    def unit_id(self) -> str:
+        """The unit the increment went to (``memory_unit.id``)."""
+        return self.memory_unit.id
+
+    @property
+    def core_id(self) -> str:
+        """The core that was rolled (``memory_unit.core_id``)."""
+        return self.memory_unit.core_id
+
+    @property
+    def first_position(self) -> int | None:
+        """The position in the core of the increment's first message (None: the slice has none)."""
+        return self.memory_slice.first_position
+
+    @property
+    def end_position(self) -> int | None:
+        """The position just past the increment's last message (None: the slice has none)."""
+        first = self.memory_slice.first_position
+        return None if first is None else first + len(self.increment_messages)
+
+    @property
+    def revision(self) -> int:
+        """0 for the slice as its roll stored it; n once its summary was replaced n times (``resummarize``).
+        The listener delivers each revision again under the same ``slice_id``: replace what you keep."""
+        return self.memory_slice.revision
+
+    @property
+    def is_revision(self) -> bool:
+        """Whether this delivery is a new summary of a slice delivered before (``revision > 0``)."""
+        return self.memory_slice.revision > 0
+
+    @property
+    def unsummarized(self) -> bool:
+        """Whether ``summary`` is Partner's placeholder: the summarizer failed; a revision will follow once
+        ``resummarize`` replaces it."""
+        return self.memory_slice.unsummarized
 
     @classmethod
     def from_slice(

@@ -13,12 +13,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import inspect
 import logging
 import time
 import uuid
 from collections.abc import Callable, Iterable, Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from partner_repo.clock import to_utc_ms, utc_now
@@ -26,21 +25,20 @@ from partner_repo.cores.lease import CoreLease
 from partner_repo.cores.repository import DEFAULT_CORE_ID, MemoryCoreRepository
 from partner_repo.cores.state import WindowState
 from partner_repo.database import MongoDatabase
-from partner_repo.errors import InvalidInput
+from partner_repo.errors import InvalidInput, WindowTooLarge
 from partner_repo.leases import SilenceWatch
 from partner_repo.models import MemoryCore, Message
+from partner_repo.rolling.background import BackgroundRolls, RolledCallback, idle_pass
 from partner_repo.rolling.config import RollingConfig
 from partner_repo.rolling.leased_roll import APPEND_ATTEMPTS, HeldLease, LeasedRoll
 from partner_repo.rolling.positions import stored_overlap
 from partner_repo.rolling.result import RollingResult
-from partner_repo.rolling.summarizer import (
-    SUMMARY_ON_EMPTY,
-    SUMMARY_ON_EXCEPTION,
-    Summarizer,
-    as_async_summarizer,
-)
+from partner_repo.rolling.resummarize import DEFAULT_RESUMMARIZE_LIMIT, ResummarizeReport, resummarize
+from partner_repo.rolling.summarizer import Summarizer, as_async_summarizer
+from partner_repo.rolling.summarizing import Summary, SummaryAttempts
 from partner_repo.rolling.triggers import Trigger, due_query, trigger
 from partner_repo.units.repository import MemoryUnitRepository
+from partner_repo.units.summaries import UnitSummaries
 from partner_repo.validation import optional_datetime, parse_messages, require_id
 
 logger = logging.getLogger(__name__)
@@ -50,9 +48,6 @@ Clock = Callable[[], datetime]
 
 Monotonic = Callable[[], float]
 """Where the service measures how long a held lease has stayed silent (never compared across processes)."""
-
-RolledCallback = Callable[[RollingResult], Any]
-"""Called by the idle scheduler with each result; may be a coroutine function."""
 
 
 class RollingService:
@@ -66,8 +61,10 @@ class RollingService:
         *,
         clock: Clock = utc_now,
         monotonic: Monotonic = time.monotonic,
+        background_concurrency: int = 4,
+        on_rolled: RolledCallback | None = None,
     ) -> None:
-        self._summarizer = as_async_summarizer(summarizer)  # async or sync, decided once: see summarizer.py
+        summarize = as_async_summarizer(summarizer)  # async or sync, decided once: see summarizer.py
         if config is not None and not isinstance(config, RollingConfig):
             raise InvalidInput(f"config must be a RollingConfig, got {type(config).__name__}")
         for name, value in (("clock", clock), ("monotonic", monotonic)):
@@ -75,12 +72,19 @@ class RollingService:
                 raise InvalidInput(f"{name} must be callable, got {type(value).__name__}")
         self._cores = MemoryCoreRepository(database)
         self._units = MemoryUnitRepository(database)
+        self._summaries = UnitSummaries(database)
         self._lease = CoreLease(database)
         self._config = config if config is not None else RollingConfig()
+        self._summarizer = SummaryAttempts(summarize, self._config)  # timeout, attempts: see summarizing.py
         self._clock = clock
         self._monotonic = monotonic
         self._watch = SilenceWatch(monotonic)
         self._roll = LeasedRoll(self._cores, self._units, self._lease, self._config, self._summarize_leased)
+        self._background = BackgroundRolls(
+            lambda core_id, at, recorded: self.maybe_roll(core_id, at, recorded=recorded),
+            concurrency=background_concurrency,
+            on_rolled=on_rolled,
+        )
 
     @property
     def config(self) -> RollingConfig:
@@ -98,12 +102,59 @@ class RollingService:
         """Record a turn, then roll when a trigger holds: the per-turn call for a service.
 
         Equal to ``maybe_roll(core_id, at, recorded=await cores.record(core_id, messages, at=at))``: one
-        command for the turn (its answer is the window's size, not the window), and a roll (four commands
-        in the common case) only when due. Returns the roll's result, or None when nothing rolled. The roll
-        waits for the summarizer: a service that answers the user first runs this in a task of its own.
+        command for the turn (its answer is the window's size, not the window), and a roll (three commands
+        in the common case) only when due. A turn the window cannot take (:class:`WindowTooLarge`: it would
+        pass 16 MiB) rolls the window first and is recorded then, so a core never stops taking turns.
+        Returns the roll's result, or None when nothing rolled. The roll waits for the summarizer: a service
+        that answers the user first uses :meth:`record_and_roll_later` instead.
         """
-        recorded = await self._cores.record(core_id, messages, at=at)
-        return await self.maybe_roll(core_id, at, recorded=recorded)
+        recorded, rolled = await self._record(core_id, messages, at)
+        result = await self.maybe_roll(core_id, at, recorded=recorded)
+        return rolled or result
+
+    async def record_and_roll_later(
+        self,
+        core_id: str,
+        messages: Iterable[Message | dict[str, Any]],
+        *,
+        at: datetime | None = None,
+    ) -> WindowState:
+        """Record a turn and answer at once; the roll, when due, runs in the background.
+
+        Use the service as an async context manager (``async with RollingService(...) as rolling:``, e.g. in
+        a FastAPI lifespan): leaving it drains the pending rolls (:mod:`partner_repo.rolling.background`:
+        at most ``background_concurrency`` at a time, one per core, errors logged; what shutdown cancels stays
+        in the window for the next roller). Returns what ``record`` answered.
+        """
+        recorded, _ = await self._record(core_id, messages, at)
+        if self.trigger(recorded, self._now(at)) is not None:
+            self._background.schedule(recorded.core_id, at, recorded)
+        return recorded
+
+    async def __aenter__(self) -> RollingService:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    async def aclose(self, *, grace: timedelta = timedelta(seconds=30)) -> int:
+        """Stop taking background rolls and drain them: wait up to ``grace``, then cancel the rest (their
+        messages stay in the window for the next roller). How many were cancelled."""
+        return await self._background.drain(grace)
+
+    async def _record(
+        self, core_id: str, messages: Iterable[Message | dict[str, Any]], at: datetime | None
+    ) -> tuple[WindowState, RollingResult | None]:
+        """Record a turn; one the window cannot take (:class:`WindowTooLarge`, past 16 MiB) is recorded
+        after a roll of the window, a one-message window included (every message fits in a unit: ``record``
+        refuses any other), so a core never stops taking turns. The roll's result, when one was needed."""
+        parsed = parse_messages(messages)
+        try:
+            return await self._cores.record(core_id, parsed, at=at), None
+        except WindowTooLarge:
+            stamp = self._now(at)
+            rolled = await self._leased_roll(core_id, stamp, _keep_session, seen=None, due=None, single=True)
+            return await self._cores.record(core_id, parsed, at=at), rolled
 
     # -- triggers --------------------------------------------------------------------------------------------
 
@@ -114,13 +165,9 @@ class RollingService:
         *,
         recorded: WindowState | None = None,
     ) -> RollingResult | None:
-        """Roll when a trigger holds: idle (roll, then a new session) beats count (roll, keep the session).
-
-        Count: the window holds at least ``trigger_limit`` messages. Idle: ``now - last_interaction_at``
-        exceeds ``idle_after``, the window holds more than one message, and no idle roll covered it yet.
-        The trigger is decided on ``recorded`` (what ``record`` returned) or else on a read of the core's
-        :class:`WindowState` (never the window), then by the server as the lease is taken.
-        """
+        """Roll when a trigger holds (:mod:`partner_repo.rolling.triggers`: idle, then a new session, beats
+        count and bytes), decided on ``recorded`` (what ``record`` returned) or else on a read of the core's
+        :class:`WindowState` (never the window), then by the server as the lease is taken."""
         core_id = require_id(core_id, "core_id")
         stamp = self._now(now)
         if recorded is None:
@@ -133,15 +180,18 @@ class RollingService:
         if state is None or holds is None:
             return None
 
-        def decide(leased: MemoryCore) -> bool | None:
-            trigger = self.trigger(leased, stamp)
+        def decide(leased: MemoryCore, skipped: int) -> bool | None:
+            size = skipped + len(leased.chat_messages) if skipped else None
+            trigger = self.trigger(WindowState.of(leased, size), stamp)
             return None if trigger is None else trigger == "idle"
 
         due = due_query(stamp, self._config, holds)  # only the trigger that holds: a shorter command
-        return await self._leased_roll(core_id, stamp, decide, seen=state, due=due)
+        # a count roll leaves out of its snapshot what this process knows is stored (the retained context)
+        skip = self._known_stored(state) if holds == "count" else 0
+        return await self._leased_roll(core_id, stamp, decide, seen=state, due=due, skip=skip)
 
     def trigger(self, core: MemoryCore | WindowState, now: datetime) -> Trigger | None:
-        """Which trigger holds for ``core`` at ``now``: ``"idle"``, ``"count"`` or None."""
+        """Which trigger holds for ``core`` at ``now``: ``"idle"``, ``"count"``, ``"bytes"`` or None."""
         return trigger(core, now, self._config)
 
     # -- rolling ---------------------------------------------------------------------------------------------
@@ -160,17 +210,13 @@ class RollingService:
         if not isinstance(refresh_session, bool):
             raise InvalidInput(f"refresh_session must be a bool, got {type(refresh_session).__name__}")
         return await self._leased_roll(
-            core_id, self._now(now), lambda _core: refresh_session, seen=None, due=None
+            core_id, self._now(now), lambda _core, _skipped: refresh_session, seen=None, due=None
         )
 
     async def resolve_increment(self, core_id: str, snapshot: Sequence[Message]) -> list[Message]:
-        """Partner's ``resolveChatIncrement``: what of ``snapshot`` the core's current unit does not end with.
-
-        By content, as Partner has it: rolls no longer use it (they resolve by position, see
-        :mod:`partner_repo.rolling.positions`). Reads only the unit's last ``len(snapshot)`` messages (and,
-        for a continuation unit holding fewer, the last ones of the unit it continues). No unit, or an empty
-        one: the whole snapshot.
-        """
+        """Partner's ``resolveChatIncrement``, by content as Partner has it (rolls resolve by position,
+        :mod:`partner_repo.rolling.positions`): what of ``snapshot`` the core's current unit (or, holding
+        fewer, with the one it continues) does not end with; reads only their last messages."""
         core_id = require_id(core_id, "core_id")
         messages = parse_messages(snapshot)
         core = await self._cores.get(core_id)
@@ -183,26 +229,40 @@ class RollingService:
         self,
         core_id: str,
         stamp: datetime,
-        decide: Callable[[MemoryCore], bool | None],
+        decide: Callable[[MemoryCore, int], bool | None],
         *,
         seen: WindowState | None,
         due: dict[str, Any] | None,
+        single: bool = False,
+        skip: int = 0,
     ) -> RollingResult | None:
         held = HeldLease(core_id, f"roll-{uuid.uuid4()}")
-        core = await self._take_lease(core_id, held.owner, seen, due)
+        core = await self._take_lease(core_id, held.owner, seen, due, skip)
         if core is None:
             return None
         try:
-            refresh = decide(core)
+            if (
+                skip
+                and seen is not None
+                and (core.window_start, core.memory_session_id)
+                != (
+                    seen.window_start,
+                    seen.memory_session_id,
+                )
+            ):  # the window moved since: what was skipped is not known to be stored
+                core, skip = await self._cores.get(core_id), 0
+                if core is None:
+                    return None
+            refresh = decide(core, skip)
             if refresh is None:
                 return None
-            return await self._roll.run(core, held, refresh, stamp)
+            return await self._roll.run(core, held, refresh, stamp, single=single, skipped=skip)
         finally:
             if not held.released:
                 await self._release(core_id, held.owner)
 
     async def _take_lease(
-        self, core_id: str, owner: str, seen: WindowState | None, due: dict[str, Any] | None
+        self, core_id: str, owner: str, seen: WindowState | None, due: dict[str, Any] | None, skip: int
     ) -> MemoryCore | None:
         """The core with its lease taken by ``owner``, or None (held by a live roller, no longer ``due``, or
         no such core).
@@ -213,7 +273,7 @@ class RollingService:
         duration = self._config.lease_duration
         state = None if seen is None else seen.lease
         if state is None or state.holder is None:
-            core = await self._lease.acquire(core_id, owner, duration=duration, when=due)
+            core = await self._lease.acquire(core_id, owner, duration=duration, when=due, skip=skip)
             if core is not None or seen is not None:
                 return core
             state = await self._lease.state(core_id)  # roll(): who holds it, to watch for its silence
@@ -229,11 +289,19 @@ class RollingService:
             state.holder,
             state.ttl_s,
         )
-        return await self._lease.acquire(core_id, owner, duration=duration, silent=state, when=due)
+        return await self._lease.acquire(core_id, owner, duration=duration, silent=state, when=due, skip=skip)
+
+    def _known_stored(self, state: WindowState) -> int:
+        """How many of the window's first messages this process knows its session's unit has taken (the
+        mark of the head it last saw): the lease's snapshot can leave them out. A stale head only means the
+        roll reads them after all (the window moved) or its append's fence fails once."""
+        head = self._units.known_head(state.memory_session_id)
+        mark = None if head is None else head.mark
+        return 0 if mark is None else min(max(mark - state.window_start, 0), state.window_size)
 
     # -- the summary -----------------------------------------------------------------------------------------
 
-    async def _summarize_leased(self, core_id: str, owner: str, increment: list[Message]) -> str | None:
+    async def _summarize_leased(self, core_id: str, owner: str, increment: list[Message]) -> Summary | None:
         """The summary, the lease renewed while a slow summarizer runs; None when another roller holds the
         lease by the end of a slow one.
 
@@ -245,7 +313,7 @@ class RollingService:
         keeper = asyncio.create_task(self._lease.keep(core_id, owner, duration=self._config.lease_duration))
         started = self._monotonic()
         try:
-            summary = await self._summarize(core_id, increment)
+            summary = await self._summarizer(f"core {core_id!r}", increment)
         finally:
             keeper.cancel()
             await asyncio.wait({keeper})
@@ -256,26 +324,29 @@ class RollingService:
             return None
         return summary
 
-    async def _summarize(self, core_id: str, increment: list[Message]) -> str:
-        """The summarizer's text; Partner's fixed texts when it raises or returns nothing."""
-        try:
-            summary: object = await self._summarizer(list(increment))
-        except Exception:
-            logger.exception(
-                "core %r: the summarizer raised; storing the summary %r", core_id, SUMMARY_ON_EXCEPTION
-            )
-            return SUMMARY_ON_EXCEPTION
-        if summary is None or (isinstance(summary, str) and not summary.strip()):
-            return SUMMARY_ON_EMPTY
-        if not isinstance(summary, str):
-            logger.error(
-                "core %r: the summarizer returned %s, not a string; storing the summary %r",
-                core_id,
-                type(summary).__name__,
-                SUMMARY_ON_EXCEPTION,
-            )
-            return SUMMARY_ON_EXCEPTION
-        return summary
+    # -- summaries that failed ------------------------------------------------------------------------------
+
+    async def resummarize(
+        self,
+        core_id: str | None = None,
+        *,
+        summarizer: Summarizer | None = None,
+        limit: int = DEFAULT_RESUMMARIZE_LIMIT,
+    ) -> ResummarizeReport:
+        """Summarize again the slices stored ``unsummarized`` (every attempt of their roll failed), of one
+        core or of all; at most ``limit`` of them per call.
+
+        Each gets its raw messages summarized with ``summarizer`` (default: this service's), with the
+        config's timeout and attempts, and its placeholder replaced only while it is still there (one
+        conditional update), so runs at once never both replace a slice. A replaced slice's ``revision`` goes
+        up, which the listener delivers again to every group. A slice whose summary fails again keeps its
+        placeholder and stays marked. The report lists each slice tried, replaced, failed or skipped.
+        """
+        core_id = None if core_id is None else require_id(core_id, "core_id")
+        summarize = self._summarizer
+        if summarizer is not None:
+            summarize = SummaryAttempts(as_async_summarizer(summarizer), self._config)
+        return await resummarize(self._units, self._summaries, summarize, core_id=core_id, limit=limit)
 
     # -- the idle scheduler ----------------------------------------------------------------------------------
 
@@ -303,21 +374,10 @@ class RollingService:
     async def _idle_pass(
         self, stamp: datetime, stop_event: asyncio.Event | None, on_rolled: RolledCallback | None
     ) -> list[RollingResult]:
-        results: list[RollingResult] = []
-        for core_id in await self._cores.idle_core_ids(stamp - self._config.idle_after):
-            if stop_event is not None and stop_event.is_set():
-                break
-            try:
-                result = await self.maybe_roll(core_id, now=stamp)
-            except Exception:
-                logger.exception("core %r: idle roll failed; it stays idle for the next pass", core_id)
-                continue
-            if result is None:
-                continue
-            results.append(result)
-            if on_rolled is not None:
-                await _notify(on_rolled, result)
-        return results
+        idle = await self._cores.idle_core_ids(stamp - self._config.idle_after)
+        return await idle_pass(
+            idle, lambda core_id: self.maybe_roll(core_id, now=stamp), stop_event, on_rolled
+        )
 
     # -- helpers ---------------------------------------------------------------------------------------------
 
@@ -331,13 +391,9 @@ class RollingService:
             logger.warning("core %r: could not release the lease; it will expire", core_id, exc_info=True)
 
 
-async def _notify(callback: RolledCallback, result: RollingResult) -> None:
-    try:
-        outcome = callback(result)
-        if inspect.isawaitable(outcome):
-            await outcome
-    except Exception:
-        logger.exception("idle scheduler: on_rolled failed for slice %r", result.slice_id)
+def _keep_session(_core: MemoryCore, _skipped: int) -> bool:
+    """A roll that keeps the session (the one a turn the window cannot take makes first)."""
+    return False
 
 
 __all__ = ["APPEND_ATTEMPTS", "Clock", "RolledCallback", "RollingService", "Trigger"]

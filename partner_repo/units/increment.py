@@ -87,6 +87,7 @@ def append_request(
     expected_start: int | None,
     first_position: int | None,
     trimmed_to: int | None = None,
+    unsummarized: bool = False,
 ) -> AppendRequest:
     """The arguments of ``MemoryUnitRepository.append`` checked (:class:`InvalidInput` before any write)."""
     increment = parse_messages(messages, allow_empty=False)
@@ -110,6 +111,8 @@ def append_request(
         created_at=stamp,
         rolling_size=rolling_size,
         retain_divisor=retain_divisor,
+        first_position=first_position,
+        unsummarized=unsummarized is True,
     )
     return AppendRequest(
         unit_id=require_id(unit_id, "unit_id"),

@@ -93,8 +93,7 @@ class MemoryUnitRepository:
         self._database = database
         self._units = database[UNITS]
         self._reads = majority(self._units) if majority_reads else self._units
-        """What the change-feed reads and ``messages_between`` use: with ``majority_reads``, they read with
-        ``readConcern: majority`` (as change streams do), so what they return can never be rolled back."""
+        """The change feed's reads: ``readConcern: majority`` with ``majority_reads`` (never rolled back)."""
         self._max_bytes = max_document_bytes
         self._heads = HeadCache(require_count(head_cache_size, "head_cache_size"))
         self._adoption = UnitAdoption(self._units, max_document_bytes)
@@ -120,7 +119,7 @@ class MemoryUnitRepository:
         ``cached``: the head this repository last saw, when it has one, instead of a read (a roll resolves
         with it; the append's guard makes a stale one harmless)."""
         unit_id = require_id(unit_id, "unit_id")
-        if cached and (known := self._heads.get(unit_id)) is not None:
+        if cached and (known := self.known_head(unit_id)) is not None:
             return known
         document = await self._units.find_one({"_id": unit_id}, marked(HEAD_PROJECTION))
         if document is None or is_tombstone(document):
@@ -128,6 +127,10 @@ class MemoryUnitRepository:
         if not has_derived_fields(document):
             document = await self._adoption.complete(unit_id)
         return self._heads.learn(head_from(document))
+
+    def known_head(self, unit_id: str) -> UnitHead | None:
+        """The head this repository last saw of the unit, without any read (None: none seen)."""
+        return self._heads.get(unit_id)
 
     async def get_slice(self, unit_id: str, slice_id: str) -> MemorySlice | None:
         """One slice of one unit (an ``$elemMatch`` projection, not the whole unit), or None."""
@@ -161,8 +164,7 @@ class MemoryUnitRepository:
         return [] if (tail := await self.tail(unit_id, n)) is None else tail.messages
 
     async def tail(self, unit_id: str, n: int) -> UnitTail | None:
-        """The last ``n`` messages of a unit and its head, in one read (the head is remembered, so an append
-        that follows pushes at once)."""
+        """The last ``n`` messages of a unit and its head, in one read (the head is remembered)."""
         n = require_count(n, "n")
         unit_id = require_id(unit_id, "unit_id")
         projection = marked({**HEAD_PROJECTION, "conversation_messages": {"$slice": -max(n, 1)}})
@@ -288,16 +290,13 @@ class MemoryUnitRepository:
     async def mark_taken(self, unit_id: str, *, core_id: str, until: int) -> None:
         """Mark every position below ``until`` taken by the unit, so no roll stores those messages (a window
         clear); for a unit that does not exist yet the mark is reserved under its id (:mod:`.marks`)."""
-        unit_id = require_id(unit_id, "unit_id")
-        self._heads.forget(unit_id)
-        core_id, until = require_id(core_id, "core_id"), require_count(until, "until")
-        await raise_mark(self._units, self.head, unit_id, core_id=core_id, until=until)
-        self._heads.forget(unit_id)
+        unit_id, until = require_id(unit_id, "unit_id"), require_count(until, "until")
+        await raise_mark(self._units, self.head, unit_id, core_id=require_id(core_id, "core_id"), until=until)
+        self._heads.forget(unit_id)  # read afresh above; a head learned before the write is stale now
 
     async def seal(self, unit_id: str, *, version: int) -> bool:
         """Seal a full unit a roll continues in a new one, while it is at ``version`` (:mod:`.marks`)."""
-        unit_id = require_id(unit_id, "unit_id")
-        self._heads.forget(unit_id)
+        self._heads.forget(unit_id := require_id(unit_id, "unit_id"))
         return await seal(self._units, unit_id, require_count(version, "version"))
 
     async def delete(self, unit_id: str) -> bool:
@@ -356,6 +355,7 @@ class MemoryUnitRepository:
         expected_start: int | None = None,
         first_position: int | None = None,
         trimmed_to: int | None = None,
+        unsummarized: bool = False,
     ) -> MemorySlice:
         """Append ``messages`` and one slice covering exactly them; Partner's ``updateMemoryUnit``.
 
@@ -366,16 +366,16 @@ class MemoryUnitRepository:
         ``created_at`` (default now) unless it is already later: a writer whose clock is behind never moves
         it back.
 
-        A caller-chosen ``slice_id`` is checked against every other unit (a query by slice id, which fans out
-        on a sharded cluster). ``fresh_slice_id=True`` says the id was just minted with :func:`new_slice_id`
-        for this append alone (the rolling service does this for its retry key): no other unit can hold it,
-        so the check is skipped and every round trip stays on the unit's shard.
+        A caller-chosen ``slice_id`` is checked against every other unit (a query by slice id: a fan-out on a
+        sharded cluster); ``fresh_slice_id=True`` says it was just minted with :func:`new_slice_id` for this
+        append alone (a roll's retry key), so the check is skipped and every round trip stays on one shard.
 
         ``expected_start`` fences the append on the unit holding exactly that many messages (0: a new unit);
         ``first_position`` on the unit having taken no position at or after the first message's (the mark
         then moves to the increment's end). A fence that fails raises :class:`StaleIncrement` and writes
         nothing (a repeat of an append that did land, same ``slice_id``, returns the stored slice): a roller
-        delayed past its lease never stores what another stored meanwhile (:mod:`.increment`).
+        delayed past its lease never stores what another stored meanwhile (:mod:`.increment`); ``trimmed_to``
+        is kept with the mark. ``unsummarized`` marks the summary as a placeholder.
         """
         request = append_request(
             unit_id,
@@ -391,6 +391,7 @@ class MemoryUnitRepository:
             expected_start=expected_start,
             first_position=first_position,
             trimmed_to=trimmed_to,
+            unsummarized=unsummarized,
         )
         return await self._appender.append(request)
 

@@ -26,6 +26,7 @@ from partner_repo import (
     MemoryUnit,
     MemoryUnitRepository,
     Message,
+    RollingConfig,
     RollingListener,
     RollingResult,
     RollingService,
@@ -210,6 +211,34 @@ class Careful(Recorder):
         finally:
             self.busy.discard(unit_id)
         await super().consume(result)
+
+
+async def test_a_replaced_summary_reaches_every_group_again_as_a_revision(database: Any) -> None:
+    async def down(batch: list[Message]) -> str:
+        raise RuntimeError("model down")
+
+    config = RollingConfig(summarize_attempts=1)
+    placeholder = await roll(database, RollingService(database, down, config), "agent", 0)
+    assert placeholder.unsummarized
+    search, profile = Recorder("search"), Recorder("profile")
+    async with (
+        listener_for(database, search, group="search") as first,
+        listener_for(database, profile, group="profile") as second,
+    ):
+        await until(lambda: len(search.results) == 1 and len(profile.results) == 1)
+        report = await RollingService(database, summarize, config).resummarize()
+        assert [r.revision for r in report.replaced] == [1]
+        await until(lambda: len(search.results) == 2 and len(profile.results) == 2)
+        await settled(first)
+        await settled(second)
+
+    for recorder in (search, profile):
+        assert recorder.slice_ids == [placeholder.slice_id] * 2
+        assert [(r.revision, r.is_revision, r.unsummarized) for r in recorder.results] == [
+            (0, False, True),
+            (1, True, False),
+        ]
+        assert recorder.results[1].summary == report.replaced[0].summary
 
 
 async def test_parallel_delivery_keeps_each_units_slices_in_order_and_never_together(database: Any) -> None:

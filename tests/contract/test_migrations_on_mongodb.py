@@ -38,6 +38,11 @@ NAMES = tuple(p.name for p in sorted(Path(default_migrations_path()).glob("[!_]*
 FROM_POSITIONS = NAMES[NAMES.index(POSITIONS) :]
 
 
+def as_0_3(stored: list[dict[str, object]]) -> list[dict[str, object]]:
+    """Stored messages as 0.3 compared them: role and content (a 0.4 record also stores each one's time)."""
+    return [{"role": m["role"], "content": m["content"]} for m in stored]
+
+
 def legacy_unit(unit_id: str) -> dict[str, Any]:
     return {
         "_id": unit_id,
@@ -253,7 +258,7 @@ async def test_a_0_3_core_gets_its_positions_and_the_next_rolls_store_each_messa
     await MemoryCoreRepository(raw_database).record("core", dialogue(41, 43))
     await service.roll("core", now=T0 + timedelta(minutes=6))
     unit = await raw_database[UNITS].find_one({"_id": "session"})
-    assert unit["conversation_messages"] == dialogue(0, 43) and bson_size(unit) == unit["size_bytes"]
+    assert as_0_3(unit["conversation_messages"]) == dialogue(0, 43) and bson_size(unit) == unit["size_bytes"]
 
 
 async def test_positions_backward_removes_every_mark_and_keeps_sizes_exact(raw_database: Any) -> None:
@@ -271,7 +276,7 @@ async def test_positions_backward_removes_every_mark_and_keeps_sizes_exact(raw_d
     assert run.ran == tuple(reversed(FROM_POSITIONS))
     unit = await raw_database[UNITS].find_one({"_id": "session"})
     assert "taken_until" not in unit and "taken_count" not in unit and bson_size(unit) == unit["size_bytes"]
-    assert unit["conversation_messages"] == dialogue(0, 41)
+    assert as_0_3(unit["conversation_messages"]) == dialogue(0, 41)
     assert await raw_database[UNITS].find_one({"_id": "reserved"}) is None
 
 
@@ -309,5 +314,5 @@ async def test_positions_next_to_live_turns_and_rolls_keep_every_message_once(ra
     for core_id in ids:
         await service.roll(core_id, now=T0 + timedelta(hours=1))
         unit = await raw_database[UNITS].find_one({"_id": f"s-{core_id}"})
-        assert unit["conversation_messages"] == dialogue(0, recorded[core_id]), core_id
+        assert as_0_3(unit["conversation_messages"]) == dialogue(0, recorded[core_id]), core_id
         assert bson_size(unit) == unit["size_bytes"], core_id

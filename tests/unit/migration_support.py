@@ -45,6 +45,7 @@ def shipped_before(first: Path) -> tuple[Path, ...]:
 
 
 ERASURE_TOMBSTONES = migration_file("erasure_tombstones")
+UNSUMMARIZED = migration_file("unsummarized")
 
 
 def load(path: Path) -> types.ModuleType:

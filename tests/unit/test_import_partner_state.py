@@ -85,7 +85,7 @@ def state(tmp_path: Path) -> Path:
                 msg("user", "kept 0"),
                 {"content": "no role"},
                 {"role": "user"},
-                msg("tool", "unknown role"),
+                msg("function", "unknown role"),
                 {"role": "user", "content": 42},
                 "not an object",
                 msg("assistant", "kept 1"),
@@ -192,7 +192,7 @@ async def test_messages_without_role_or_content_or_with_an_unknown_role_are_skip
     assert reasons(report, "memory-unitu-messages.json") == [
         "message 1: no role",
         "message 2: no content",
-        "message 3: unknown role 'tool'",
+        "message 3: unknown role 'function'",
         "message 4: content is a int",
         "message 5: not an object",
         "unit: 5 skipped message(s): slice indexes shifted to the kept messages",

@@ -22,6 +22,7 @@ WRITERS = [
     ["migrate", "--backward"],
     ["roll-idle", "--once"],
     ["dead-letters", "replay", "--consumer", CONSUMER],
+    ["resummarize"],
 ]
 DAEMONS = [["listen", "--consumer", CONSUMER], ["roll-idle"]]
 READERS = [

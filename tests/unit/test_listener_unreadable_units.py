@@ -51,7 +51,7 @@ def foreign_units() -> dict[str, dict[str, Any]]:
         "completion-fails": {
             "_id": "bad-role",
             "core_id": "core",
-            "conversation_messages": [{"role": "tool", "content": "x"}],
+            "conversation_messages": [{"role": "function", "content": "x"}],
             "slices": [],
         },
     }
@@ -223,7 +223,7 @@ async def test_a_slice_whose_messages_cannot_be_read_is_dead_lettered_for_each_c
     piece = await append(units, "u1")
     healthy = await append(units, "u2")
     await memory_db["memory_units"].update_one(
-        {"_id": "u1"}, {"$set": {"conversation_messages.0.role": "tool"}}
+        {"_id": "u1"}, {"$set": {"conversation_messages.0.role": "function"}}
     )
     a, b = Recorder("a"), Recorder("b")
     async with quick_listener(memory_db, registry_of(a, b)) as listener:
@@ -251,7 +251,7 @@ async def test_a_slice_whose_messages_cannot_be_read_is_dead_lettered_for_each_c
 async def test_replaying_a_letter_whose_unit_is_still_unreadable_keeps_it(memory_db: Any) -> None:
     piece = await append(MemoryUnitRepository(memory_db), "u1")
     await memory_db["memory_units"].update_one(
-        {"_id": "u1"}, {"$set": {"conversation_messages.0.role": "tool"}}
+        {"_id": "u1"}, {"$set": {"conversation_messages.0.role": "function"}}
     )
     letters = DeadLetterRepository(memory_db)
     await letters.record(

@@ -10,6 +10,7 @@ from migration_support import (
     INDEXES,
     NORMALIZE,
     SLICE_INDEX,
+    UNSUMMARIZED,
     bound,
     fresh_database,
     load,
@@ -24,6 +25,7 @@ MIGRATION = load(INDEXES)
 SWAP = load(SLICE_INDEX)
 ERASURE = load(ERASURE_INDEXES)
 TOMBSTONES = load(ERASURE_TOMBSTONES)
+SUMMARIES = load(UNSUMMARIZED)
 
 
 def specs(indexes: dict[str, list[Any]]) -> dict[str, list[dict[str, Any]]]:
@@ -47,6 +49,7 @@ def test_the_migrations_together_create_exactly_the_indexes_the_library_declares
     for migration in (ERASURE, TOMBSTONES):
         for collection, added in specs(migration.INDEXES).items():
             composed[collection] = composed.get(collection, []) + added
+    composed[UNITS] = composed[UNITS] + [SUMMARIES.INDEX.document]
 
     assert composed == specs(ALL_INDEXES)
 

@@ -54,8 +54,9 @@ async def test_backward_drops_the_ttl_indexes_and_nothing_else() -> None:
 
     assert run.ran == migration_names(reverted)[::-1]
     assert await ttl_indexes(database) == {}
+    later = {"unsummarized"}  # the index of a later migration, reverted with it
     for collection, names in before.items():
-        assert set(await database[collection].index_information()) == names - {"erased_ttl"}
+        assert set(await database[collection].index_information()) == names - {"erased_ttl"} - later
 
 
 async def test_dropping_ttl_indexes_that_are_already_gone_succeeds() -> None:

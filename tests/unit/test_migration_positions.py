@@ -113,7 +113,9 @@ async def stored(database: Any, collection: str, document_id: str) -> dict[str, 
 
 
 async def unit_messages(database: Any, unit_id: str) -> list[dict[str, str]]:
-    return list((await stored(database, UNITS, unit_id))["conversation_messages"])
+    """The unit's messages as 0.3 stored them: role and content (a 0.4 record also stores each one's time)."""
+    stored_messages = (await stored(database, UNITS, unit_id))["conversation_messages"]
+    return [{"role": m["role"], "content": m["content"]} for m in stored_messages]
 
 
 def rolling(database: Any) -> RollingService:

@@ -33,7 +33,7 @@ def test_partners_three_roles_are_accepted(role: str) -> None:
     assert Message(role=role, content="hi").role == role  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize("role", ["bot", "User", "tool", "function", "", None, 1])
+@pytest.mark.parametrize("role", ["bot", "User", "Tool", "function", "", None, 1])
 def test_any_other_role_is_rejected(role: Any) -> None:
     with pytest.raises(ValidationError):
         Message.model_validate({"role": role, "content": "hi"})
@@ -64,7 +64,7 @@ def test_equal_messages_hash_alike_and_messages_are_immutable() -> None:
 
 def test_a_message_refuses_unknown_fields() -> None:
     with pytest.raises(ValidationError):
-        Message.model_validate({"role": "user", "content": "a", "name": "x"})
+        Message.model_validate({"role": "user", "content": "a", "speaker": "x"})
 
 
 def test_a_message_dumps_to_its_stored_form_and_validates_back() -> None:

@@ -70,7 +70,7 @@ def _set(field: str, value: Any) -> Callable[[MemoryUnit], None]:
 
 BAD_CALLS: dict[str, Call] = {
     "append: unknown role": appending([{"role": "bot", "content": "x"}]),
-    "append: unknown role after a valid message": appending([USER, {"role": "tool", "content": "x"}]),
+    "append: unknown role after a valid message": appending([USER, {"role": "function", "content": "x"}]),
     "append: non-string content": appending([{"role": "user", "content": 42}]),
     "append: None content": appending([{"role": "user", "content": None}]),
     "append: a None message": appending([USER, None]),

@@ -28,8 +28,9 @@ LONE_SURROGATE = "half an emoji: \ud83d"
 
 
 def message_of(size: int, label: str = "x") -> Message:
-    """A user message whose stored form is exactly ``size`` bytes."""
-    overhead = bson_size({"role": "user", "content": ""})
+    """A user message whose stored form, once recorded (with the ``at`` that ``record`` gives it), is exactly
+    ``size`` bytes."""
+    overhead = bson_size({"role": "user", "content": "", "at": T0})
     return Message(role="user", content=label * (size - overhead))
 
 

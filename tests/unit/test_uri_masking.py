@@ -141,3 +141,10 @@ def test_the_secrets_filter_scrubs_a_handler_s_records() -> None:
     record = logging.LogRecord("pymongo.command", logging.INFO, __file__, 1, "sent %s", ("H4ndled",), None)
 
     assert SecretsFilter().filter(record) and record.getMessage() == "sent ***"
+
+
+def test_a_uri_of_another_scheme_is_read_both_ways() -> None:
+    """``app://A@db`` may be user ``A`` at a host of scheme ``app``, or user ``app`` with the password ``//A``
+    (a malformed URI): only MongoDB's schemes are read strictly, so both readings are masked. Hypothesis found
+    it in ``test_no_part_of_a_password_is_ever_shown`` (shape ``app:{}@db``, secret ``//A``)."""
+    assert mask_uri("app://A@db") == "app:***@db"

@@ -31,6 +31,7 @@ from partner_repo import (
     Message,
     RollingListener,
     RollingResult,
+    RollingService,
     in_memory_database,
     init_repository,
 )
@@ -649,3 +650,45 @@ async def test_the_stream_asks_the_server_to_leave_messages_out_of_every_event(
     idle = answer_idle(server, 76, token("P"))
     await listener.stop()
     idle.cancel()
+
+
+async def test_an_update_replacing_a_slices_summary_is_delivered_again_as_its_revision(
+    server: MockupDB, database: Any, memory: Any
+) -> None:
+    units = MemoryUnitRepository(memory)
+    batch = [Message(role="user", content="u1 lost")]
+    placeholder = await units.append(
+        "u1", batch, "no summary, due to exception", core_id="core", created_at=T0, unsummarized=True
+    )
+    await seed_token(database)
+    recorder = Recorder()
+    listener = listener_for(database, recorder)
+    await listener.start()
+
+    (await receive(server, "aggregate")).replies(
+        first_batch(81, [appended_at_end("A", "u1", 0, placeholder)], token("A"))
+    )
+    await until(lambda: token_is(database, token("A")))
+    replaced = await RollingService(memory, summarize_again).resummarize()
+    assert [r.revision for r in replaced.replaced] == [1]
+    summary_set = update_event(  # how MongoDB reports resummarize's positional $set and $unset
+        "B", "u1", {"slices.0.summary": "summarized at last", "slices.0.revision": 1, "version": 2}
+    )
+    summary_set["updateDescription"]["removedFields"] = ["slices.0.unsummarized"]
+    (await receive(server, "getMore")).replies(next_batch(81, [summary_set], token("B")))
+    idle = answer_idle(server, 81, token("B"))
+    await until(lambda: len(recorder.results) == 2)
+    await until(lambda: token_is(database, token("B")))
+    await listener.stop()
+    idle.cancel()
+
+    first, again = recorder.results
+    assert first.slice_id == again.slice_id == placeholder.id
+    assert (first.revision, first.unsummarized, again.revision, again.is_revision) == (0, True, 1, True)
+    assert again.summary == "summarized at last"
+    progress = await ListenerCheckpoints(database, "default").unit("u1")
+    assert progress.has_delivered((placeholder.id or "", 1))
+
+
+async def summarize_again(messages: list[Message]) -> str:
+    return "summarized at last"

@@ -19,12 +19,14 @@ from wire_support import motor_client, receive, server_fixture
 from partner_repo import MemoryCoreRepository, Message, WindowTooLarge
 from partner_repo.cores.lease import CoreLease
 from partner_repo.leases import LeaseState
+from partner_repo.storage import messages_bytes
 
 pytestmark = pytest.mark.wire
 
 T0 = datetime(2024, 3, 1, 10, 0, tzinfo=UTC)
 NS = "partner.memory_cores"
 HELLO = Message(role="user", content="hello")
+HELLO_BYTES = messages_bytes([HELLO.model_dump()])
 
 
 def window(size: int) -> list[dict[str, str]]:
@@ -55,11 +57,20 @@ async def test_record_is_one_update_that_pushes_stamps_counts_and_answers_withou
     assert not request.doc.get("upsert")
     assert request.doc["fields"] == {"chat_messages": 0}
     update = request.doc["update"]
-    assert update["$push"] == {"chat_messages": {"$each": [{"role": "user", "content": "hello"}]}}
-    assert update["$set"] == {"last_interaction_at": T0.replace(tzinfo=None), "idle_rolled": False}
-    assert update["$inc"] == {"version": 1, "window_size": 1}
+    stamp = T0.replace(tzinfo=None)  # the message carries the turn's time as its own
+    assert update["$push"] == {
+        "chat_messages": {"$each": [{"role": "user", "content": "hello", "at": stamp}]}
+    }
+    assert update["$set"] == {"last_interaction_at": stamp, "idle_rolled": False}
+    assert update["$inc"] == {
+        "version": 1,
+        "window_size": 1,
+        "window_bytes": messages_bytes([{"role": "user", "content": "hello", "at": stamp}]),
+    }
     assert "$setOnInsert" not in update  # a new core's fields travel only when there is no core
-    request.ok(value=core_document(window_size=1, last_interaction_at=T0, version=1))
+    request.ok(
+        value=core_document(window_size=1, window_bytes=HELLO_BYTES, last_interaction_at=T0, version=1)
+    )
 
     recorded = await pending
     assert recorded.window_size == 1 and recorded.memory_session_id == "s1"
@@ -76,6 +87,7 @@ async def test_the_first_record_of_a_core_upserts_it_with_a_fresh_session(
     assert upsert.doc["query"] == {"_id": "agent", "window_size": {"$type": "number"}}
     inserted = upsert.doc["update"]["$setOnInsert"]
     assert inserted["memory_session_id"] and "chat_messages" not in inserted and "window_size" not in inserted
+    assert "window_bytes" not in inserted
     upsert.ok(value=core_document(window_size=1, version=1))
 
     assert (await pending).window_size == 1
@@ -91,7 +103,8 @@ async def test_record_counts_a_core_written_before_the_window_count_once_then_re
     assert first.command_name == "findAndModify" and first.doc["upsert"] is True
     first.command_err(code=11000, errmsg="E11000 duplicate key error collection: partner.memory_cores")
     count = await receive(server)
-    assert count.command_name == "find" and count.doc["projection"] == {"chat_messages": 1, "window_size": 1}
+    assert count.command_name == "find"
+    assert count.doc["projection"] == {"chat_messages": 1, "window_size": 1, "window_bytes": 1}
     count.ok(cursor={"id": 0, "firstBatch": [core_document(chat_messages=window(3))], "ns": NS})
     store = await receive(server)
     [statement] = store.doc["updates"]
@@ -99,8 +112,9 @@ async def test_record_counts_a_core_written_before_the_window_count_once_then_re
         "_id": "agent",
         "chat_messages": {"$size": 3},
         "window_size": {"$exists": False},
+        "window_bytes": {"$exists": False},
     }
-    assert statement["u"] == {"$set": {"window_size": 3}}
+    assert statement["u"] == {"$set": {"window_size": 3, "window_bytes": messages_bytes(window(3))}}
     store.ok(n=1, nModified=1)
     again = await receive(server)
     assert again.command_name == "findAndModify" and again.doc["update"]["$inc"]["window_size"] == 1
@@ -113,7 +127,9 @@ async def test_a_roller_trims_moves_the_window_start_and_releases_its_lease_in_o
     server: MockupDB, cores: MemoryCoreRepository
 ) -> None:
     pending = asyncio.ensure_future(
-        cores.trim_window("agent", 12, 6, lease_owner="me", window_size=12, release=True)
+        cores.trim_window(
+            "agent", 12, 6, lease_owner="me", window_size=12, release=True, message_bytes=[30] * 12
+        )
     )
 
     write = await receive(server)
@@ -121,7 +137,7 @@ async def test_a_roller_trims_moves_the_window_start_and_releases_its_lease_in_o
     [statement] = write.doc["updates"]
     assert statement["q"] == {"_id": "agent", "lease_owner": "me", "chat_messages": {"$size": 12}}
     assert statement["u"] == {
-        "$set": {"lease_owner": None, "window_size": 2},
+        "$set": {"lease_owner": None, "window_size": 2, "window_bytes": 60},
         "$inc": {"lease_beat": 1, "version": 1, "window_start": 10},  # each kept message keeps its position
         "$push": {"chat_messages": {"$each": [], "$slice": -2}},
     }
@@ -143,7 +159,7 @@ async def test_a_trim_drops_the_front_under_a_version_guard_and_retries_when_it_
     [statement] = write.doc["updates"]
     assert statement["q"] == {"_id": "agent", "version": 7}
     assert statement["u"] == {
-        "$set": {"window_size": 2},
+        "$set": {"window_size": 2, "window_bytes": messages_bytes(window(12)[10:])},
         "$inc": {"version": 1, "window_start": 10},
         "$push": {"chat_messages": {"$each": [], "$slice": -2}},
     }
