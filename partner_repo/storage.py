@@ -190,10 +190,9 @@ def messages_bytes(message_documents: Iterable[Mapping[str, Any]]) -> int:
 def mark_size_change(before: tuple[int | None, int | None], after: tuple[int, int]) -> int:
     """Bytes a unit grows by when its ``(taken_until, taken_count)`` go from ``before`` (None: absent) to
     ``after`` (exact, so ``size_bytes`` stays exact: an int past 2**31 - 1 is stored in 8 bytes, not 4)."""
-    change = 0
-    for name, old, new in zip(("taken_until", "taken_count"), before, after, strict=True):
-        change += bson_size({name: new}) - (bson_size({}) if old is None else bson_size({name: old}))
-    return change
+    return field_size_change("taken_until", before[0], after[0]) + field_size_change(
+        "taken_count", before[1], after[1]
+    )
 
 
 def field_size_change(name: str, old: int | None, new: int | None) -> int:

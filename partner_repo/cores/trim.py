@@ -79,7 +79,6 @@ async def clear_front(cores: Collection, core_id: str, owner: str) -> int | None
         size = len(document.get("chat_messages") or [])
         update = {
             "$set": {"chat_messages": [], "window_size": 0, "window_bytes": 0},
-            "$unset": {"window_stored": ""},
             "$inc": {"version": 1, "window_start": size},
         }
         if await _write(cores, {"_id": core_id, "lease_owner": owner, **window_of_size(size)}, update):

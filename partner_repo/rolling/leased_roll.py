@@ -112,7 +112,7 @@ class LeasedRoll:
         snapshot = list(core.chat_messages)  # the window but for its first ``skipped`` messages
         sizes = [bson_size(message.model_dump()) for message in snapshot]
         size = skipped + len(snapshot)
-        if not size or (size == 1 and not single and sizes[0] < self._config.trigger_bytes):
+        if not size or (size == 1 and not single and sum(sizes) < self._config.trigger_bytes):
             return None  # Partner's rule: one message is no conversation yet, unless it is a big one
         for attempt in range(RESOLVE_ATTEMPTS):
             # the first resolution may use the heads this process last saw; after a failed fence, read
