@@ -79,8 +79,11 @@ async def resolve(
     """The resolution of ``snapshot`` (the core's window as the lease took it, but for its first
     ``skipped`` messages, left out as known stored) against the session's unit.
 
-    ``cached`` lets the repository answer with the unit heads it last saw instead of reading them: a roller
-    that appended last needs no read at all, and a stale head only costs the append's fence failing once.
+    ``cached`` lets the repository answer with the session unit's head it last saw instead of reading it: a
+    roller that appended last needs no read at all, and a stale head only costs the append's fence failing
+    once. The head of the unit a continuation not created yet continues is always read: that append creates
+    the continuation, fenced only on its id, from the sealed unit's mark (a remembered head may predate
+    other rollers' appends there and would store them again).
     """
     resolution = await _resolve(units, core, snapshot, cached=cached, skipped=skipped)
     if resolution.taken < skipped:
@@ -105,7 +108,9 @@ async def _resolve(
     continues = core.session_continues
     if continues is None:
         return Resolution(unit_id, None, start, None, size)
-    previous_head = await units.head(continues, cached=cached)
+    # never a remembered head here: the append that creates the continuation is fenced only by its own id,
+    # so the mark it starts from must be the sealed unit's final one, not one seen before others filled it
+    previous_head = await units.head(continues)
     mark = None if previous_head is None else previous_head.mark
     if previous_head is not None and mark is None:
         if skipped:

@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 
 import pytest
 from conftest import until
-from positions_support import ObservedDatabase, Ticks, Wire
+from positions_support import ObservedDatabase, Ticks, Wire, Write
 from pymongo.errors import ConnectionFailure
 from rolling_contract_support import T0, numbered, summarize
 
@@ -176,6 +176,40 @@ async def test_windows_left_untrimmed_by_lease_takeovers_across_continuation_uni
     assert await taking_over(database, ticks, lambda: healthy.roll("agent", now=T0)) is not None
 
     assert await session_texts(database, first.memory_session_id) == texts(numbered(0, 14))
+
+
+async def test_a_continuation_starts_after_what_others_stored_in_the_full_unit_since_the_roller_last_saw_it(
+    database: Any,
+) -> None:
+    """Finding 3, through a remembered head. Roller ``early`` stores the session's first four messages (and
+    remembers the unit's head); another roller stores two more in the same unit; a third finds the unit full,
+    seals it and switches the core to a continuation, but its append never arrives. ``early`` rolls next: the
+    continuation must start at the full unit's mark (after the other roller's messages), not where ``early``
+    last saw that unit end. The window keeps everything (``retain_divisor`` 1), so nothing else hides it."""
+    cores = MemoryCoreRepository(database)
+    roomy = RollingConfig(trigger_limit=4, retain_divisor=1, lease_duration=TTL)
+    first = await cores.record("agent", numbered(0, 4), at=T0)
+    early = RollingService(database, summarize, roomy)
+    assert await early.roll("agent", now=T0) is not None
+    await cores.record("agent", numbered(4, 6), at=T0)
+    assert await RollingService(database, summarize, roomy).roll("agent", now=T0) is not None
+
+    await cores.record("agent", numbered(6, 8), at=T0)
+    observed = ObservedDatabase(database, Wire())
+
+    async def lost(write: Write) -> None:
+        if write.collection == "memory_units" and write.contents:
+            raise ConnectionFailure("connection lost before the append (injected by the test)")
+
+    observed.before = lost
+    full = RollingConfig(trigger_limit=4, retain_divisor=1, unit_soft_limit_bytes=1, lease_duration=TTL)
+    with pytest.raises(ConnectionFailure):
+        await RollingService(observed, summarize, full).roll("agent", now=T0)
+    switched = await cores.get("agent")
+    assert switched is not None and switched.session_continues == first.memory_session_id
+
+    assert await early.roll("agent", now=T0) is not None
+    assert await session_texts(database, first.memory_session_id) == texts(numbered(0, 8))
 
 
 # -- finding 4 ---------------------------------------------------------------------------------------------
