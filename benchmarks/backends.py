@@ -18,10 +18,9 @@ from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
-from motor.motor_asyncio import AsyncIOMotorClient
 from pymongo import monitoring
 
-from partner_repo import in_memory_database, init_repository, mask_uri
+from partner_repo import driver, in_memory_database, init_repository, mask_uri
 
 ROOT = Path(__file__).resolve().parent.parent
 T = TypeVar("T")
@@ -60,7 +59,7 @@ async def motor_database(
     uri: str, *, listeners: Sequence[monitoring.CommandListener] = (), **options: Any
 ) -> AsyncIterator[Any]:
     """A fresh, initialized database on ``uri`` through Motor; dropped and closed on exit."""
-    client: Any = AsyncIOMotorClient(
+    client: Any = driver.new_client(
         uri, tz_aware=True, serverSelectionTimeoutMS=5000, event_listeners=list(listeners), **options
     )
     database = client[f"partner_bench_{uuid.uuid4().hex[:10]}"]
@@ -69,7 +68,7 @@ async def motor_database(
         yield database
     finally:
         await client.drop_database(database.name)
-        client.close()
+        await driver.close_client(client)
 
 
 @asynccontextmanager
@@ -77,11 +76,17 @@ async def memory_database() -> AsyncIterator[Any]:
     yield await init_repository(in_memory_database(f"bench_{uuid.uuid4().hex[:8]}"))
 
 
+DRIVER_NAME = "Motor" if driver.STACK == "motor" else "PyMongo async"
+"""The driver of the installed stack (partner_repo.driver), as the tables name it."""
+
+
 def describe(backend: str, uri: str | None = None) -> str:
     if backend == "memory":
-        return "embedded (mongomock-motor, in process)"
+        shape = "mongomock-motor" if driver.STACK == "motor" else "partner_repo.embedded over mongomock"
+        return f"embedded ({shape}, in process)"
     if backend == "wire":
-        return "Motor driver -> scripted standalone MongoDB (mockupdb + mongomock store, separate process)"
+        server = "scripted standalone MongoDB (mockupdb + mongomock store, separate process)"
+        return f"{DRIVER_NAME} driver -> {server}"
     return f"MongoDB at {mask_uri(uri or '')}"
 
 

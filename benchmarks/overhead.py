@@ -30,7 +30,7 @@ from typing import Any
 from benchmarks.backends import describe, memory_database, motor_database, on_servers
 from benchmarks.common import Row, Scale, SectionResult, interleaved, ratio_text
 from benchmarks.workload import conversation, seed_unit, unit_with_slices
-from partner_repo import MemoryUnitRepository
+from partner_repo import MemoryUnitRepository, driver
 from partner_repo.admin.queries import SliceQueries
 from partner_repo.indexes import UNITS
 from partner_repo.storage import unit_document
@@ -220,7 +220,7 @@ async def _page_query(database: Any, scale: Scale, *, cold: bool = False) -> dic
         await (SliceQueries(database) if cold else queries).find(core_id=core_id, limit=PAGE)
 
     async def raw() -> None:
-        await collection.aggregate(pipeline).to_list(PAGE)
+        await driver.aggregate_list(collection, pipeline, PAGE)
 
     figures = await interleaved(
         library, raw, rounds=scale.overhead_rounds, inner=max(scale.overhead_inner // 5, 1)

@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
-from partner_repo import MemoryCoreRepository, MemoryUnitRepository, Message, RollingResult
+from benchmarks.backends import DRIVER_NAME
+from partner_repo import MemoryCoreRepository, MemoryUnitRepository, Message, RollingResult, driver
 from partner_repo.rolling.config import RollingConfig
 from partner_repo.rolling.service import RollingService
 from partner_repo.rolling.summarizer import ExtractiveSummarizer
@@ -115,12 +116,12 @@ class PartnerRepoPeer(Peer):
         return self._unit_id
 
 
-class RawMotorPeer(Peer):
-    """The floor: the session as one document, a turn as one ``$push``/``$each``."""
+class RawDriverPeer(Peer):
+    """The floor: the session as one document, a turn as one ``$push``/``$each``, with the stack's driver."""
 
-    key = "raw-motor"
-    label = "raw Motor $push"
-    packages = ("motor",)
+    key = "raw-driver"
+    label = f"raw {DRIVER_NAME} $push"
+    packages = ("motor",) if driver.STACK == "motor" else ("pymongo",)
 
     def __init__(self, stores: Stores) -> None:
         self._sessions = stores.motor_database["peer_raw_sessions"]
@@ -227,5 +228,5 @@ class LangGraphPeer(Peer):
         return messages
 
 
-PEERS: tuple[type[Peer], ...] = (PartnerRepoPeer, LangChainPeer, LangGraphPeer, RawMotorPeer)
+PEERS: tuple[type[Peer], ...] = (PartnerRepoPeer, LangChainPeer, LangGraphPeer, RawDriverPeer)
 """In table order; partner-repo first: the others are compared with it."""

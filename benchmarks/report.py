@@ -331,7 +331,7 @@ def _styled(row: Row) -> str:
 def _short_backend(backend: str) -> str:
     if backend.startswith("embedded"):
         return "embedded" + (" (yielding)" if "yielding" in backend else "")
-    if backend.startswith("Motor driver"):
+    if " driver -> " in backend:
         return "Motor -> scripted server"
     return backend
 

@@ -42,6 +42,8 @@ from bson.errors import InvalidDocument
 from pydantic import AfterValidator, BaseModel, ConfigDict, StrictStr, TypeAdapter, ValidationError
 from pymongo.errors import WriteError
 
+from partner_repo import driver
+
 UNITS = "memory_units"
 BACKUP = "migration_backup_20261129120000_normalize_units"
 ATTEMPTS = 50
@@ -190,7 +192,7 @@ PER_UNIT_FAILURES = (KeptChanging, WriteError, InvalidDocument)
 
 
 async def normalize_all(session: Any) -> dict[str, int]:
-    units = UnitCollection.get_motor_collection()
+    units = driver.document_collection(UnitCollection)
     backup = units.database[BACKUP]
     all_or_nothing = bool(getattr(session, "in_transaction", False))
     counts = {"scanned": 0, "normalized": 0, "unreadable": 0, "left": 0}
@@ -257,7 +259,7 @@ async def _normalize_one(units: Any, backup: Any, document: Mapping[str, Any], s
 
 
 async def restore_all(session: Any) -> dict[str, int]:
-    units = UnitCollection.get_motor_collection()
+    units = driver.document_collection(UnitCollection)
     backup = units.database[BACKUP]
     counts = {"restored": 0, "kept": 0}
     async for pre_image in backup.find({}, session=session).sort("_id", 1).batch_size(BATCH_SIZE):

@@ -22,6 +22,8 @@ from beanie import Document, free_fall_migration
 from pymongo import ASCENDING, DESCENDING, IndexModel
 from pymongo.errors import OperationFailure
 
+from partner_repo import driver
+
 log = logging.getLogger("partner_repo.migrations.create_indexes")
 
 INDEXES: dict[str, list[IndexModel]] = {
@@ -75,14 +77,14 @@ class UnitCollection(Document):
 
 
 async def create_all() -> None:
-    database = UnitCollection.get_motor_collection().database
+    database = driver.document_collection(UnitCollection).database
     for collection, indexes in INDEXES.items():
         names = await database[collection].create_indexes(indexes)
         log.info("create_indexes: %s has %s", collection, ", ".join(names))
 
 
 async def drop_all() -> None:
-    database = UnitCollection.get_motor_collection().database
+    database = driver.document_collection(UnitCollection).database
     for collection, indexes in INDEXES.items():
         for index in indexes:
             name = index.document["name"]

@@ -31,6 +31,8 @@ import bson
 from beanie import Document, free_fall_migration
 from pymongo.errors import DuplicateKeyError
 
+from partner_repo import driver
+
 UNITS = "memory_units"
 ATTEMPTS = 50
 """How often one unit is re-read and written again when concurrent writers keep changing it."""
@@ -99,7 +101,7 @@ def _guard(document: Mapping[str, Any]) -> dict[str, Any]:
 
 
 async def fill_all(session: Any) -> dict[str, int]:
-    units = UnitCollection.get_motor_collection()
+    units = driver.document_collection(UnitCollection)
     counts = {"scanned": 0, "written": 0, "left": 0}
     left: dict[Any, str] = {}
     async for document in units.find({}, session=session).sort("_id", 1).batch_size(BATCH_SIZE):
@@ -130,7 +132,7 @@ def _why(exc: Exception) -> str:
 
 
 async def clear_all(session: Any) -> dict[str, int]:
-    units = UnitCollection.get_motor_collection()
+    units = driver.document_collection(UnitCollection)
     counts = {"written": 0}
     async for document in units.find({"slice_ids": {"$exists": True}}, session=session).batch_size(
         BATCH_SIZE

@@ -26,6 +26,8 @@ from beanie import Document, free_fall_migration
 from pymongo import ASCENDING, IndexModel
 from pymongo.errors import OperationFailure
 
+from partner_repo import driver
+
 UNITS = "memory_units"
 
 NEW_INDEX = IndexModel(
@@ -60,7 +62,7 @@ class SharedSliceIds(RuntimeError):
 
 async def swap_indexes(drop: IndexModel, create: IndexModel) -> None:
     """Drop ``drop`` (if present), then create ``create`` (one index, its options kept)."""
-    units = UnitCollection.get_motor_collection()
+    units = driver.document_collection(UnitCollection)
     try:
         await units.drop_index(drop.document["name"])
     except OperationFailure as exc:

@@ -22,6 +22,8 @@ from beanie import Document, free_fall_migration
 from pymongo import ASCENDING, IndexModel
 from pymongo.errors import OperationFailure
 
+from partner_repo import driver
+
 INDEXES: dict[str, list[IndexModel]] = {
     "listener_checkpoints": [IndexModel([("unit_id", ASCENDING)], name="unit")],
     "rolling_dead_letters": [IndexModel([("unit_id", ASCENDING)], name="unit")],
@@ -48,7 +50,7 @@ class UnitCollection(Document):
 
 
 async def create_all() -> None:
-    database = UnitCollection.get_motor_collection().database
+    database = driver.document_collection(UnitCollection).database
     for collection, indexes in INDEXES.items():
         for index in indexes:
             options = dict(index.document)
@@ -58,7 +60,7 @@ async def create_all() -> None:
 
 
 async def drop_all() -> None:
-    database = UnitCollection.get_motor_collection().database
+    database = driver.document_collection(UnitCollection).database
     for collection, indexes in INDEXES.items():
         for index in indexes:
             name = index.document["name"]

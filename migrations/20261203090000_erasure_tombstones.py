@@ -22,6 +22,8 @@ from beanie import Document, free_fall_migration
 from pymongo import ASCENDING, IndexModel
 from pymongo.errors import OperationFailure
 
+from partner_repo import driver
+
 RETENTION_SECONDS = 7 * 24 * 60 * 60
 
 
@@ -53,7 +55,7 @@ class UnitCollection(Document):
 
 
 async def create_all() -> None:
-    database = UnitCollection.get_motor_collection().database
+    database = driver.document_collection(UnitCollection).database
     for collection, indexes in INDEXES.items():
         for index in indexes:
             options = dict(index.document)
@@ -63,7 +65,7 @@ async def create_all() -> None:
 
 
 async def drop_all() -> None:
-    database = UnitCollection.get_motor_collection().database
+    database = driver.document_collection(UnitCollection).database
     for collection, indexes in INDEXES.items():
         for index in indexes:
             name = index.document["name"]

@@ -62,6 +62,8 @@ import bson
 from beanie import Document, free_fall_migration
 from pymongo.errors import WriteError
 
+from partner_repo import driver
+
 UNITS = "memory_units"
 CORES = "memory_cores"
 ATTEMPTS = 50
@@ -230,7 +232,7 @@ def _in_transaction(session: Any) -> bool:
 
 async def migrate_all(session: Any) -> dict[str, int]:
     """Forward: the three steps of the module docstring; the counts it logs."""
-    units = UnitCollection.get_motor_collection()
+    units = driver.document_collection(UnitCollection)
     cores = units.database[CORES]
     counts = dict.fromkeys(
         (
@@ -429,7 +431,7 @@ def _messages(document: Mapping[str, Any]) -> list[Any]:
 
 async def unmark_all(session: Any) -> dict[str, int]:
     """Backward: every mark removed (sizes exact), every reserved mark deleted; the counts it logs."""
-    units = UnitCollection.get_motor_collection()
+    units = driver.document_collection(UnitCollection)
     counts = {"unmarked": 0, "reserved": 0, "left": 0}
     counts["reserved"] = (await units.delete_many(RESERVED_MARK, session=session)).deleted_count
     left: list[Any] = []

@@ -29,6 +29,8 @@ from beanie import Document, free_fall_migration
 from pymongo import ASCENDING, IndexModel
 from pymongo.errors import OperationFailure
 
+from partner_repo import driver
+
 UNITS = "memory_units"
 PLACEHOLDER = "no summary, due to exception"
 INDEX = IndexModel(
@@ -55,13 +57,13 @@ class UnitCollection(Document):
 async def create_index() -> None:
     options = dict(INDEX.document)
     keys = list(options.pop("key").items())
-    await UnitCollection.get_motor_collection().create_index(keys, **options)
+    await driver.document_collection(UnitCollection).create_index(keys, **options)
     log.info("unsummarized: index %s created", INDEX.document["name"])
 
 
 async def drop_index() -> None:
     try:
-        await UnitCollection.get_motor_collection().drop_index(INDEX.document["name"])
+        await driver.document_collection(UnitCollection).drop_index(INDEX.document["name"])
     except OperationFailure as exc:
         if exc.code not in (INDEX_NOT_FOUND, NAMESPACE_NOT_FOUND) and "not found" not in str(exc).lower():
             raise
@@ -70,7 +72,7 @@ async def drop_index() -> None:
 
 async def mark_all(*, marked: bool) -> int:
     """Mark (``marked``) or unmark every slice holding the placeholder; returns how many slices changed."""
-    units = UnitCollection.get_motor_collection()
+    units = driver.document_collection(UnitCollection)
     before: dict[str, Any] = (
         {"$exists": False} if marked else True  # guarded: a rerun, or a roll marking meanwhile, is left alone
     )
@@ -79,12 +81,13 @@ async def mark_all(*, marked: bool) -> int:
     )
     grown = MARK_BYTES if marked else -MARK_BYTES
     pending = {"summary": PLACEHOLDER, "unsummarized": before}
-    most = await units.aggregate(
+    most = await driver.aggregate_list(
+        units,
         [
             {"$match": {"core_id": {"$exists": True}, "slices": {"$elemMatch": pending}}},
             {"$group": {"_id": None, "slices": {"$max": {"$size": {"$ifNull": ["$slices", []]}}}}},
-        ]
-    ).to_list(length=None)
+        ],
+    )
     passes = int(most[0]["slices"] or 0) if most else 0  # a unit needs at most one pass per slice it holds
     changed = 0
     for _ in range(passes):

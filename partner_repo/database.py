@@ -12,28 +12,30 @@ mongomock-motor's in-memory one, or a test wrapper around either.
 
 from __future__ import annotations
 
-import inspect
 import warnings
 from collections.abc import Coroutine, Generator
 from types import TracebackType
 from typing import Any, TypeAlias
 
+import pymongo
 from beanie import init_beanie
-from motor.motor_asyncio import AsyncIOMotorClient, AsyncIOMotorDatabase
 from pymongo.errors import ConfigurationError, InvalidURI, PyMongoError
 
-from partner_repo.errors import ConnectionFailed
+from partner_repo import driver
+from partner_repo.connection import client_options, require_database_name
+from partner_repo.errors import ConnectionFailed, InvalidInput
 from partner_repo.indexes import ALL_INDEXES
 from partner_repo.masking import mask_uri as mask_uri  # its home before partner_repo.masking
 from partner_repo.masking import remember_secrets, scrub
 from partner_repo.models import MemoryCore, MemoryUnit
 
 MongoDatabase: TypeAlias = Any
-"""A Motor database (real or mongomock-motor's), or anything with the same async collection interface."""
+"""A database of either driver (PyMongo's async API or Motor), the in-memory backend's, or anything with the
+same async collection interface (see :mod:`partner_repo.driver`)."""
 
-Database: TypeAlias = AsyncIOMotorDatabase[dict[str, Any]]
-"""What :func:`connect` gives: a Motor database (on the in-memory backend, mongomock-motor's, which has the
-same interface)."""
+Database: TypeAlias = Any
+"""What :func:`connect` gives: the installed stack's database (``AsyncDatabase`` or ``AsyncIOMotorDatabase``;
+on the in-memory backend, one with the same interface)."""
 
 DOCUMENT_MODELS: list[type[Any]] = [MemoryUnit, MemoryCore]
 """The Beanie documents of the library, for an application's own ``init_beanie(document_models=[...])``.
@@ -68,20 +70,20 @@ async def ensure_indexes(database: MongoDatabase) -> None:
 
 
 def in_memory_database(db_name: str = "partner") -> MongoDatabase:
-    """A fresh embedded in-memory database (mongomock-motor): no server, nothing persists."""
-    from mongomock_motor import AsyncMongoMockClient
-
-    return AsyncMongoMockClient(tz_aware=True)[db_name]
+    """A fresh embedded in-memory database (mongomock, in the installed stack's shape): no server, nothing
+    persists."""
+    return driver.in_memory_client(tz_aware=True)[require_database_name(db_name)]
 
 
 class Connecting:
     """What :func:`connect` returns: ``await`` it for the database, or enter it (``async with``) to have the
-    database's client closed when the block ends, however it ends."""
+    database's client closed when the block ends, however it ends (unless the client is the caller's own)."""
 
-    __slots__ = ("_database", "_opening")
+    __slots__ = ("_database", "_opening", "_owned")
 
-    def __init__(self, opening: Coroutine[Any, Any, Database]) -> None:
+    def __init__(self, opening: Coroutine[Any, Any, Database], *, owned: bool = True) -> None:
         self._opening = opening
+        self._owned = owned
         self._database: Database | None = None
 
     def __await__(self) -> Generator[Any, None, Database]:
@@ -94,16 +96,15 @@ class Connecting:
     async def __aexit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
-        if self._database is not None:
+        if self._database is not None and self._owned:
             await close_database(self._database)
 
 
 def connect(
-    uri: str | None = None,
+    uri: str | Any | None = None,
     db_name: str = "partner",
     *,
     create_indexes: bool = True,
-    server_selection_timeout_ms: int = 5000,
     **client_options: Any,
 ) -> Connecting:
     """A ready database: the in-memory backend when ``uri`` is None, the MongoDB at ``uri`` otherwise.
@@ -111,45 +112,63 @@ def connect(
     ``database = await connect(uri)`` returns it (close it with :func:`close_database` when done);
     ``async with connect(uri) as database:`` closes it when the block ends.
 
-    A server that cannot be reached, or a URI the driver refuses, raises :class:`ConnectionFailed` naming the
-    host; whatever could be a credential is masked (:mod:`partner_repo.masking`), in the URI and in the
-    driver's text, and the secrets of ``uri`` are masked in every later :func:`~partner_repo.masking.scrub`.
+    ``uri`` may also be the application's own client or database, of either driver: the library registers
+    its documents there (and creates its indexes) and leaves closing it to the application.
+
+    The client gets the one connection policy (:mod:`partner_repo.connection`): its defaults, under the
+    ``client_options`` given here, under whatever the URI itself sets. A bad ``db_name`` is
+    :class:`InvalidInput`. A server that cannot be reached, or a URI the driver refuses, raises
+    :class:`ConnectionFailed` naming the host; whatever could be a credential is masked
+    (:mod:`partner_repo.masking`), in the URI and in the driver's text, and the secrets of ``uri`` are masked
+    in every later :func:`~partner_repo.masking.scrub`.
     """
-    return Connecting(_connect(uri, db_name, create_indexes, server_selection_timeout_ms, client_options))
+    if uri is not None and not isinstance(uri, str):
+        return Connecting(_adopt(uri, db_name, create_indexes), owned=False)
+    require_database_name(db_name)
+    return Connecting(_connect(uri, db_name, create_indexes, client_options))
 
 
 async def close_database(database: MongoDatabase) -> None:
     """Close the client behind ``database``: its connection pool and server monitors (every database and
     collection of that client stops working). Closing again does nothing more."""
-    outcome = database.client.close()
-    if inspect.isawaitable(outcome):  # PyMongo's async client closes with a coroutine
-        await outcome
+    client = driver.client_of(database)
+    if client is not None:
+        await driver.close_client(client)
 
 
-async def _connect(
-    uri: str | None,
-    db_name: str,
-    create_indexes: bool,
-    server_selection_timeout_ms: int,
-    client_options: dict[str, Any],
-) -> Database:
+async def _adopt(given: Any, db_name: str, create_indexes: bool) -> Database:
+    """The application's own client (its database ``db_name``) or database, registered and indexed."""
+    if driver.is_client(given):
+        database = given[require_database_name(db_name)]
+    elif driver.is_database(given):
+        database = given
+    else:
+        raise InvalidInput(f"connect() takes a URI, a client or a database, not {type(given).__name__}")
+    ready: Database = await init_repository(database, create_indexes=create_indexes)
+    return ready
+
+
+async def _connect(uri: str | None, db_name: str, create_indexes: bool, given: dict[str, Any]) -> Database:
     if uri is None:
         database = in_memory_database(db_name)
     else:
         remember_secrets(uri)
-        client = _client(uri, server_selection_timeout_ms, client_options)
+        client = _client(uri, given)
         database = client[db_name]
         try:
-            await database.command("ping")
+            # With an operation timeout the driver would wait that long to select a server; reaching it
+            # takes no longer than the server selection timeout (the URI's, when it sets one).
+            with pymongo.timeout(client.options.server_selection_timeout):
+                await database.command("ping")
         except PyMongoError as exc:
-            client.close()
+            await driver.close_client(client)
             reason = scrub(_first_line(exc), uri)
             raise ConnectionFailed(f"cannot reach MongoDB at {mask_uri(uri)}: {reason}") from None
     ready: Database = await init_repository(database, create_indexes=create_indexes)
     return ready
 
 
-def _client(uri: str, timeout_ms: int, options: dict[str, Any]) -> AsyncIOMotorClient[Any]:
+def _client(uri: str, given: dict[str, Any]) -> Any:
     """The driver's client, or :class:`ConnectionFailed` without the driver's text (it may quote the URI).
 
     The driver's warnings (an unknown option) are held back while it parses the URI: shown, scrubbed, when
@@ -158,9 +177,7 @@ def _client(uri: str, timeout_ms: int, options: dict[str, Any]) -> AsyncIOMotorC
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
-            client: AsyncIOMotorClient[Any] = AsyncIOMotorClient(
-                uri, tz_aware=True, serverSelectionTimeoutMS=timeout_ms, **options
-            )
+            client = driver.new_client(uri, **client_options(uri, given))
         except (ConfigurationError, InvalidURI, ValueError, TypeError) as exc:
             raise ConnectionFailed(
                 f"unusable MongoDB URI {mask_uri(uri)} ({type(exc).__name__}); check its options, and escape "

@@ -125,6 +125,12 @@ class ConnectionFailed(PartnerRepoError):
     """The MongoDB server at the URI could not be reached; the message names the host, not a password."""
 
 
+class OperationTimedOut(PartnerRepoError, TimeoutError):
+    """MongoDB did not answer within the client's operation timeout (``timeoutMS``, retries included) or the
+    server selection timeout: a frozen or unreachable server. Nothing more is known of the write's outcome
+    than the driver knows; the library's writes are safe to retry (they are fenced)."""
+
+
 class ChangeStreamUnavailable(PartnerRepoError):
     """The deployment has no change streams (a standalone server, the in-memory backend): poll instead."""
 

@@ -16,12 +16,12 @@ import logging
 from dataclasses import fields
 from datetime import timedelta
 from typing import Any, Literal
-from urllib.parse import parse_qsl
 
 from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 from pymongo import ReadPreference
 
+from partner_repo.connection import DEFAULTS, database_name_problem
 from partner_repo.database import MongoDatabase, connect
 from partner_repo.durations import parse_duration
 from partner_repo.errors import InvalidInput, InvalidSettings
@@ -29,9 +29,6 @@ from partner_repo.masking import mask_uri
 from partner_repo.rolling.config import DEFAULT_TRIGGER_BYTES, DEFAULT_UNIT_SOFT_LIMIT_BYTES, RollingConfig
 
 URI_SCHEMES = ("mongodb://", "mongodb+srv://")
-DATABASE_NAME_FORBIDDEN = '/\\. "$\x00'
-"""Characters MongoDB refuses in a database name (on every platform)."""
-MAX_DATABASE_NAME_BYTES = 63
 ROLLING_FIELDS = tuple(field.name for field in fields(RollingConfig))
 """Each ``RollingConfig`` field is the setting ``rolling_<field>``."""
 
@@ -69,39 +66,47 @@ class PartnerRepoSettings(BaseSettings):
     db: str = Field(default="partner", min_length=1, description="Database name.")
 
     write_concern: str = Field(
-        default="majority",
+        default=DEFAULTS["w"],
         min_length=1,
         description='`w` of every write (appends, checkpoints): "majority", a number or a tag.',
     )
     write_timeout_ms: int = Field(
-        default=10_000,
+        default=DEFAULTS["wTimeoutMS"],
         ge=0,
         description="`wtimeout`: how long a write waits for its write concern (0: none).",
     )
     retry_writes: bool = Field(
-        default=True, description="Retry a write once after a failover or network error."
+        default=DEFAULTS["retryWrites"], description="Retry a write once after a failover or network error."
     )
     retry_reads: bool = Field(
-        default=True, description="Retry a read once after a failover or network error."
+        default=DEFAULTS["retryReads"], description="Retry a read once after a failover or network error."
     )
     admin_read_preference: ReadPreferenceName = Field(
         default="secondaryPreferred",
         description="Where admin queries (slices, stats, check) read; the hot path reads the primary.",
     )
     server_selection_timeout_ms: int = Field(
-        default=5_000, gt=0, description="How long to wait for a usable server before failing."
+        default=DEFAULTS["serverSelectionTimeoutMS"],
+        gt=0,
+        description="How long to wait for a usable server before failing.",
     )
-    connect_timeout_ms: int = Field(default=10_000, gt=0, description="TCP connect timeout.")
+    connect_timeout_ms: int = Field(
+        default=DEFAULTS["connectTimeoutMS"], gt=0, description="TCP connect timeout."
+    )
     socket_timeout_ms: int | None = Field(
         default=None, gt=0, description="Network read timeout per operation (unset: none)."
     )
-    operation_timeout_ms: int | None = Field(
-        default=None,
-        gt=0,
-        description="Client-side limit for a whole operation, retries included (`timeoutMS`).",
+    operation_timeout_ms: int = Field(
+        default=DEFAULTS["timeoutMS"],
+        ge=0,
+        description="Client-side limit for a whole operation, retries included (`timeoutMS`; 0: none).",
     )
-    max_pool_size: int = Field(default=100, gt=0, description="Connections per server in the driver's pool.")
-    app_name: str = Field(default="partner-repo", description="Shown in the server's logs and `currentOp`.")
+    max_pool_size: int = Field(
+        default=DEFAULTS["maxPoolSize"], gt=0, description="Connections per server in the driver's pool."
+    )
+    app_name: str = Field(
+        default=DEFAULTS["appname"], description="Shown in the server's logs and `currentOp`."
+    )
     create_indexes: bool = Field(
         default=True, description="Create the indexes at startup; false when migrations own them."
     )
@@ -191,7 +196,8 @@ class PartnerRepoSettings(BaseSettings):
         return RollingConfig(**{field: getattr(self, f"rolling_{field}") for field in ROLLING_FIELDS})
 
     def client_options(self) -> dict[str, Any]:
-        """Keyword options for the Motor client, minus any option the URI already sets (the URI wins)."""
+        """The client options these settings give (:mod:`partner_repo.connection` puts them over its defaults
+        and under whatever the URI sets)."""
         options: dict[str, Any] = {
             "w": int(self.write_concern) if self.write_concern.isdigit() else self.write_concern,
             "wTimeoutMS": self.write_timeout_ms,
@@ -204,16 +210,7 @@ class PartnerRepoSettings(BaseSettings):
             "maxPoolSize": self.max_pool_size,
             "appname": self.app_name,
         }
-        in_uri = uri_option_names(self.uri or "")
-        return {
-            name: value for name, value in options.items() if value is not None and name.lower() not in in_uri
-        }
-
-
-def uri_option_names(uri: str) -> set[str]:
-    """The (lower-cased) option names a connection string sets in its query part."""
-    _, _, query = uri.partition("?")
-    return {name.lower() for name, _ in parse_qsl(query, keep_blank_values=True)}
+        return {name: value for name, value in options.items() if value is not None}
 
 
 def load_settings(**overrides: Any) -> PartnerRepoSettings:
@@ -256,19 +253,6 @@ def uri_problem(uri: str) -> str | None:
     return f"{mask_uri(uri)!r} is not a mongodb:// or mongodb+srv:// URI"
 
 
-def database_name_problem(name: str) -> str | None:
-    """Why MongoDB would refuse ``name`` as a database name, or None."""
-    if not name:
-        return "a database name must not be empty"
-    bad = sorted({c for c in name if c in DATABASE_NAME_FORBIDDEN})
-    if bad:
-        shown = " ".join(repr(c) for c in bad)
-        return f"not a usable database name: it must not contain {shown}"
-    if len(name.encode("utf-8")) > MAX_DATABASE_NAME_BYTES:
-        return f"a database name must be at most {MAX_DATABASE_NAME_BYTES} bytes long"
-    return None
-
-
 def _check_rolling(settings: PartnerRepoSettings) -> None:
     """Each rolling setting on its own against :class:`RollingConfig`'s rules, so the error names it."""
     for field in ROLLING_FIELDS:
@@ -298,15 +282,7 @@ async def connect_from_settings(
     if settings.uri is None:
         log.warning(IN_MEMORY_FALLBACK)
         return await connect(None, settings.db, create_indexes=indexes)
-    options = settings.client_options()
-    timeout = options.pop("serverSelectionTimeoutMS", None)
-    return await connect(
-        settings.uri,
-        settings.db,
-        create_indexes=indexes,
-        server_selection_timeout_ms=timeout if timeout is not None else _uri_timeout(settings.uri),
-        **options,
-    )
+    return await connect(settings.uri, settings.db, create_indexes=indexes, **settings.client_options())
 
 
 def admin_database(database: MongoDatabase, settings: PartnerRepoSettings | None = None) -> MongoDatabase:
@@ -318,14 +294,6 @@ def admin_database(database: MongoDatabase, settings: PartnerRepoSettings | None
     settings = settings if settings is not None else load_settings()
     preference = _READ_PREFERENCES[settings.admin_read_preference]
     return database.client.get_database(database.name, read_preference=preference)
-
-
-def _uri_timeout(uri: str) -> int:
-    _, _, query = uri.partition("?")
-    for name, value in parse_qsl(query):
-        if name.lower() == "serverselectiontimeoutms" and value.isdigit():
-            return int(value)
-    return 5_000
 
 
 __all__ = [

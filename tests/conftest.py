@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from partner_repo import in_memory_database, init_repository
+from partner_repo import close_database, driver, in_memory_database, init_repository
 from tests.emulator_gaps import gap_for
 
 MONGODB_URI = os.environ.get("MONGODB_URI")
@@ -60,9 +60,7 @@ def requires_mongodb() -> str:
 
 
 async def real_database() -> Any:
-    from motor.motor_asyncio import AsyncIOMotorClient
-
-    client: Any = AsyncIOMotorClient(requires_mongodb(), tz_aware=True, serverSelectionTimeoutMS=5000)
+    client: Any = driver.new_client(requires_mongodb(), tz_aware=True, serverSelectionTimeoutMS=5000)
     return client[f"partner_repo_test_{uuid.uuid4().hex[:12]}"]
 
 
@@ -79,7 +77,7 @@ async def database(request: pytest.FixtureRequest) -> AsyncIterator[Any]:
         yield db
     finally:
         await db.client.drop_database(db.name)
-        db.client.close()
+        await close_database(db)
 
 
 @pytest.fixture
@@ -128,13 +126,21 @@ class YieldingCollection:
         attribute = getattr(self._collection, name)
         if not callable(attribute) or name == "with_options":
             return attribute
-        if name in {"find", "aggregate"}:
+        if name == "find":
 
             def cursor(*args: Any, **kwargs: Any) -> YieldingCursor:
                 self.calls.append(name)
                 return YieldingCursor(attribute(*args, **kwargs))
 
             return cursor
+        if name == "aggregate":  # a coroutine, as in PyMongo async (partner_repo.driver awaits either shape)
+
+            async def aggregating(*args: Any, **kwargs: Any) -> YieldingCursor:
+                self.calls.append(name)
+                result = attribute(*args, **kwargs)
+                return YieldingCursor(await result if inspect.isawaitable(result) else result)
+
+            return aggregating
 
         async def call(*args: Any, **kwargs: Any) -> Any:
             self.calls.append(name)

@@ -18,15 +18,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from motor.motor_asyncio import AsyncIOMotorClient
 from pymongo.errors import DuplicateKeyError, OperationFailure
 
 from benchmarks import peers
 from benchmarks.backends import scripted_server
 from benchmarks.common import QUICK, SectionResult
-from benchmarks.peer_drivers import PartnerRepoPeer, RawMotorPeer, Stores
+from benchmarks.peer_drivers import PartnerRepoPeer, RawDriverPeer, Stores
 from benchmarks.peers_report import markdown_tables
 from benchmarks.run import SECTIONS
+from partner_repo import driver
 
 pytestmark = pytest.mark.benchmark_smoke
 
@@ -53,7 +53,7 @@ async def test_each_benchmark_runs_once_at_tiny_size(section: str) -> None:
 
 
 async def test_wire_cost_does_not_grow_with_the_unit_at_tiny_size() -> None:
-    [result] = [r for r in await run_once("wire") if r.backend.startswith("Motor driver")]
+    [result] = [r for r in await run_once("wire") if " driver -> scripted" in r.backend]
 
     assert [row.measurement for row in result.rows if row.passed is False] == []
     assert result.raw["operations"]["get (control)"]["bytes_growth"] > 1.5  # the meter sees O(unit) reads
@@ -116,7 +116,7 @@ def scripted_uri() -> Iterator[str]:
 
 
 async def test_the_scripted_server_answers_projections_as_mongodb_does(scripted_uri: str) -> None:
-    client: Any = AsyncIOMotorClient(scripted_uri, serverSelectionTimeoutMS=5000)
+    client: Any = driver.new_client(scripted_uri, serverSelectionTimeoutMS=5000)
     try:
         collection = client.bench_check.units
         await collection.insert_one({"_id": "u", "items": list(range(10)), "other": "x"})
@@ -127,11 +127,11 @@ async def test_the_scripted_server_answers_projections_as_mongodb_does(scripted_
         with pytest.raises(DuplicateKeyError):
             await collection.insert_one({"_id": "u"})
     finally:
-        client.close()
+        await driver.close_client(client)
 
 
 async def test_the_scripted_server_refuses_what_it_cannot_answer_faithfully(scripted_uri: str) -> None:
-    client: Any = AsyncIOMotorClient(scripted_uri, serverSelectionTimeoutMS=5000)
+    client: Any = driver.new_client(scripted_uri, serverSelectionTimeoutMS=5000)
     try:
         collection = client.bench_check.units
         await collection.insert_one({"_id": "p", "items": [1]})
@@ -141,11 +141,12 @@ async def test_the_scripted_server_refuses_what_it_cannot_answer_faithfully(scri
                 {"_id": "p"}, [{"$set": {"items": {"$concatArrays": ["$items", [2]]}}}]
             )
         with pytest.raises(OperationFailure, match="replica sets"):
-            await collection.watch().next()
+            stream = await driver.watch(collection)  # PyMongo async opens it here, Motor on next()
+            await stream.next()
 
         assert await collection.find_one({"_id": "p"}) == {"_id": "p", "items": [1]}
     finally:
-        client.close()
+        await driver.close_client(client)
 
 
 def _missing_peer_packages() -> list[str]:
@@ -162,12 +163,12 @@ async def test_peers_measure_every_peer_on_the_same_turns_at_tiny_size() -> None
     missing = _missing_peer_packages()
     if missing:
         pytest.skip(f"the bench extra is not installed (no {', '.join(missing)}): pip install -e '.[bench]'")
-    [result] = [r for r in await run_once("peers") if r.backend.startswith("Motor driver")]
+    [result] = [r for r in await run_once("peers") if " driver -> scripted" in r.backend]
     peers = {peer["key"]: peer for peer in result.raw["peers"]}
     stored = [str(point["stored"]) for point in result.raw["points"]]
 
     assert {key: peer["skipped"] for key, peer in peers.items()} == dict.fromkeys(peers)
-    assert list(peers) == ["partner-repo", "langchain-mongodb", "langgraph", "raw-motor"]
+    assert list(peers) == ["partner-repo", "langchain-mongodb", "langgraph", "raw-driver"]
     for peer in peers.values():
         assert peer["versions"][next(iter(peer["versions"]))], peer["key"]
         for operation in ("turn", "whole", "last"):
@@ -176,7 +177,7 @@ async def test_peers_measure_every_peer_on_the_same_turns_at_tiny_size() -> None
         assert [peer["operations"]["turn"][s]["turns"] for s in stored] == [
             point["cycle_turns"] for point in result.raw["points"]
         ]
-    floor = peers["raw-motor"]["operations"]
+    floor = peers["raw-driver"]["operations"]
     assert {floor[op][s]["round_trips"] for op in ("turn", "whole", "last") for s in stored} == {1}
     assert peers["langgraph"]["ratios"]["turn"][stored[-1]]["bytes"] > 1  # a checkpoint holds the whole state
     table = markdown_tables([result])
@@ -184,7 +185,7 @@ async def test_peers_measure_every_peer_on_the_same_turns_at_tiny_size() -> None
 
 
 async def test_peers_skip_a_peer_that_is_not_installed_and_say_why(monkeypatch: pytest.MonkeyPatch) -> None:
-    class Absent(RawMotorPeer):
+    class Absent(RawDriverPeer):
         key = "absent"
         label = "Absent peer"
         packages = ("no-such-distribution",)
@@ -192,11 +193,11 @@ async def test_peers_skip_a_peer_that_is_not_installed_and_say_why(monkeypatch: 
         def __init__(self, stores: Stores) -> None:
             raise ImportError("No module named 'absent'")
 
-    monkeypatch.setattr(peers, "PEERS", (PartnerRepoPeer, Absent, RawMotorPeer))
+    monkeypatch.setattr(peers, "PEERS", (PartnerRepoPeer, Absent, RawDriverPeer))
 
     [result, *_] = await peers.run(replace(QUICK, peer_sizes=(10,)))
 
     [skipped] = [row for row in result.rows if "Absent peer" in row.measurement]
     assert "not installed (No module named 'absent')" in skipped.value and "[bench]" in skipped.value
     assert "Skipped Absent peer: not installed" in markdown_tables([result])
-    assert [p["key"] for p in result.raw["peers"] if p["operations"]] == ["partner-repo", "raw-motor"]
+    assert [p["key"] for p in result.raw["peers"] if p["operations"]] == ["partner-repo", "raw-driver"]

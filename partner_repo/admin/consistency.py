@@ -13,13 +13,13 @@ standalone server reports no cluster time, so its cursors carry none and the nex
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
 from pymongo.errors import ConfigurationError, InvalidOperation
 
+from partner_repo import driver
 from partner_repo.admin.cursor import ReadTime
 from partner_repo.database import MongoDatabase
 
@@ -28,8 +28,10 @@ class CausalReads:
     """Opens the causally consistent session each page is read in, where the database supports sessions."""
 
     def __init__(self, database: MongoDatabase) -> None:
-        self._client = getattr(database, "client", None)
-        self._supported = callable(getattr(self._client, "start_session", None))
+        self._client = driver.client_of(database)
+        self._supported = self._client is not None and callable(
+            getattr(type(self._client), "start_session", None)
+        )
 
     @asynccontextmanager
     async def session(self, after: ReadTime | None) -> AsyncIterator[Any | None]:
@@ -45,9 +47,7 @@ class CausalReads:
                 session.advance_operation_time(after.operation_time)
             yield session
         finally:
-            ended = session.end_session()
-            if inspect.isawaitable(ended):
-                await ended
+            await driver.end_session(session)
 
     def unsupported(self) -> None:
         """The deployment refused a session (sessions unsupported): read without one from now on."""
@@ -65,12 +65,7 @@ class CausalReads:
         if not self._supported:
             return None
         try:
-            # Motor runs its start_session (and end_session) on a thread pool; PyMongo's own session does no
-            # I/O to start or end, and Motor passes it through to the driver: a page pays no thread hop.
-            delegate = getattr(self._client, "delegate", None)
-            if callable(getattr(delegate, "start_session", None)):
-                return delegate.start_session(causal_consistency=True)  # type: ignore[union-attr]
-            return await self._client.start_session(causal_consistency=True)  # type: ignore[union-attr]
+            return await driver.start_session(self._client, causal_consistency=True)
         except (NotImplementedError, ConfigurationError, InvalidOperation):
             self._supported = False  # mongomock-motor: "does not support sessions"
             return None

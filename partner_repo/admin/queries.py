@@ -17,6 +17,7 @@ from typing import Any
 
 from pymongo import ASCENDING, DESCENDING
 
+from partner_repo import driver
 from partner_repo.admin.check import CheckReport, RepairReport, UnitChecker
 from partner_repo.admin.consistency import SESSIONS_UNSUPPORTED, CausalReads
 from partner_repo.admin.cursor import CursorCodec, ReadTime, SliceKey, resumable_end, slice_key
@@ -49,6 +50,7 @@ LARGEST_UNITS = 5
 _DATE = "date"
 
 
+@driver.timeouts_surface_as_project_errors
 class SliceQueries:
     """Admin queries over slices and units (find, count, get, messages, unit, stats), and check/repair.
 
@@ -355,8 +357,9 @@ class SliceQueries:
     async def _aggregate(
         self, pipeline: list[dict[str, Any]], length: int, session: Any | None = None
     ) -> list[dict[str, Any]]:
-        cursor = self._units.aggregate(pipeline, maxTimeMS=self._max_time_ms, **_in(session))
-        return list(await cursor.to_list(length=length))
+        return await driver.aggregate_list(
+            self._units, pipeline, length, maxTimeMS=self._max_time_ms, **_in(session)
+        )
 
 
 def _in(session: Any | None) -> dict[str, Any]:

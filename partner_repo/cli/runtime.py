@@ -16,10 +16,11 @@ from typing import Any, Literal, NoReturn, TypeVar
 
 import click
 
+from partner_repo.connection import database_name_problem
 from partner_repo.database import MongoDatabase, connect
 from partner_repo.errors import ConnectionFailed, InvalidInput, PartnerRepoError
 from partner_repo.masking import scrub
-from partner_repo.settings import connect_from_settings, database_name_problem, settings_for, uri_problem
+from partner_repo.settings import connect_from_settings, settings_for, uri_problem
 
 T = TypeVar("T")
 

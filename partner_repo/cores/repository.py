@@ -17,6 +17,7 @@ from typing import Any
 from pymongo import ASCENDING, ReturnDocument
 from pymongo.errors import DocumentTooLarge, DuplicateKeyError, OperationFailure
 
+from partner_repo import driver
 from partner_repo.clock import utc_now
 from partner_repo.cores.state import WindowState, count_window, is_count, repair_window, state_projection
 from partner_repo.cores.trim import clear_front, trim_front, window_of_size
@@ -39,6 +40,7 @@ def new_session_id() -> str:
     return str(uuid.uuid4())
 
 
+@driver.timeouts_surface_as_project_errors
 class MemoryCoreRepository:
     """Reads and writes memory cores on the database it is given."""
 

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from partner_repo import driver
 from partner_repo.clock import utc_now
 from partner_repo.cores.hold import CoreHold
 from partner_repo.cores.repository import MemoryCoreRepository
@@ -54,6 +55,8 @@ core that long (unless it is run again), so its window is not rolled into new me
 LEASE_WAIT = timedelta(minutes=5)
 """How long an erasure or a window clear waits for a roll in progress to give the lease back."""
 
+CLEAR_ATTEMPTS = 3
+"""How many times :meth:`MemoryEraser.clear_window` starts again after its hold was taken over."""
 CLEAR_HOLD = timedelta(seconds=60)
 """The lease a window clear holds (one update): as long as a roller's."""
 
@@ -101,6 +104,7 @@ class ErasureReport:
         )
 
 
+@driver.timeouts_surface_as_project_errors
 class MemoryEraser:
     """Erases memory on the database it is given; see the module docstring and ``docs/erasure.md``."""
 
@@ -145,25 +149,38 @@ class MemoryEraser:
     async def clear_window(self, core_id: str) -> int:
         """Empty the core's live chat window (the core, its session and its memory stay); returns how many
         messages it held. Waits for a roll in progress, so a roll never trims messages recorded after the
-        clear. Consumers are not told: they never receive the window."""
+        clear. Consumers are not told: they never receive the window.
+
+        The session's unit is marked first (every position the window holds is taken: a roller that took
+        its snapshot before and stalled can never store them), then the window is emptied under the hold. A
+        roller that takes the hold over in between (it saw the clear silent for its ttl) would leave marked
+        messages in the window that no roll stores: the clear starts again, up to :data:`CLEAR_ATTEMPTS`
+        times, so what it marked is also emptied."""
         core_id = require_id(core_id, "core_id")
+        for _ in range(CLEAR_ATTEMPTS):
+            cleared = await self._clear_once(core_id)
+            if cleared is not None:
+                return cleared
+            logger.warning(
+                "core %r: the clear's hold was taken over before the window was emptied; again", core_id
+            )
+        raise ConflictError(
+            f"core {core_id!r}: the lease was taken over before the window was cleared, "
+            f"{CLEAR_ATTEMPTS} times; clear it again"
+        )
+
+    async def _clear_once(self, core_id: str) -> int | None:
+        """One clear under a hold of its own: how many messages it emptied (None: the hold was taken over)."""
         owner = f"clear-{uuid.uuid4()}"
         async with self._hold.held(core_id, owner, duration=CLEAR_HOLD, wait=self._wait) as core:
             if core is None:
                 return 0
-            # first the fence: the session's unit takes every position the window holds, so a roller that
-            # took its snapshot before this hold and stalled can never store them (docs/rolling.md)
             await MemoryUnitRepository(self._database).mark_taken(
                 core.memory_session_id,
                 core_id=core_id,
                 until=core.window_start + len(core.chat_messages),
             )
-            cleared = await MemoryCoreRepository(self._database).clear_window(core_id, lease_owner=owner)
-            if cleared is None:
-                raise ConflictError(
-                    f"core {core_id!r}: the lease was taken over before the window was cleared"
-                )
-            return cleared
+            return await MemoryCoreRepository(self._database).clear_window(core_id, lease_owner=owner)
 
     async def unfinished(self, core_id: str | None = None) -> list[ErasureRequest]:
         """Erasures a run left unfinished (of one core, when given), oldest first."""

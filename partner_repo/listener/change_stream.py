@@ -247,10 +247,10 @@ class ChangeStreamSource:
         if position.token is not None:
             key = "start_after" if position.kind == "start_after" else "resume_after"
             options[key] = position.token
-        stream = self._units.watch(max_await_time_ms=self._max_await_ms, **options)
         async with contextlib.AsyncExitStack() as stack:
-            try:
-                await stack.enter_async_context(stream)  # the aggregate that opens the stream
+            try:  # the aggregate that opens the stream (PyMongo async sends it in watch, Motor on entry)
+                stream = await self._units.watch(max_await_time_ms=self._max_await_ms, **options)
+                await stack.enter_async_context(stream)
             except OperationFailure as exc:
                 if position.token is not None and self._rejects(position.token, exc):
                     raise _TokenRejected(exc) from exc

@@ -22,6 +22,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 from pymongo import ReturnDocument
 
+from partner_repo import driver
 from partner_repo.clock import UtcDatetime, utc_now
 from partner_repo.database import MongoDatabase
 from partner_repo.errors import UnreadableUnit
@@ -168,7 +169,7 @@ class DeadLetterRepository:
             {"$match": _filter(group, None)},
             {"$group": {"_id": {"group": "$group", "consumer": "$consumer"}, "letters": {"$sum": 1}}},
         ]
-        rows = await self._collection.aggregate(pipeline).to_list(length=None)
+        rows = await driver.aggregate_list(self._collection, pipeline)
         return {(row["_id"]["group"], row["_id"]["consumer"]): int(row["letters"]) for row in rows}
 
     async def remove(self, letter: DeadLetter) -> bool:

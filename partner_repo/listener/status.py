@@ -24,6 +24,7 @@ from typing import Any
 
 from pymongo.errors import OperationFailure
 
+from partner_repo import driver
 from partner_repo.database import MongoDatabase
 from partner_repo.indexes import CHECKPOINTS, UNIT_FINGERPRINT_INDEX, UNITS
 from partner_repo.listener.dead_letters import DeadLetterRepository
@@ -145,7 +146,7 @@ async def _unit_checkpoints(database: MongoDatabase, group: str) -> AsyncIterato
         },
     ]
     batch: list[Mapping[str, Any]] = []
-    async for row in database[CHECKPOINTS].aggregate(pipeline):
+    async for row in await driver.aggregate(database[CHECKPOINTS], pipeline):
         batch.append(row)
         if len(batch) >= BATCH:
             yield batch

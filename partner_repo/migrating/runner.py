@@ -31,6 +31,7 @@ from beanie.migrations.controllers.base import BaseMigrationController
 from beanie.migrations.models import MigrationLog, RunningDirections, RunningMode
 from beanie.migrations.runner import MigrationNode
 
+from partner_repo import driver
 from partner_repo.database import MongoDatabase
 from partner_repo.errors import InvalidInput, MigrationError
 from partner_repo.migrating.failures import first_line, migration_failure
@@ -122,7 +123,8 @@ class _Node(MigrationNode):
     async def _run_in_transaction(
         self, controllers: list[BaseMigrationController], allow_index_dropping: bool
     ) -> None:
-        async with await self.database.client.start_session() as session, session.start_transaction():
+        session = await driver.transaction_session(driver.client_of(self.database))
+        async with session, driver.transaction(session):
             await self.run_migrations(controllers, self.database, allow_index_dropping, session)
 
 

@@ -5,9 +5,8 @@ hold yet (the increment) is summarized and appended to the unit as one slice, th
 the context it keeps. Every process may roll any core. A lease on the core makes a roll single-flight (a roll
 that finds it held returns None at once) without comparing clocks (:mod:`partner_repo.cores.lease`); it is
 renewed while the summarizer runs. The lease only saves work: every write of the roll is fenced on its own
-(:mod:`partner_repo.rolling.leased_roll`), so one increment is stored once whatever the timing, and a roller
-that crashed leaves a lease another roller takes over once it has watched it stay silent for its ttl.
-"""
+(:mod:`partner_repo.rolling.leased_roll`), so one increment is stored once whatever the timing; a crashed
+roller's lease is taken over once another roller has watched it stay silent for its ttl."""
 
 from __future__ import annotations
 
@@ -20,6 +19,7 @@ from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
+from partner_repo import driver
 from partner_repo.clock import to_utc_ms, utc_now
 from partner_repo.cores.lease import CoreLease
 from partner_repo.cores.repository import DEFAULT_CORE_ID, MemoryCoreRepository
@@ -50,6 +50,7 @@ Monotonic = Callable[[], float]
 """Where the service measures how long a held lease has stayed silent (never compared across processes)."""
 
 
+@driver.timeouts_surface_as_project_errors
 class RollingService:
     """Rolls chat windows into memory units; see the module docstring and ``docs/rolling.md``."""
 

@@ -17,6 +17,7 @@ from pydantic import ValidationError
 from pymongo import ASCENDING
 from pymongo.errors import DuplicateKeyError, OperationFailure
 
+from partner_repo import driver
 from partner_repo.database import MongoDatabase
 from partner_repo.errors import (
     ChangeStreamUnavailable,
@@ -79,6 +80,7 @@ from partner_repo.validation import (
 )
 
 
+@driver.timeouts_surface_as_project_errors
 class MemoryUnitRepository:
     """Reads and writes memory units on the database it is given."""
 
@@ -216,11 +218,11 @@ class MemoryUnitRepository:
         group.update({name: {"$sum": f"${name}"} for name in FINGERPRINT_FIELDS})
         pipeline = [{"$group": group}]
         try:
-            rows = await self._reads.aggregate(pipeline, hint=UNIT_FINGERPRINT_INDEX).to_list(length=1)
+            rows = await driver.aggregate_list(self._reads, pipeline, 1, hint=UNIT_FINGERPRINT_INDEX)
         except OperationFailure as exc:
             if not is_missing_index(exc):
                 raise
-            rows = await self._reads.aggregate(pipeline).to_list(length=1)
+            rows = await driver.aggregate_list(self._reads, pipeline, 1)
         row = rows[0] if rows else {}
         return (int(row.get("units", 0)), *(int(row.get(name, 0)) for name in FINGERPRINT_FIELDS))
 
@@ -260,7 +262,7 @@ class MemoryUnitRepository:
         found: dict[str, Any] | None = await self._units.find_one({"_id": unit_id}, projection)
         return None if is_tombstone(found) else found
 
-    def watch(
+    async def watch(
         self,
         *,
         resume_after: Mapping[str, Any] | None = None,
@@ -268,16 +270,13 @@ class MemoryUnitRepository:
         start_at_operation_time: Any = None,
         max_await_time_ms: int | None = None,
     ) -> Any:
-        """A change stream on ``memory_units`` (a Motor change stream: open it with ``async with``).
-
-        Events never carry messages (:data:`WATCH_PIPELINE`, applied on the server): inserted and replaced
-        units arrive without them, update events with what the update changed but the messages appended.
-        Raises :class:`ChangeStreamUnavailable` on a backend without
-        change streams (the in-memory one); a standalone server refuses when the stream opens (code 40573).
-        """
+        """A change stream on ``memory_units`` (either driver's: enter it with ``async with``); events never
+        carry messages (:data:`WATCH_PIPELINE`). :class:`ChangeStreamUnavailable` on a backend without change
+        streams (the in-memory one); a standalone server refuses when the stream opens (code 40573)."""
         if getattr(type(self._units), "watch", None) is None:
             raise ChangeStreamUnavailable("this backend has no change streams (the in-memory backend)")
-        return self._units.watch(
+        return await driver.watch(
+            self._units,
             WATCH_PIPELINE,
             resume_after=resume_after,
             start_after=start_after,

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from conftest import real_database
 
-from partner_repo import MemoryUnitRepository, Message, init_repository
+from partner_repo import MemoryUnitRepository, Message, close_database, init_repository
 from partner_repo.admin.cursor import SliceKey
 from partner_repo.admin.filters import SliceFilter
 from partner_repo.admin.windows import ALL_TIME, Window
@@ -41,7 +41,7 @@ async def populated() -> AsyncIterator[Any]:
         yield database
     finally:
         await database.client.drop_database(database.name)
-        database.client.close()
+        await close_database(database)
 
 
 async def explain_aggregate(database: Any, pipeline: list[dict[str, Any]]) -> dict[str, Any]:

@@ -16,10 +16,9 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 from conftest import requires_mongodb
-from motor.motor_asyncio import AsyncIOMotorClient
 from pymongo import ReadPreference, monitoring
 
-from partner_repo import MemoryUnitRepository, Message, SliceQueries, init_repository
+from partner_repo import MemoryUnitRepository, Message, SliceQueries, driver, init_repository
 from partner_repo.admin.cursor import CursorCodec
 from partner_repo.admin.filters import SliceFilter
 from partner_repo.cli import main
@@ -75,7 +74,7 @@ async def test_a_walk_on_the_admin_read_preference_returns_every_slice_once(data
 async def watched() -> AsyncIterator[tuple[Any, Aggregates]]:
     """A database on the server through a client that records its aggregate commands."""
     aggregates = Aggregates()
-    client: Any = AsyncIOMotorClient(requires_mongodb(), tz_aware=True, event_listeners=[aggregates])
+    client: Any = driver.new_client(requires_mongodb(), tz_aware=True, event_listeners=[aggregates])
     database = client.get_database(
         f"partner_repo_test_{uuid.uuid4().hex[:12]}", read_preference=ReadPreference.SECONDARY_PREFERRED
     )
@@ -84,7 +83,7 @@ async def watched() -> AsyncIterator[tuple[Any, Aggregates]]:
         yield database, aggregates
     finally:
         await client.drop_database(database.name)
-        client.close()
+        await driver.close_client(client)
 
 
 @pytest.mark.integration
@@ -116,11 +115,11 @@ async def test_each_page_on_the_server_reads_after_the_cluster_time_of_the_page_
 
 
 async def on_server(uri: str, name: str, work: Callable[[Any], Awaitable[Any]]) -> None:
-    client: Any = AsyncIOMotorClient(uri, tz_aware=True)
+    client: Any = driver.new_client(uri, tz_aware=True)
     try:
         await work(client[name])
     finally:
-        client.close()
+        await driver.close_client(client)
 
 
 async def seeded(database: Any) -> None:

@@ -30,6 +30,8 @@ from partner_repo import (
     RollingListener,
     RollingResult,
     RollingService,
+    close_database,
+    driver,
     init_repository,
 )
 from partner_repo.listener.status import listener_status
@@ -283,9 +285,7 @@ async def test_the_status_read_through_another_client_shows_the_running_group(da
 def another_client(database: Any) -> tuple[Any, Any]:
     """The same database through a client of its own (as another process would see it), and its close."""
     if conftest.MONGODB_URI and database.name.startswith("partner_repo_test_"):
-        from motor.motor_asyncio import AsyncIOMotorClient
-
-        client: Any = AsyncIOMotorClient(conftest.MONGODB_URI, tz_aware=True, serverSelectionTimeoutMS=5000)
+        client: Any = driver.new_client(conftest.MONGODB_URI, tz_aware=True, serverSelectionTimeoutMS=5000)
         return client[database.name], client.close
     return database, lambda: None  # the in-memory backend lives in this process only
 
@@ -301,7 +301,7 @@ async def fresh_real_database() -> Any:
 
 async def dropped(database: Any) -> None:
     await database.client.drop_database(database.name)
-    database.client.close()
+    await close_database(database)
 
 
 @pytest.mark.integration
@@ -379,7 +379,7 @@ async def test_change_events_carry_no_messages_yet_every_appended_slice_is_deliv
         units = MemoryUnitRepository(database)
         await units.save(MemoryUnit(id="u1", core_id="core"))  # a push into an empty array: the whole array
         recorder = Recorder()
-        async with listener_for(database, recorder), units.watch() as raw:
+        async with listener_for(database, recorder), await units.watch() as raw:
             first = await units.append("u1", messages(3, "first"), "s1", core_id="core", created_at=T0)
             second = await units.append("u1", messages(2, "second"), "s2", core_id="core", created_at=T0)
             events = [await raw.next() for _ in range(2)]

@@ -21,6 +21,7 @@ from partner_repo import (
     MemoryUnitRepository,
     Message,
     RollingService,
+    close_database,
     default_migrations_path,
     init_repository,
     migration_status,
@@ -62,7 +63,7 @@ async def raw_database() -> AsyncIterator[Any]:
         yield database
     finally:
         await database.client.drop_database(database.name)
-        database.client.close()
+        await close_database(database)
 
 
 def index_specs(information: dict[str, Any]) -> dict[str, tuple[Any, ...]]:

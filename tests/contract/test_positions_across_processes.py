@@ -44,6 +44,7 @@ from partner_repo import (
     Message,
     RollingConfig,
     RollingService,
+    close_database,
     connect,
 )
 
@@ -190,7 +191,7 @@ async def test_writers_and_rollers_in_processes_with_kills_and_a_clear_store_eac
     finally:
         run.processes.close()
         await database.client.drop_database(db_name)
-        database.client.close()
+        await close_database(database)
     summary = (
         f"{len(history.recorded)} messages, {len(units)} units, {run.processes.kills} kills, "
         f"{sum(len(c.positions) for c in history.clears)} messages cleared"

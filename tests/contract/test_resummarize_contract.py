@@ -13,7 +13,14 @@ from typing import Any
 import pytest
 from conftest import real_database
 
-from partner_repo import SUMMARY_ON_EXCEPTION, MemoryUnitRepository, Message, UnitChecker, init_repository
+from partner_repo import (
+    SUMMARY_ON_EXCEPTION,
+    MemoryUnitRepository,
+    Message,
+    UnitChecker,
+    close_database,
+    init_repository,
+)
 from partner_repo.indexes import UNITS, UNSUMMARIZED_INDEX
 from partner_repo.units.summaries import UnitSummaries, unsummarized_query
 
@@ -43,7 +50,7 @@ async def populated() -> AsyncIterator[Any]:
         yield database
     finally:
         await database.client.drop_database(database.name)
-        database.client.close()
+        await close_database(database)
 
 
 def stages(plan: Any) -> list[str]:

@@ -37,6 +37,7 @@ from partner_repo import (
     MemoryCoreRepository,
     MemoryUnit,
     MemoryUnitRepository,
+    close_database,
     connect,
     resolve_chat_increment,
 )
@@ -126,7 +127,7 @@ async def test_many_processes_share_cores_through_kills_storing_each_increment_o
     finally:
         processes.close()
         await database.client.drop_database(db_name)
-        database.client.close()
+        await close_database(database)
     with capsys.disabled():
         print(
             f"\nsharing across processes: {outcome['turns']} turns, {outcome['rolls']} rolls, "

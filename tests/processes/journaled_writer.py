@@ -17,7 +17,7 @@ import random
 from datetime import UTC, datetime
 from pathlib import Path
 
-from partner_repo import MemoryCoreRepository, Message, connect
+from partner_repo import MemoryCoreRepository, Message, close_database, connect
 
 T0 = datetime(2024, 1, 1, 12, 0, tzinfo=UTC)
 
@@ -55,7 +55,7 @@ async def main(args: argparse.Namespace) -> None:
             finally:
                 fcntl.flock(lock, fcntl.LOCK_UN)
             await asyncio.sleep(rng.uniform(0, args.pause))
-    database.client.close()
+    await close_database(database)
 
 
 if __name__ == "__main__":

@@ -15,7 +15,7 @@ import os
 import signal
 from pathlib import Path
 
-from partner_repo import AfterRollingRegistry, RollingListener, RollingResult, connect
+from partner_repo import AfterRollingRegistry, RollingListener, RollingResult, close_database, connect
 
 
 class FileConsumer:
@@ -66,7 +66,7 @@ async def main(args: argparse.Namespace) -> None:
     args.ready.write_text(listener.owner)
     await stop.wait()
     await listener.stop()
-    database.client.close()
+    await close_database(database)
 
 
 if __name__ == "__main__":

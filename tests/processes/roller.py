@@ -28,7 +28,7 @@ from typing import Any
 
 from pymongo.errors import ConnectionFailure
 
-from partner_repo import ConflictError, Message, RollingConfig, RollingService, connect
+from partner_repo import ConflictError, Message, RollingConfig, RollingService, close_database, connect
 from tests.contract.positions_support import UNITS, ObservedDatabase, Wire, Write
 
 T0 = datetime(2024, 1, 1, 12, 0, tzinfo=UTC)
@@ -126,7 +126,7 @@ async def main(args: argparse.Namespace) -> None:
         with contextlib.suppress(ConnectionFailure, ConflictError):  # a lost lease, a conflict: next step
             await steps[step]()
         await asyncio.sleep(rng.uniform(0, 0.02))
-    database.client.close()
+    await close_database(database)
 
 
 if __name__ == "__main__":

@@ -15,7 +15,7 @@ import os
 from datetime import timedelta
 from pathlib import Path
 
-from partner_repo import MemoryCoreRepository, Message, RollingConfig, RollingService, connect
+from partner_repo import MemoryCoreRepository, Message, RollingConfig, RollingService, close_database, connect
 
 
 def turn_messages(writer: int, turn: int) -> list[Message]:
@@ -76,7 +76,7 @@ async def main(args: argparse.Namespace) -> None:
             for candidate in core_ids:  # the rolling path after each turn (and a look at the others' leases)
                 await rolling.maybe_roll(candidate)
             await asyncio.sleep(args.pause)
-    database.client.close()
+    await close_database(database)
 
 
 if __name__ == "__main__":

@@ -43,6 +43,13 @@ def test_every_job_installs_the_package_as_the_readme_does(workflow: dict[str, A
         assert "pip install -e '.[dev]'" in scripts(workflow["jobs"][name]), name
 
 
+def test_types_unit_and_integration_run_once_per_driver_stack(workflow: dict[str, Any]) -> None:
+    for name in ("types", "unit", "integration"):
+        job = workflow["jobs"][name]
+        assert job["strategy"]["matrix"]["stack"] == ["pymongo", "motor"], name
+        assert "pip install -e '.[dev,motor]'" in scripts(job), name
+
+
 def test_integration_runs_against_mongodb_7_and_8(workflow: dict[str, Any]) -> None:
     job = workflow["jobs"]["integration"]
 

@@ -6,9 +6,10 @@ import asyncio
 from datetime import timedelta
 from typing import Any
 
+import pytest
 from test_erasure_concurrency import GatedSummarizer, roll_in_progress
 
-from partner_repo import ErasureLog, MemoryCoreRepository, MemoryEraser, Message
+from partner_repo import ConflictError, ErasureLog, MemoryCoreRepository, MemoryEraser, Message
 from tests.erasure_support import T0, remember, unit_ids_of
 
 
@@ -66,3 +67,37 @@ async def test_clearing_waits_for_a_roll_in_progress_so_it_never_trims_what_come
 async def test_clearing_a_core_that_does_not_exist_clears_nothing(memory_db: Any) -> None:
     assert await MemoryEraser(memory_db).clear_window("nobody") == 0
     assert await MemoryCoreRepository(memory_db).get("nobody") is None
+
+
+async def test_a_clear_whose_hold_is_taken_over_after_its_mark_starts_again_and_empties_what_it_marked(
+    memory_db: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cores = MemoryCoreRepository(memory_db)
+    await cores.record("alice", [Message(role="user", content=f"m{n}") for n in range(3)])
+    real_clear = MemoryCoreRepository.clear_window
+    taken_over = [True]
+
+    async def first_taken_over(self: MemoryCoreRepository, core_id: str, *, lease_owner: str) -> int | None:
+        if taken_over.pop() if taken_over else False:
+            return None  # a roller took the hold over between the mark and the emptying write
+        return await real_clear(self, core_id, lease_owner=lease_owner)
+
+    monkeypatch.setattr(MemoryCoreRepository, "clear_window", first_taken_over)
+
+    cleared = await MemoryEraser(memory_db).clear_window("alice")
+
+    assert cleared == 3 and await cores.snapshot("alice") == []
+
+
+async def test_a_clear_taken_over_every_time_says_to_clear_again(
+    memory_db: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    await MemoryCoreRepository(memory_db).record("alice", [Message(role="user", content="m")])
+
+    async def always_taken_over(self: MemoryCoreRepository, core_id: str, *, lease_owner: str) -> int | None:
+        return None
+
+    monkeypatch.setattr(MemoryCoreRepository, "clear_window", always_taken_over)
+
+    with pytest.raises(ConflictError, match="3 times; clear it again"):
+        await MemoryEraser(memory_db).clear_window("alice")

@@ -8,7 +8,6 @@ from typing import Any
 
 import pytest
 from beanie import Document, init_beanie
-from mongomock_motor import AsyncMongoMockClient
 
 import partner_repo.database
 from partner_repo import (
@@ -17,6 +16,7 @@ from partner_repo import (
     MemoryCoreRepository,
     close_database,
     connect,
+    driver,
     ensure_indexes,
     in_memory_database,
 )
@@ -29,8 +29,8 @@ def closed(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
     calls: list[Any] = []
 
     def recording_database(db_name: str = "partner") -> Any:
-        client = AsyncMongoMockClient(tz_aware=True)
-        client.close = lambda: calls.append(client)
+        client = driver.in_memory_client(tz_aware=True)
+        client.close = lambda: calls.append(client)  # either shape: close_database awaits only an awaitable
         return client[db_name]
 
     monkeypatch.setattr(partner_repo.database, "in_memory_database", recording_database)

@@ -410,7 +410,9 @@ async def test_it_reads_cores_without_windows_in_batches_and_units_only_by_head_
     database = await database_of_0_3(cores=cores, units=units)
     migration = await bound(POSITIONS, database)
     log: list[tuple[str, Any]] = []
-    monkeypatch.setattr(migration.UnitCollection, "get_motor_collection", lambda: Reads(database[UNITS], log))
+    monkeypatch.setattr(
+        migration.driver, "document_collection", lambda _document: Reads(database[UNITS], log)
+    )
 
     counts = await migration.migrate_all(None)
 

@@ -8,7 +8,6 @@ from typing import Any
 
 import pytest
 from bson.tz_util import utc as bson_utc
-from mongomock_motor import AsyncMongoMockClient
 from pydantic import ValidationError
 
 from partner_repo import (
@@ -18,6 +17,7 @@ from partner_repo import (
     MemoryUnit,
     MemoryUnitRepository,
     Message,
+    driver,
     init_repository,
     to_utc_ms,
 )
@@ -193,7 +193,7 @@ def test_every_decoded_datetime_shape_becomes_utc_milliseconds(decoded: datetime
 
 
 async def test_datetimes_from_a_naive_backend_read_back_as_aware_utc() -> None:
-    naive_db = await init_repository(AsyncMongoMockClient(tz_aware=False)["naive"])
+    naive_db = await init_repository(driver.in_memory_client(tz_aware=False)["naive"])
     units = MemoryUnitRepository(naive_db)
     written = datetime(2024, 6, 1, 14, 30, 15, 123456, tzinfo=PARIS_SUMMER)
     await units.append("u", [Message(role="user", content="a")], "s", core_id="c", created_at=written)
@@ -211,7 +211,7 @@ async def test_datetimes_from_a_naive_backend_read_back_as_aware_utc() -> None:
 
 
 async def test_core_times_from_a_naive_backend_read_back_as_aware_utc() -> None:
-    naive_db = await init_repository(AsyncMongoMockClient(tz_aware=False)["naive"])
+    naive_db = await init_repository(driver.in_memory_client(tz_aware=False)["naive"])
     cores = MemoryCoreRepository(naive_db)
     core = await cores.get_or_create("c", now=datetime(2024, 6, 1, 12, 0, 0, 500500, tzinfo=UTC))
     again = await cores.get("c")

@@ -85,7 +85,11 @@ def test_the_two_fresh_machine_commands_are_in_the_readme_as_ci_runs_them() -> N
 
     assert RUN_THE_DEMO in blocks(README, "bash")[0] and RUN_THE_TESTS in blocks(README, "bash")[1]
     assert readme.index(RUN_THE_DEMO) < readme.index("## Concepts")
-    assert "pip install -q -e '.[dev]'" in ci and "\npytest\n" in ci and "partner-repo demo" in ci
+    # the default stack installs the README's '.[dev]' (the motor stack adds the motor extra), then `pytest`
+    assert (
+        'pip install -q -e ".[$2]"' in ci and "install pymongo dev" in ci and "install motor dev,motor" in ci
+    )
+    assert 'unit_suite() { in_stack "$1" pytest; }' in ci and "partner-repo demo" in ci
 
 
 # -- snippets ----------------------------------------------------------------------------------------------

@@ -15,6 +15,7 @@ from partner_repo import (
     load_settings,
     settings_for,
 )
+from partner_repo.connection import DEFAULTS, client_options
 from partner_repo.indexes import UNITS
 
 SECRET = "s3cr3t-Pa55"
@@ -78,16 +79,22 @@ def test_an_empty_variable_counts_as_unset(monkeypatch: pytest.MonkeyPatch) -> N
 
 
 def test_client_options_carry_the_production_defaults() -> None:
-    options = PartnerRepoSettings(mongodb_uri=URI).client_options()
+    options = client_options(URI, PartnerRepoSettings(mongodb_uri=URI).client_options())
 
     assert options["w"] == "majority" and options["wTimeoutMS"] == 10_000
     assert options["retryWrites"] is True and options["retryReads"] is True
     assert options["serverSelectionTimeoutMS"] == 5_000 and options["appname"] == "partner-repo"
-    assert "socketTimeoutMS" not in options and "timeoutMS" not in options  # unset: the driver's defaults
+    assert options["timeoutMS"] == 60_000 and options["tz_aware"] is True
+    assert "socketTimeoutMS" not in options  # unset: the driver's default
+
+
+def test_the_settings_defaults_are_the_connection_policys_defaults() -> None:
+    assert PartnerRepoSettings(mongodb_uri=URI).client_options() == DEFAULTS
 
 
 def test_options_written_in_the_uri_are_left_to_the_uri() -> None:
-    options = PartnerRepoSettings(mongodb_uri=f"{URI}&w=1&RetryWrites=false&appName=billing").client_options()
+    uri = f"{URI}&w=1&RetryWrites=false&appName=billing"
+    options = client_options(uri, PartnerRepoSettings(mongodb_uri=uri).client_options())
 
     assert "w" not in options and "retryWrites" not in options and "appname" not in options
     assert options["wTimeoutMS"] == 10_000

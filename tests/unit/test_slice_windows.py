@@ -12,7 +12,7 @@ from admin_support import T0, seed_unit
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from partner_repo import SliceQueries, in_memory_database, init_repository
+from partner_repo import SliceQueries, driver, in_memory_database, init_repository
 from partner_repo.admin.windows import (
     ALL_TIME,
     INITIAL_WIDTH,
@@ -105,7 +105,7 @@ class CountingCursor:
     async def to_list(self, length: int | None = None) -> list[Any]:
         collection = self._counting._collection
         self._counting.units_read.append(await collection.count_documents(self._pipeline[0]["$match"]))
-        return list(await collection.aggregate(self._pipeline, **self._options).to_list(length))
+        return await driver.aggregate_list(collection, self._pipeline, length, **self._options)
 
 
 class CountingDatabase:

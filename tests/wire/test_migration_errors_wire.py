@@ -11,7 +11,13 @@ from typing import Any
 import pytest
 from mockupdb import MockupDB, Request
 
-from partner_repo import MigrationError, PartnerRepoSettings, connect_from_settings, run_migrations
+from partner_repo import (
+    MigrationError,
+    PartnerRepoSettings,
+    close_database,
+    connect_from_settings,
+    run_migrations,
+)
 
 pytestmark = pytest.mark.wire
 
@@ -72,8 +78,9 @@ class Primary:
             return bool(request.replies(self.failures[name]))
         if name == "buildInfo":
             return bool(request.replies({"version": "7.0.12", "versionArray": [7, 0, 12, 0]}))
-        if name in ("find", "listIndexes", "aggregate"):
-            namespace = f"{request.doc['$db']}.{request.doc[name]}"
+        if name in ("find", "listIndexes", "aggregate", "listCollections"):  # Beanie 2 lists collections
+            target = "$cmd.listCollections" if name == "listCollections" else request.doc[name]
+            namespace = f"{request.doc['$db']}.{target}"
             batch = [LEGACY_UNIT] if namespace.endswith(".memory_units") and name == "find" else []
             return bool(request.replies({"cursor": {"id": 0, "ns": namespace, "firstBatch": batch}}))
         if name in ("insert", "update", "delete"):
@@ -120,7 +127,7 @@ async def failure_of(uri: str, *, use_transaction: bool) -> str:
         with pytest.raises(MigrationError) as failure:
             await run_migrations(database, use_transaction=use_transaction)
     finally:
-        database.client.close()
+        await close_database(database)
     message = str(failure.value)
     assert message.startswith(f"migration {NORMALIZE} failed: ") and "\n" not in message
     return message

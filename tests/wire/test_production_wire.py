@@ -15,6 +15,7 @@ from partner_repo import (
     PartnerRepoSettings,
     TransactionsUnsupported,
     admin_database,
+    close_database,
     connect_from_settings,
     default_migrations_path,
     run_migrations,
@@ -49,8 +50,9 @@ class Recorder:
             return bool(request.replies(STANDALONE_REFUSAL))
         if name == "buildInfo":
             return bool(request.replies({"version": "7.0.12", "versionArray": [7, 0, 12, 0]}))
-        if name in ("find", "listIndexes", "aggregate"):
-            namespace = f"{request.doc['$db']}.{request.doc[name]}"
+        if name in ("find", "listIndexes", "aggregate", "listCollections"):  # Beanie 2 lists collections
+            target = "$cmd.listCollections" if name == "listCollections" else request.doc[name]
+            namespace = f"{request.doc['$db']}.{target}"
             return bool(request.replies({"cursor": {"id": 0, "ns": namespace, "firstBatch": []}}))
         if name in ("insert", "update", "delete"):
             return bool(request.replies({"n": 1, "nModified": 1}))
@@ -116,10 +118,24 @@ async def test_every_write_waits_for_a_majority_and_is_retryable(replica_set: tu
     await MemoryUnitRepository(database).append("u", [Message(role="user", content="hi")], "s", core_id="c")
 
     (insert,) = recorder.named("insert", "memory_units")
-    assert dict(insert["writeConcern"]) == {"w": "majority", "wtimeout": 10_000}
+    assert dict(insert["writeConcern"]) == {"w": "majority"}  # the operation timeout bounds the wait
+    assert 0 < insert["maxTimeMS"] <= 60_000  # the client-side operation timeout, sent to the server too
     assert "txnNumber" in insert  # a retryable write: the driver may resend it once after a failover
     assert all(dict(c["writeConcern"])["w"] == "majority" for c in recorder.named("createIndexes"))
-    database.client.close()
+    await close_database(database)
+
+
+async def test_without_an_operation_timeout_a_write_waits_for_its_write_concern_timeout(
+    replica_set: tuple[Recorder, str],
+) -> None:
+    recorder, uri = replica_set
+    database = await connect_from_settings(PartnerRepoSettings(mongodb_uri=uri, operation_timeout_ms=0))
+
+    await MemoryUnitRepository(database).append("u", [Message(role="user", content="hi")], "s", core_id="c")
+
+    (insert,) = recorder.named("insert", "memory_units")
+    assert dict(insert["writeConcern"]) == {"w": "majority", "wtimeout": 10_000} and "maxTimeMS" not in insert
+    await close_database(database)
 
 
 async def test_hot_path_reads_go_to_the_primary_and_admin_reads_may_go_to_secondaries(
@@ -135,7 +151,7 @@ async def test_hot_path_reads_go_to_the_primary_and_admin_reads_may_go_to_second
     hot, admin = recorder.named("find", "memory_units")
     assert "$readPreference" not in hot  # primary, the default
     assert dict(admin["$readPreference"]) == {"mode": "secondaryPreferred"}
-    database.client.close()
+    await close_database(database)
 
 
 async def test_options_in_the_uri_win_over_the_defaults(replica_set: tuple[Recorder, str]) -> None:
@@ -148,7 +164,7 @@ async def test_options_in_the_uri_win_over_the_defaults(replica_set: tuple[Recor
 
     (insert,) = recorder.named("insert", "memory_units")
     assert dict(insert["writeConcern"])["w"] == 1
-    database.client.close()
+    await close_database(database)
 
 
 async def test_by_default_a_migration_sends_nothing_in_a_transaction(
@@ -162,7 +178,7 @@ async def test_by_default_a_migration_sends_nothing_in_a_transaction(
     assert len(run.ran) == SHIPPED and recorder.named("find", "memory_units")
     assert not any("startTransaction" in c or "autocommit" in c for c in recorder.commands)
     assert not recorder.named("commitTransaction") and not recorder.named("abortTransaction")
-    database.client.close()
+    await close_database(database)
 
 
 async def test_with_use_transaction_a_migration_runs_its_reads_and_writes_in_one_transaction(
@@ -177,7 +193,7 @@ async def test_with_use_transaction_a_migration_runs_its_reads_and_writes_in_one
     assert scan["startTransaction"] is True and scan["autocommit"] is False and "txnNumber" in scan
     (commit,) = recorder.named("commitTransaction")
     assert commit["txnNumber"] == scan["txnNumber"] and commit["lsid"] == scan["lsid"]
-    database.client.close()
+    await close_database(database)
 
 
 async def test_index_builds_run_outside_the_transaction(replica_set: tuple[Recorder, str]) -> None:
@@ -189,7 +205,7 @@ async def test_index_builds_run_outside_the_transaction(replica_set: tuple[Recor
 
     builds = recorder.named("createIndexes")
     assert builds and not any("startTransaction" in c or "txnNumber" in c for c in builds)
-    database.client.close()
+    await close_database(database)
 
 
 async def test_a_standalone_server_refuses_transactions_and_the_error_says_to_run_without(
@@ -202,7 +218,7 @@ async def test_a_standalone_server_refuses_transactions_and_the_error_says_to_ru
         await run_migrations(database, use_transaction=True)
 
     assert recorder.named("find", "memory_units")[0]["startTransaction"] is True
-    database.client.close()
+    await close_database(database)
 
 
 async def test_on_a_standalone_server_the_default_runs_the_migrations(
@@ -215,4 +231,4 @@ async def test_on_a_standalone_server_the_default_runs_the_migrations(
 
     assert len(run.ran) == SHIPPED
     assert not any("startTransaction" in c for c in recorder.commands)
-    database.client.close()
+    await close_database(database)

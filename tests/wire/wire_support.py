@@ -13,7 +13,8 @@ from typing import Any
 
 import pytest
 from mockupdb import MockupDB, Request
-from motor.motor_asyncio import AsyncIOMotorClient
+
+from partner_repo import driver
 
 UNITS_NS = "partner.memory_units"
 HELLO = {"ismaster": True, "minWireVersion": 0, "maxWireVersion": 21}
@@ -59,13 +60,13 @@ async def motor_client(
     server: MockupDB, *, quiet_for: float | None, unexpected: str = "an unexpected request was sent"
 ) -> AsyncIterator[Any]:
     """A Motor client on ``server``; on a clean exit, asserts nothing more reached it within ``quiet_for``."""
-    client: Any = AsyncIOMotorClient(server.uri, tz_aware=True, serverSelectionTimeoutMS=5000)
+    client: Any = driver.new_client(server.uri, tz_aware=True, serverSelectionTimeoutMS=5000)
     try:
         yield client
         if quiet_for is not None:
             assert not await asyncio.to_thread(server.got, timeout=quiet_for), unexpected
     finally:
-        client.close()
+        await driver.close_client(client)
 
 
 async def receive(server: MockupDB) -> Request:
