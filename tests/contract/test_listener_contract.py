@@ -275,7 +275,7 @@ async def test_the_status_read_through_another_client_shows_the_running_group(da
             (status,) = await listener_status(other, "watched")
             source = listener.source
     finally:
-        close()
+        await close()
 
     assert status.owner == listener.owner and status.source == source
     assert [(c.name, c.pending, c.dead_letters) for c in status.consumers] == [("recorder", 0, 0)]
@@ -286,8 +286,8 @@ def another_client(database: Any) -> tuple[Any, Any]:
     """The same database through a client of its own (as another process would see it), and its close."""
     if conftest.MONGODB_URI and database.name.startswith("partner_repo_test_"):
         client: Any = driver.new_client(conftest.MONGODB_URI, tz_aware=True, serverSelectionTimeoutMS=5000)
-        return client[database.name], client.close
-    return database, lambda: None  # the in-memory backend lives in this process only
+        return client[database.name], lambda: driver.close_client(client)
+    return database, lambda: asyncio.sleep(0)  # the in-memory backend lives in this process: nothing to close
 
 
 # -- change streams on the real server -----------------------------------------------------------------
