@@ -14,7 +14,7 @@ every filter, update, sort and projection is handed over with plain strings.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from typing import Any
 
 import mongomock
@@ -71,6 +71,13 @@ class EmbeddedCursor:
 
     def __init__(self, cursor: Iterable[Any]) -> None:
         self._cursor = cursor
+        self._documents: Iterator[Any] | None = None
+
+    def _iterator(self) -> Iterator[Any]:
+        """The documents, read once: chaining (sort, limit, ...) happens before the first read."""
+        if self._documents is None:
+            self._documents = iter(self._cursor)
+        return self._documents
 
     def __getattr__(self, name: str) -> Any:
         attribute = getattr(self._cursor, name)
@@ -86,7 +93,7 @@ class EmbeddedCursor:
 
     async def to_list(self, length: int | None = None) -> list[Any]:
         documents: list[Any] = []
-        for document in self._cursor:
+        for document in self._iterator():
             documents.append(document)
             if length is not None and len(documents) >= length:
                 break
@@ -96,12 +103,12 @@ class EmbeddedCursor:
         return self._iterate()
 
     async def _iterate(self) -> AsyncIterator[Any]:
-        for document in self._cursor:
+        for document in self._iterator():
             yield document
 
     async def next(self) -> Any:
         try:
-            return next(iter(self._cursor))
+            return next(self._iterator())
         except StopIteration:
             raise StopAsyncIteration from None
 

@@ -124,3 +124,18 @@ async def test_awaiting_only_what_is_awaitable_serves_both_shapes() -> None:
 
     assert await driver.aggregate_list(MotorShaped(), []) == [{"ok": 1}]
     assert await driver.aggregate_list(PyMongoShaped(), []) == [{"ok": 1}]
+
+
+async def test_an_embedded_cursor_reads_each_document_once_however_it_is_read() -> None:
+    client = EmbeddedClient()
+    collection = client["shape"]["items"]
+    await collection.insert_many([{"_id": n} for n in range(3)])
+    cursor = await collection.list_indexes()  # a list underneath, not a mongomock cursor
+
+    first = await cursor.next()
+    rest = await cursor.to_list()
+
+    assert first["name"] == "_id_" and rest == []
+    found = collection.find().sort("_id")
+    assert [await found.next(), await found.next()] == [{"_id": 0}, {"_id": 1}]
+    assert await found.to_list() == [{"_id": 2}]
