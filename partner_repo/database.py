@@ -138,6 +138,8 @@ async def close_database(database: MongoDatabase) -> None:
 
 async def _adopt(given: Any, db_name: str, create_indexes: bool) -> Database:
     """The application's own client (its database ``db_name``) or database, registered and indexed."""
+    if (problem := driver.unusable_with_installed_beanie(given)) is not None:
+        raise InvalidInput(f"connect(): {problem}")
     if driver.is_client(given):
         database = given[require_database_name(db_name)]
     elif driver.is_database(given):

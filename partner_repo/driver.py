@@ -91,6 +91,19 @@ def is_client(value: Any) -> bool:
     )
 
 
+def unusable_with_installed_beanie(value: Any) -> str | None:
+    """Why the installed Beanie cannot bind documents to ``value`` (a client or database), or None.
+
+    Beanie 1 binds to either driver's database; Beanie 2 only to PyMongo's async one (its ``init_beanie``
+    calls methods Motor does not have)."""
+    if STACK == "pymongo" and type(value).__module__.startswith("motor"):
+        return (
+            "Beanie 2 runs on PyMongo's async API only: pass a pymongo.AsyncMongoClient (or its database), "
+            "not a Motor one, or install Beanie 1 (partner-repo[motor])"
+        )
+    return None
+
+
 def is_database(value: Any) -> bool:
     """Whether ``value`` is a database (of either driver, the in-memory backend, or a test wrapper)."""
     return callable(getattr(type(value), "list_collection_names", None)) or (
@@ -227,5 +240,6 @@ __all__ = [
     "timeouts_surface_as_project_errors",
     "transaction",
     "transaction_session",
+    "unusable_with_installed_beanie",
     "watch",
 ]

@@ -139,3 +139,17 @@ async def test_an_embedded_cursor_reads_each_document_once_however_it_is_read() 
     found = collection.find().sort("_id")
     assert [await found.next(), await found.next()] == [{"_id": 0}, {"_id": 1}]
     assert await found.to_list() == [{"_id": 2}]
+
+
+@pytest.mark.skipif(driver.STACK != "pymongo", reason="Beanie 1 (the motor stack) binds to either driver")
+async def test_on_beanie_2_a_motor_client_is_refused_saying_why() -> None:
+    class AsyncIOMotorClient:  # what an application on Beanie 2 that kept Motor around would pass
+        __module__ = "motor.motor_asyncio"
+
+        def get_database(self, name: str) -> Any:
+            raise AssertionError("nothing is opened")
+
+    from partner_repo import InvalidInput
+
+    with pytest.raises(InvalidInput, match="Beanie 2 runs on PyMongo's async API only"):
+        await connect(AsyncIOMotorClient())
