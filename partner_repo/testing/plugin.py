@@ -25,7 +25,7 @@ def _async_fixture() -> Callable[[Any], Any]:
         import pytest_asyncio
     except ImportError:  # pragma: no cover - an application testing async code has an async plugin
         return pytest.fixture
-    return pytest_asyncio.fixture  # type: ignore[no-any-return]
+    return pytest_asyncio.fixture
 
 
 @_async_fixture()
