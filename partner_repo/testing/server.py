@@ -31,7 +31,8 @@ from pathlib import Path
 
 SERVER_PACKAGE = "secantusdb==0.7.0b3"
 DEFAULT_VENV = Path(".test-server") / "venv"
-DEFAULT_COMMAND = ["pytest", "-m", "integration", "-rxX"]
+DEFAULT_COMMAND = [sys.executable, "-m", "pytest", "-m", "integration", "-rxX"]
+"""The pytest of the Python that runs this (its venv), not whichever `pytest` comes first on PATH."""
 READY_TIMEOUT_S = 60.0
 STOP_TIMEOUT_S = 10.0
 

@@ -88,3 +88,9 @@ def test_the_server_module_is_runnable_from_the_installed_package() -> None:
     )
 
     assert result.returncode == 0 and "python -m partner_repo.testing.server" in result.stdout
+
+
+def test_the_server_runs_the_integration_suite_with_the_pytest_of_its_own_python() -> None:
+    from partner_repo.testing.server import DEFAULT_COMMAND
+
+    assert DEFAULT_COMMAND[:3] == [sys.executable, "-m", "pytest"] and "integration" in DEFAULT_COMMAND
