@@ -12,7 +12,7 @@ from typing import Any
 import click
 from rich.table import Table
 
-from partner_repo.cli.output import console, echo_json, json_option, when
+from partner_repo.cli.output import console, echo_json, fields, json_option, when
 from partner_repo.cli.runtime import EXIT_NOT_FOUND, connection, run_async
 from partner_repo.clock import utc_now
 from partner_repo.listener.status import GroupStatus, listener_status
@@ -47,7 +47,9 @@ def status(ctx: click.Context, group: str | None, as_json: bool) -> None:
     if not groups:
         click.echo("no listener groups")
         return
-    console().print(_table(groups))
+    out = console()
+    for table in _tables(groups):
+        out.print(table)
 
 
 def as_document(group: GroupStatus) -> dict[str, Any]:
@@ -60,29 +62,31 @@ def as_document(group: GroupStatus) -> dict[str, Any]:
     return document
 
 
-def _table(groups: list[GroupStatus]) -> Table:
+def _tables(groups: list[GroupStatus]) -> list[Table]:
+    """Per group: its figures as names and values, then a table of its consumers (readable at 80 columns)."""
     now = utc_now()
-    table = Table(title_justify="left")
-    columns = ("group", "owner", "heartbeat", "source", "position", "consumer", "concurrency", "pending",
-               "dead letters", "last delivered slice (UTC)")  # fmt: skip
-    for name in columns:
-        table.add_column(name, overflow="fold")
+    tables: list[Table] = []
     for group in groups:
-        shared = [
-            group.group,
-            group.owner or "none (not running)",
-            _ago(group.age(group.heartbeat_at, now)),
-            (group.source or "-").replace("_", " "),
-            _ago(group.age(group.position_at, now), "old"),
-        ]
-        rows = [
-            (c.name, str(c.concurrency or "-"), str(c.pending), str(c.dead_letters)) for c in group.consumers
-        ]
-        for number, row in enumerate(rows or [("-", "-", str(group.pending), "0")]):
-            first = number == 0
-            cells = shared if first else [""] * len(shared)
-            table.add_row(*cells, *row, when(group.last_delivered_slice_at) if first else "")
-    return table
+        tables.append(
+            fields(
+                ("group", group.group),
+                ("owner", group.owner or "none (not running)"),
+                ("heartbeat", _ago(group.age(group.heartbeat_at, now))),
+                ("source", (group.source or "-").replace("_", " ")),
+                ("position", _ago(group.age(group.position_at, now), "old")),
+                ("last delivered slice", f"{when(group.last_delivered_slice_at)} (UTC)"),
+            )
+        )
+        table = Table(title_justify="left")
+        table.add_column("consumer", no_wrap=True)
+        for name in ("concurrency", "pending", "dead letters"):
+            table.add_column(name, justify="right", no_wrap=True)
+        for c in group.consumers:
+            table.add_row(c.name, str(c.concurrency or "-"), str(c.pending), str(c.dead_letters))
+        if not group.consumers:
+            table.add_row("-", "-", str(group.pending), "0")
+        tables.append(table)
+    return tables
 
 
 def _ago(seconds: float | None, word: str = "ago") -> str:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import click
 from pydantic import BaseModel
 from pydantic_core import to_jsonable_python
-from rich.console import Console
+from rich.console import Console, ConsoleOptions, RenderResult
 from rich.measure import Measurement
 from rich.table import Table
 
@@ -23,6 +23,8 @@ from partner_repo.clock import to_utc_ms
 from partner_repo.durations import parse_duration
 
 SUMMARY_WIDTH = 60
+SUMMARY_MIN = 36  # a table layout is used only when it leaves the summary this many columns
+CARD_SUMMARY_WIDTH = 240
 UNBOUNDED_WIDTH = 100_000
 
 json_option = click.option(
@@ -48,7 +50,8 @@ class IdSafeConsole(Console):
     """
 
     def print(self, *objects: Any, **kwargs: Any) -> None:
-        needed = max((self._width_keeping_ids(o) for o in objects if isinstance(o, Table)), default=0)
+        tables = [o.cards() if isinstance(o, SliceRows) else o for o in objects]
+        needed = max((self._width_keeping_ids(o) for o in tables if isinstance(o, Table)), default=0)
         if needed <= self.width:
             super().print(*objects, **kwargs)
             return
@@ -60,12 +63,17 @@ class IdSafeConsole(Console):
             self.width = previous
 
     def _width_keeping_ids(self, table: Table) -> int:
-        unbounded = self.options.update_width(UNBOUNDED_WIDTH)
-        for column in table.columns:
-            if column.no_wrap and column.min_width is None:
-                widths = [Measurement.get(self, unbounded, cell).maximum for cell in column.cells]
-                column.min_width = max(widths, default=0) or None
-        return Measurement.get(self, unbounded, table).minimum
+        return width_keeping_ids(self, table)
+
+
+def width_keeping_ids(console: Console, table: Table) -> int:
+    """The narrowest ``table`` can be with every ``no_wrap`` column as wide as its longest cell."""
+    unbounded = console.options.update_width(UNBOUNDED_WIDTH)
+    for column in table.columns:
+        if column.no_wrap and column.min_width is None:
+            widths = [Measurement.get(console, unbounded, cell).maximum for cell in column.cells]
+            column.min_width = max(widths, default=0) or None
+    return Measurement.get(console, unbounded, table).minimum
 
 
 def echo_json(value: BaseModel | dict[str, Any] | list[Any]) -> None:
@@ -100,25 +108,93 @@ def interval(start: int | None, end: int | None) -> str:
     return f"[{start}, {end})"
 
 
-def slices_table(views: Iterable[SliceView], *, title: str | None = None) -> Table:
-    """One row per slice; the ids are never broken, the summary wraps to fit."""
-    table = Table(title=title, title_justify="left")
-    table.add_column("created (UTC)", style="cyan", overflow="fold")
-    table.add_column("slice", style="bold", no_wrap=True)
-    table.add_column("unit", no_wrap=True)
-    table.add_column("core", no_wrap=True)
-    table.add_column("messages", overflow="fold")
-    table.add_column("summary", overflow="fold")
-    for view in views:
-        table.add_row(
-            when(view.created_at, milliseconds=False),
-            view.id,
-            view.unit_id,
-            view.core_id,
-            interval(view.start_index, view.end_index),
-            short(view.summary),
-        )
-    return table
+def slices_table(views: Iterable[SliceView], *, title: str | None = None) -> SliceRows:
+    """The slices in the layout the terminal's width allows (:class:`SliceRows`)."""
+    return SliceRows(list(views), title=title)
+
+
+class SliceRows:
+    """Slices laid out for the width they are printed at: ids never broken, the summary of a useful width.
+
+    - **one line per slice** (created, slice, unit, core, messages, summary) when that leaves the summary at
+      least :data:`SUMMARY_MIN` columns;
+    - otherwise **ids stacked** in one column (slice, unit and core on lines of their own, in that order),
+      when that leaves the summary :data:`SUMMARY_MIN` columns;
+    - otherwise (80 columns with UUIDs) **one card per slice**: a name and value per line, each id on a line
+      of its own, the summary wrapped to the terminal's width.
+    """
+
+    def __init__(self, views: list[SliceView], *, title: str | None = None) -> None:
+        self.views = views
+        self.title = title
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        for layout in (self.one_line, self.ids_stacked):
+            table = layout()
+            if _fits_with_summary(console, options, table):
+                yield table
+                return
+        yield self.cards()
+
+    def one_line(self) -> Table:
+        table = self._table()
+        for name in ("slice", "unit", "core"):
+            table.add_column(name, no_wrap=True)
+        table.add_column("messages", no_wrap=True)
+        table.add_column("summary", overflow="fold", min_width=self._summary_min())
+        for view in self.views:
+            created = when(view.created_at, milliseconds=False)
+            table.add_row(created, view.id, view.unit_id, view.core_id, _messages(view), short(view.summary))
+        return table
+
+    def ids_stacked(self) -> Table:
+        table = self._table()
+        table.add_column("slice / unit / core", no_wrap=True)
+        table.add_column("messages", no_wrap=True)
+        table.add_column("summary", overflow="fold", min_width=self._summary_min())
+        for view in self.views:
+            ids = "\n".join((view.id, view.unit_id, view.core_id))
+            created = when(view.created_at, milliseconds=False)
+            table.add_row(created, ids, _messages(view), short(view.summary))
+        return table
+
+    def cards(self) -> Table:
+        rows: list[tuple[str, str]] = []
+        for number, view in enumerate(self.views):
+            created = when(view.created_at, milliseconds=False)
+            rows += [("", "")] if number else []
+            rows += [("slice", view.id), ("unit", view.unit_id), ("core", view.core_id)]
+            rows += [("created", f"{created}  messages {_messages(view)}")]
+            rows += [("summary", short(view.summary, CARD_SUMMARY_WIDTH))]
+        grid = fields(*rows)
+        grid.title, grid.title_justify = self.title, "left"
+        return grid
+
+    def _summary_min(self) -> int:
+        return min(SUMMARY_MIN, max((len(short(v.summary)) for v in self.views), default=0)) or 1
+
+    def _table(self) -> Table:
+        table = Table(title=self.title, title_justify="left")
+        table.add_column("created (UTC)", style="cyan", no_wrap=True)
+        return table
+
+
+def _messages(view: SliceView) -> str:
+    return interval(view.start_index, view.end_index)
+
+
+def _fits_with_summary(console: Console, options: ConsoleOptions, table: Table) -> bool:
+    return width_keeping_ids(console, table) <= options.max_width
+
+
+def fields(*rows: tuple[str, str]) -> Table:
+    """Name and value per row; the names never wrap, so the values (ids among them) get the rest."""
+    grid = Table.grid(padding=(0, 2))
+    grid.add_column(style="bold", no_wrap=True)
+    grid.add_column(overflow="fold")
+    for name, value in rows:
+        grid.add_row(name, value)
+    return grid
 
 
 if TYPE_CHECKING:

@@ -19,6 +19,7 @@ from partner_repo.cli.output import (
     ISO_DATETIME,
     console,
     echo_json,
+    fields,
     interval,
     json_option,
     plain,
@@ -156,7 +157,7 @@ def show_slice(ctx: click.Context, slice_id: str, as_json: bool) -> None:
         return
     out = console()
     out.print(
-        _fields(
+        fields(
             ("slice", detail.id),
             ("unit", detail.unit_id),
             ("core", detail.core_id),
@@ -176,9 +177,14 @@ def show_slice(ctx: click.Context, slice_id: str, as_json: bool) -> None:
 @click.option("--core", "core_id", default=None, help="Only this core.")
 @click.option("--days", type=click.IntRange(min=1, max=366), default=30, show_default=True)
 @click.option("--largest", type=click.IntRange(min=1, max=MAX_LIMIT), default=5, show_default=True)
+@click.option(
+    "--all-days", is_flag=True, help="List every day of the period, also those without slices (--json does)."
+)
 @json_option
 @click.pass_context
-def slice_stats(ctx: click.Context, core_id: str | None, days: int, largest: int, as_json: bool) -> None:
+def slice_stats(
+    ctx: click.Context, core_id: str | None, days: int, largest: int, all_days: bool, as_json: bool
+) -> None:
     """Units, slices, messages; slices per day; the largest units and their share of 16 MiB."""
 
     async def work() -> MemoryStats:
@@ -190,13 +196,13 @@ def slice_stats(ctx: click.Context, core_id: str | None, days: int, largest: int
         echo_json(stats)
         return
     out = console()
-    for renderable in stats_tables(stats):
+    for renderable in stats_tables(stats, quiet_days=not all_days):
         out.print(renderable)
 
 
-def stats_tables(stats: MemoryStats, *, quiet_days: bool = False) -> list[Table]:
-    """Totals, slices per day (``quiet_days=True`` leaves out the days without slices), largest units."""
-    totals = _fields(
+def stats_tables(stats: MemoryStats, *, quiet_days: bool = True) -> list[Table]:
+    """Totals, slices per day (days without slices left out unless ``quiet_days=False``), largest units."""
+    totals = fields(
         ("core", stats.core_id or "(all cores)"),
         ("units", str(stats.units)),
         ("slices", str(stats.slices)),
@@ -204,12 +210,15 @@ def stats_tables(stats: MemoryStats, *, quiet_days: bool = False) -> list[Table]
     )
     peak = max((d.slices for d in stats.slices_per_day), default=0) or 1
     per_day = Table(title="slices per day (UTC)", title_justify="left")
-    per_day.add_column("day")
-    per_day.add_column("slices", justify="right")
+    per_day.add_column("day", no_wrap=True)
+    per_day.add_column("slices", justify="right", no_wrap=True)
     per_day.add_column("")
     for day in stats.slices_per_day:
         if day.slices or not quiet_days:
             per_day.add_row(day.day.isoformat(), str(day.slices), "█" * round(20 * day.slices / peak))
+    if not per_day.rows:
+        quiet = len(stats.slices_per_day)
+        per_day = fields(("slices per day", f"none in the last {quiet} day{'s' if quiet != 1 else ''} (UTC)"))
     sizes = Table(title="largest units", title_justify="left")
     for name in ("unit", "core", "messages", "bytes", "of 16 MiB"):
         sizes.add_column(name, justify="left" if name in ("unit", "core") else "right", no_wrap=True)
@@ -259,7 +268,7 @@ def show_unit(ctx: click.Context, unit_id: str, with_messages: bool, as_json: bo
         else f"{view.size_bytes:,} bytes ({share(view.share_of_limit)} of 16 MiB)"
     )
     out.print(
-        _fields(
+        fields(
             ("unit", view.id),
             ("core", view.core_id),
             ("messages", str(view.message_count)),
@@ -273,16 +282,6 @@ def show_unit(ctx: click.Context, unit_id: str, with_messages: bool, as_json: bo
     out.print(slices_table(view.slices, title="slices"))
     if messages is not None:
         out.print(_messages_table(messages, first=0))
-
-
-def _fields(*rows: tuple[str, str]) -> Table:
-    """Name and value per row; the names never wrap, so the values (ids among them) get the rest."""
-    grid = Table.grid(padding=(0, 2))
-    grid.add_column(style="bold", no_wrap=True)
-    grid.add_column(overflow="fold")
-    for name, value in rows:
-        grid.add_row(name, value)
-    return grid
 
 
 def _messages_table(messages: list[Message], *, first: int) -> Table:

@@ -15,6 +15,7 @@ import contextlib
 import logging
 import os
 import socket
+import time
 import uuid
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -60,20 +61,15 @@ class GroupLease:
     async def acquire(self, stopping: asyncio.Event) -> bool:
         """Wait until this owner holds the lease (True) or ``stopping`` is set (False)."""
         watch = SilenceWatch()
-        announced = False
+        announced: str | bool | None = False
         while not stopping.is_set():
             if await self.try_acquire():
                 return True
             state = await self._checkpoints.lease_state()
             silent = watch.silent(self._checkpoints.group_name, LeaseState(state[0], state[1], self.ttl))
-            if not announced:
-                logger.info(
-                    "listener group %r is held by %s; standing by (takeover after %.0fs of silence)",
-                    self._checkpoints.group_name,
-                    state[0],
-                    self.ttl,
-                )
-                announced = True
+            if announced != state[0]:
+                logger.info(*_standing_by(self._checkpoints.group_name, state[0], self.ttl))
+                announced = state[0]
             if silent and await self._checkpoints.take_over(self.owner, *state):
                 logger.warning(
                     "listener group %r: %s stopped beating for %.0fs; %s takes over",
@@ -88,24 +84,47 @@ class GroupLease:
         return False
 
     async def keep(self, lost: asyncio.Event) -> None:
-        """Beat every ``period`` until cancelled; set ``lost`` (and return) when another owner took over."""
+        """Beat every ``period`` until cancelled; set ``lost`` (and return) when the lease is no longer ours.
+
+        A heartbeat that keeps failing is retried; once it has failed for ``ttl`` the lease has expired (a
+        standby may take it over), which is said once. The lease found no longer ours is said to be taken by
+        the listener now holding it, or, when none does, to have been released or lost with its record.
+        """
+        failing_since: float | None = None
         while True:
             await asyncio.sleep(self.period)
             try:
                 held = await self._checkpoints.beat(self.owner, self._vitals())
             except Exception as exc:  # an unreachable database: keep trying; a standby waits ttl anyway
+                now = time.monotonic()
+                failing_since = now if failing_since is None else failing_since
+                expired = now - failing_since >= self.ttl
                 logger.warning(
-                    "listener group %r: lease heartbeat failed (%s)", self._checkpoints.group_name, exc
+                    "listener group %r: lease heartbeat failed (%s)%s",
+                    self._checkpoints.group_name,
+                    exc,
+                    f"; the lease could not be renewed for {self.ttl:g}s and has expired" if expired else "",
                 )
                 continue
+            failing_since = None
             if not held:
+                holder = await self._holder()
+                if holder is not None:
+                    reason = f"lost the lease to listener {holder}"
+                else:
+                    reason = (
+                        "could not renew the lease: no listener holds it (released, or its record is gone)"
+                    )
                 logger.warning(
-                    "listener group %r: %s lost the lease to another listener; standing by",
-                    self._checkpoints.group_name,
-                    self.owner,
+                    "listener group %r: %s %s; standing by", self._checkpoints.group_name, self.owner, reason
                 )
                 lost.set()
                 return
+
+    async def _holder(self) -> str | None:
+        with contextlib.suppress(Exception):
+            return (await self._checkpoints.lease_state())[0]
+        return None
 
     async def report(self) -> None:
         """Beat now with fresh vitals (a source just started); nothing when the lease is no longer ours."""
@@ -113,6 +132,23 @@ class GroupLease:
 
     async def release(self) -> None:
         await self._checkpoints.release(self.owner)
+
+
+def _standing_by(group: str, holder: str | None, ttl: float) -> tuple[Any, ...]:
+    """The log record of a standby: who holds the group, or that its lease is free but cannot be claimed."""
+    if holder is not None:
+        return (
+            "listener group %r is held by %s; standing by (takeover after %.0fs of silence)",
+            group,
+            holder,
+            ttl,
+        )
+    return (
+        "listener group %r: its lease is free but could not be claimed (the group's record is missing); "
+        "trying again every %.0fs",
+        group,
+        ttl / 4,
+    )
 
 
 __all__: list[str] = []  # internal to the listener: nothing here is public API

@@ -304,6 +304,8 @@ class DeliveryPipeline:
                 outcome = "dead_lettered"
             if outcome == "dead_lettered":
                 self._dead_lettered += 1
+            elif outcome == "delivered":
+                self._delivered += 1
             await self._consumer_done(consumer.name, delivery)
         finally:
             self._observer.delivery_finished(self._group, consumer.name, delivery.slice_id, outcome)
@@ -368,7 +370,6 @@ class DeliveryPipeline:
         if created is not None and (self._last_slice_at is None or created > self._last_slice_at):
             self._last_slice_at = created
         self._last_delivered_at = utc_now()
-        self._delivered += 1
         self._commits.finished_one(delivery.commit)
         async with self._capacity:
             self._capacity.notify_all()

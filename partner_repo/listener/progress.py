@@ -25,6 +25,9 @@ class ListenerLag:
     ``in_flight_by_consumer`` counts the slices each consumer is being handed right now (at most its
     concurrency), and ``oldest_pending_by_consumer`` is the ``created_at`` of the oldest slice each consumer
     has pending (None when it has none): :meth:`lag_seconds` turns it into how far behind it is.
+    ``delivered`` and ``dead_lettered`` count deliveries to one consumer since the start: those the consumer
+    took, and those given up on (a dead letter each); together, every delivery handled (a slice handed to
+    two consumers counts twice).
     """
 
     source: str | None

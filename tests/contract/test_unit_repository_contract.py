@@ -205,14 +205,22 @@ async def test_core_sessions(database: Any) -> None:
     created = await cores.get_or_create("agent", now=T0)
     assert await cores.session_id("agent") == created.memory_session_id
 
-    results = await asyncio.gather(*(cores.get_or_create("shared") for _ in range(10)))
-    assert len({core.memory_session_id for core in results}) == 1
-
     fresh = await cores.refresh_session("agent", now=T0 + timedelta(hours=1))
     core = await cores.get("agent")
     assert core is not None
     assert core.memory_session_id == fresh != created.memory_session_id
     assert core.session_started_at == T0 + timedelta(hours=1) and core.session_started_at.tzinfo is UTC
+
+
+async def test_concurrent_first_gets_of_new_cores_agree_on_one_session(database: Any) -> None:
+    """Fifty new cores, each asked for by ten callers at once: every caller gets the one core made.
+
+    Fifty rounds so that a server whose racing first upserts can lose (tests/emulator_gaps.py) shows it on
+    every run, not once in a while."""
+    cores = MemoryCoreRepository(database)
+    for round_ in range(50):
+        results = await asyncio.gather(*(cores.get_or_create(f"shared-{round_}") for _ in range(10)))
+        assert len({core.memory_session_id for core in results}) == 1
 
 
 # Only a real server enforces the unique multikey index; the embedded backend relies on the repository check.

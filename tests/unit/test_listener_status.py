@@ -193,3 +193,20 @@ def test_listener_status_of_an_unknown_group_exits_1(served: Any) -> None:
 
     assert result.exit_code == 1
     assert "no listener group 'nobody'" in result.stderr
+
+
+@pytest.mark.parametrize("columns", ["80", "120"])
+def test_listener_status_fits_the_terminal_with_whole_header_words(served: Any, columns: str) -> None:
+    asyncio.run(run_group(served, Concurrent("search-indexer"), Recorder("notifier")))
+
+    result = CliRunner(env={"COLUMNS": columns}).invoke(main, ["listener", "status"])
+
+    lines = result.stdout.splitlines()
+    assert max(len(line.rstrip()) for line in lines) <= int(columns)
+    header = next(line for line in lines if "consumer" in line)
+    assert [cell.strip() for cell in header.split("┃")[1:-1]] == [
+        "consumer",
+        "concurrency",
+        "pending",
+        "dead letters",
+    ]
