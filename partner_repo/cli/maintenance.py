@@ -17,10 +17,11 @@ from partner_repo.admin.check import CheckReport, RepairReport, UnitChecker
 from partner_repo.admin.inspection import InvariantViolation
 from partner_repo.cli.output import console, echo_json, json_option
 from partner_repo.cli.progress import progress_bar
-from partner_repo.cli.runtime import EXIT_NOT_FOUND, connection, run_async
+from partner_repo.cli.runtime import EXIT_NOT_FOUND, connection, fail, run_async
 from partner_repo.cli.slices import open_admin, usage_errors
 from partner_repo.cores.repository import DEFAULT_CORE_ID
 from partner_repo.importing.importer import ImportIssue, ImportReport, import_partner_state
+from partner_repo.importing.state_format import state_directory_problem
 
 _core_option = click.option("--core", "core_id", default=None, help="Only this core's units.")
 
@@ -95,6 +96,8 @@ def import_state(ctx: click.Context, directory: Path, core_id: str, as_json: boo
     """Import Partner's memory from its state DIRECTORY (core/memory.json, core/memory/memory-unit*.json)."""
     if not directory.is_dir():
         raise click.BadParameter(f"{directory} is not a directory", param_hint="DIRECTORY")
+    if (problem := state_directory_problem(directory)) is not None:
+        fail(problem)
     target = connection(ctx, "write")
 
     async def work() -> ImportReport:
@@ -118,6 +121,8 @@ def import_state(ctx: click.Context, directory: Path, core_id: str, as_json: boo
     for title, issues in (("skipped", report.skipped), ("notes", report.warnings)):
         if issues:
             out.print(_issues_table(title, issues))
+    if report.unknown_keys:
+        out.print(_unknown_keys_table(report.unknown_keys))
 
 
 def _violations_table(title: str, rows: Iterable[tuple[str, str | None, InvariantViolation]]) -> Table:
@@ -135,4 +140,13 @@ def _issues_table(title: str, issues: list[ImportIssue]) -> Table:
         table.add_column(name, overflow="fold", no_wrap=name != "reason")
     for issue in issues:
         table.add_row(issue.file, issue.item, issue.reason)
+    return table
+
+
+def _unknown_keys_table(unknown: dict[str, list[str]]) -> Table:
+    table = Table(title=f"unknown keys, ignored ({len(unknown)} file(s))", title_justify="left")
+    table.add_column("file", overflow="fold", no_wrap=True)
+    table.add_column("keys", overflow="fold")
+    for file, keys in unknown.items():
+        table.add_row(file, ", ".join(keys))
     return table

@@ -242,6 +242,36 @@ def test_import_state_of_a_missing_directory_is_a_usage_error(cli_db: Any, tmp_p
     assert result.exit_code == 2 and "is not a directory" in result.output
 
 
+def test_import_state_reports_unknown_keys_per_file_in_its_table_and_json(
+    cli_db: Any, tmp_path: Path
+) -> None:
+    (tmp_path / "core" / "memory").mkdir(parents=True)
+    (tmp_path / "core" / "memory.json").write_text(json.dumps({"memory_unit_uuid_set": ["p1"]}))
+    (tmp_path / "core" / "memory" / "memory-unitp1.json").write_text(
+        json.dumps({"conversation_messages": [], "slices": []})
+    )
+
+    table = run("import-state", str(tmp_path), "--core", "partner")
+    as_json = run("import-state", str(tmp_path), "--core", "partner", "--json")
+
+    assert "unknown keys, ignored (1 file(s))" in table.output
+    assert "core/memory/memory-unitp1.json" in table.output and "slices" in table.output
+    assert json.loads(as_json.output)["unknown_keys"] == {"core/memory/memory-unitp1.json": ["slices"]}
+
+
+def test_import_state_refuses_a_directory_without_memory_json_in_one_line(
+    cli_db: Any, tmp_path: Path
+) -> None:
+    (tmp_path / "core" / "memory").mkdir(parents=True)
+
+    result = CliRunner().invoke(main, ["--in-memory", "import-state", str(tmp_path)])
+
+    assert result.exit_code == 2
+    assert result.stderr.splitlines() == [
+        f"error: {tmp_path} is not a Partner state directory (it has no core/memory.json)"
+    ]
+
+
 def test_an_unreachable_server_prints_one_line_naming_the_host(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("MONGODB_URI", raising=False)
 
