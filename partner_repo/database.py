@@ -164,6 +164,12 @@ async def _connect(uri: str | None, db_name: str, create_indexes: bool, given: d
             await driver.close_client(client)
             reason = scrub(_first_line(exc), uri)
             raise ConnectionFailed(f"cannot reach MongoDB at {mask_uri(uri)}: {reason}") from None
+        except ValueError as exc:  # the driver refuses the credentials before sending them (SASLprep)
+            await driver.close_client(client)
+            raise ConnectionFailed(
+                f"cannot authenticate to MongoDB at {mask_uri(uri)}: the user name or password is unusable "
+                f"({scrub(_first_line(exc), uri)}); check that it is UTF-8 text without control characters"
+            ) from None
     ready: Database = await init_repository(database, create_indexes=create_indexes)
     return ready
 

@@ -7,6 +7,9 @@ Only this module imports the subcommands; they and it share their plumbing throu
 from __future__ import annotations
 
 import os
+import sys
+from collections.abc import Sequence
+from typing import Any
 
 import click
 
@@ -21,16 +24,30 @@ from partner_repo.cli.maintenance import check, import_state, repair
 from partner_repo.cli.migrate import migrate
 from partner_repo.cli.resummarize import resummarize
 from partner_repo.cli.roll_idle import roll_idle
-from partner_repo.cli.runtime import one_line_errors, resolve_connection
+from partner_repo.cli.runtime import (
+    EXIT_USAGE,
+    interruptions,
+    one_line_errors,
+    resolve_connection,
+    undecodable_argument,
+)
 from partner_repo.cli.slices import slices, units
 
 
 class RootGroup(click.Group):
     """The root group: whatever a command raises of the library's errors is one line, never a traceback (a
-    bad setting may be read outside a command's coroutine)."""
+    bad setting may be read outside a command's coroutine); so is an argument that is no UTF-8 (exit 2) and
+    Ctrl-C (exit 130, saying how far the command got)."""
+
+    def main(self, args: Sequence[str] | None = None, *rest: Any, **options: Any) -> Any:
+        arguments = list(sys.argv[1:] if args is None else args)
+        if (problem := undecodable_argument(arguments)) is not None:
+            click.echo(f"error: {problem}", err=True)
+            sys.exit(EXIT_USAGE)
+        return super().main(arguments, *rest, **options)
 
     def invoke(self, ctx: click.Context) -> object:
-        with one_line_errors():
+        with interruptions(ctx), one_line_errors():
             return super().invoke(ctx)
 
 

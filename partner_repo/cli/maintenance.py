@@ -16,7 +16,7 @@ from rich.table import Table
 from partner_repo.admin.check import CheckReport, RepairReport, UnitChecker
 from partner_repo.admin.inspection import InvariantViolation
 from partner_repo.cli.output import console, echo_json, json_option
-from partner_repo.cli.progress import progress_bar
+from partner_repo.cli.progress import counted_progress, progress_bar
 from partner_repo.cli.runtime import EXIT_NOT_FOUND, connection, fail, run_async
 from partner_repo.cli.slices import open_admin, usage_errors
 from partner_repo.cores.repository import DEFAULT_CORE_ID
@@ -34,7 +34,7 @@ def check(ctx: click.Context, core_id: str | None, as_json: bool) -> None:
     """Report every unit that breaks the invariants (exit 1 if any does)."""
 
     async def work() -> CheckReport:
-        with usage_errors(), progress_bar("checking units") as progress:
+        with usage_errors(), counted_progress("checking units", _check_interrupted) as progress:
             return await UnitChecker(await open_admin(ctx)).check(core_id, progress=progress)
 
     report = run_async(work)
@@ -101,7 +101,7 @@ def import_state(ctx: click.Context, directory: Path, core_id: str, as_json: boo
     target = connection(ctx, "write")
 
     async def work() -> ImportReport:
-        with usage_errors(), progress_bar("importing unit files") as progress:
+        with usage_errors(), counted_progress("importing unit files", _import_interrupted) as progress:
             database = await target.open()
             return await import_partner_state(directory, database, core_id=core_id, progress=progress)
 
@@ -123,6 +123,20 @@ def import_state(ctx: click.Context, directory: Path, core_id: str, as_json: boo
             out.print(_issues_table(title, issues))
     if report.unknown_keys:
         out.print(_unknown_keys_table(report.unknown_keys))
+
+
+def _check_interrupted(done: int, total: int) -> str:
+    return (
+        f"checked {done} of {total} unit(s) (check only reads: nothing changed); run it again to check them "
+        "all, from the start"
+    )
+
+
+def _import_interrupted(done: int, total: int) -> str:
+    return (
+        f"went through {done} of {total} unit file(s); run the same command again to continue: the units "
+        "already imported are left as they are (counted as already present)"
+    )
 
 
 def _violations_table(title: str, rows: Iterable[tuple[str, str | None, InvariantViolation]]) -> Table:
