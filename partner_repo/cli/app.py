@@ -6,7 +6,6 @@ Only this module imports the subcommands; they and it share their plumbing throu
 
 from __future__ import annotations
 
-import os
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -19,7 +18,7 @@ from partner_repo.cli.demo import demo
 from partner_repo.cli.erasure import forget
 from partner_repo.cli.listen import listen
 from partner_repo.cli.listener_status import listener
-from partner_repo.cli.logs import configure_logging, format_option, level_option
+from partner_repo.cli.logs import format_option, level_option
 from partner_repo.cli.maintenance import check, import_state, repair
 from partner_repo.cli.migrate import migrate
 from partner_repo.cli.resummarize import resummarize
@@ -28,9 +27,9 @@ from partner_repo.cli.runtime import (
     EXIT_USAGE,
     interruptions,
     one_line_errors,
-    resolve_connection,
     undecodable_argument,
 )
+from partner_repo.cli.shared import remember_root, share_root_options
 from partner_repo.cli.slices import slices, units
 
 
@@ -69,11 +68,13 @@ class RootGroup(click.Group):
 def main(
     ctx: click.Context, uri: str | None, db_name: str | None, in_memory: bool, log_level: str, log_format: str
 ) -> None:
-    """partner-repo: the memory of the Partner agent (cores, units, slices) in MongoDB."""
-    ctx.call_on_close(configure_logging(log_level, log_format))
-    ctx.obj = resolve_connection(uri, db_name, os.environ, in_memory=in_memory)
-    ctx.meta["explicit_uri"] = ctx.obj.uri if ctx.obj.uri_from == "--uri" else None
-    ctx.meta["explicit_db"] = db_name or None
+    """partner-repo: the memory of the Partner agent (cores, units, slices) in MongoDB.
+
+    The options below may also follow the command (partner-repo slices list --uri URI); given there, they win.
+    """
+    remember_root(
+        ctx, uri=uri, db_name=db_name, in_memory=in_memory, log_level=log_level, log_format=log_format
+    )
 
 
 for command in (
@@ -92,3 +93,4 @@ for command in (
     units,
 ):
     main.add_command(command)
+share_root_options(main)
