@@ -19,7 +19,9 @@ from partner_repo.cli.output import console, echo_json, json_option
 from partner_repo.cli.progress import counted_progress, progress_bar
 from partner_repo.cli.runtime import EXIT_NOT_FOUND, connection, fail, run_async
 from partner_repo.cli.slices import open_admin, usage_errors
-from partner_repo.cores.repository import DEFAULT_CORE_ID
+from partner_repo.cores.repository import DEFAULT_CORE_ID, MemoryCoreRepository
+from partner_repo.database import MongoDatabase
+from partner_repo.errors import NotFound
 from partner_repo.importing.importer import ImportIssue, ImportReport, import_partner_state
 from partner_repo.importing.state_format import state_directory_problem
 
@@ -35,7 +37,10 @@ def check(ctx: click.Context, core_id: str | None, as_json: bool) -> None:
 
     async def work() -> CheckReport:
         with usage_errors(), counted_progress("checking units", _check_interrupted) as progress:
-            return await UnitChecker(await open_admin(ctx)).check(core_id, progress=progress)
+            database = await open_admin(ctx)
+            report = await UnitChecker(database).check(core_id, progress=progress)
+        await _known_core(database, core_id, report.units_checked)
+        return report
 
     report = run_async(work)
     if as_json:
@@ -62,7 +67,10 @@ def repair(ctx: click.Context, core_id: str | None, as_json: bool) -> None:
 
     async def work() -> RepairReport:
         with usage_errors(), progress_bar("repairing units") as progress:
-            return await UnitChecker(await target.open()).repair(core_id, progress=progress)
+            database = await target.open()
+            report = await UnitChecker(database).repair(core_id, progress=progress)
+        await _known_core(database, core_id, report.units_checked)
+        return report
 
     report = run_async(work)
     if as_json:
@@ -123,6 +131,17 @@ def import_state(ctx: click.Context, directory: Path, core_id: str, as_json: boo
             out.print(_issues_table(title, issues))
     if report.unknown_keys:
         out.print(_unknown_keys_table(report.unknown_keys))
+
+
+async def _known_core(database: MongoDatabase, core_id: str | None, units_checked: int) -> None:
+    """:class:`NotFound` for a ``--core`` that names no core (no core document, no unit): a typo, most
+    likely, which "checked 0 unit(s)" would pass over."""
+    if (
+        core_id is not None
+        and not units_checked
+        and await MemoryCoreRepository(database).get(core_id) is None
+    ):
+        raise NotFound(f"no core {core_id!r}: no core document and no unit has that core id")
 
 
 def _check_interrupted(done: int, total: int) -> str:

@@ -215,6 +215,25 @@ def test_repair_exits_1_when_a_unit_cannot_be_repaired(cli_db: Any) -> None:
     assert "not repaired" in result.output and "robot" in result.output
 
 
+def test_check_of_an_unknown_core_says_so_in_one_line_and_exits_1(cli_db: Any) -> None:
+    result = CliRunner().invoke(main, ["--in-memory", "check", "--core", "alcie"])
+
+    assert result.exit_code == 1
+    assert result.stderr == "error: no core 'alcie': no core document and no unit has that core id\n"
+
+
+def test_repair_of_an_unknown_core_says_so_and_exits_1(cli_db: Any) -> None:
+    result = CliRunner().invoke(main, ["--in-memory", "repair", "--core", "alcie"])
+
+    assert result.exit_code == 1 and "no core 'alcie'" in result.stderr
+
+
+def test_check_of_a_core_with_units_but_no_core_document_checks_them(cli_db: Any) -> None:
+    result = run("check", "--core", "alice")
+
+    assert result.exit_code == 0 and "checked 1 unit(s)" in result.output
+
+
 def test_import_state_imports_a_partner_directory_and_reports(cli_db: Any, tmp_path: Path) -> None:
     (tmp_path / "core" / "memory").mkdir(parents=True)
     (tmp_path / "core" / "memory.json").write_text(
