@@ -152,7 +152,7 @@ def show_slice(ctx: click.Context, slice_id: str, as_json: bool) -> None:
 
     async def work() -> SliceDetail:
         with usage_errors():
-            return await SliceQueries(await open_admin(ctx)).get(slice_id)
+            return await SliceQueries(await open_admin(ctx)).require(slice_id)
 
     detail = run_async(work)
     if as_json:
