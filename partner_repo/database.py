@@ -19,7 +19,7 @@ from typing import Any, TypeAlias
 
 import pymongo
 from beanie import init_beanie
-from pymongo.errors import ConfigurationError, InvalidURI, PyMongoError
+from pymongo.errors import ConfigurationError, InvalidURI, OperationFailure, PyMongoError
 
 from partner_repo import driver
 from partner_repo.connection import client_options, require_database_name
@@ -36,6 +36,9 @@ same async collection interface (see :mod:`partner_repo.driver`)."""
 Database: TypeAlias = Any
 """What :func:`connect` gives: the installed stack's database (``AsyncDatabase`` or ``AsyncIOMotorDatabase``;
 on the in-memory backend, one with the same interface)."""
+
+AUTHENTICATION_FAILURES = frozenset({11, 18})
+"""The server's codes for credentials it refused: UserNotFound, AuthenticationFailed."""
 
 DOCUMENT_MODELS: list[type[Any]] = [MemoryUnit, MemoryCore]
 """The Beanie documents of the library, for an application's own ``init_beanie(document_models=[...])``.
@@ -164,8 +167,13 @@ async def _connect(uri: str | None, db_name: str, create_indexes: bool, given: d
                 await database.command("ping")
         except PyMongoError as exc:
             await driver.close_client(client)
-            reason = scrub(_first_line(exc), uri)
-            raise ConnectionFailed(f"cannot reach MongoDB at {mask_uri(uri)}: {reason}") from None
+            raise ConnectionFailed(_not_connected(uri, exc)) from None
+        except ValueError as exc:  # the driver refuses the credentials before sending them (SASLprep)
+            await driver.close_client(client)
+            raise ConnectionFailed(
+                f"cannot authenticate to MongoDB at {mask_uri(uri)}: the user name or password is unusable "
+                f"({scrub(_first_line(exc), uri)}); check that it is UTF-8 text without control characters"
+            ) from None
     ready: Database = await init_repository(database, create_indexes=create_indexes)
     return ready
 
@@ -188,6 +196,22 @@ def _client(uri: str, given: dict[str, Any]) -> Any:
     for warning in caught:
         warnings.warn(scrub(str(warning.message), uri), warning.category, stacklevel=3)
     return client
+
+
+def _not_connected(uri: str, exc: PyMongoError) -> str:
+    """Why connecting failed, in one line: authentication failed (the server's own message, once), the server
+    refused the first command (its message), or it cannot be reached (the driver's first line)."""
+    if isinstance(exc, OperationFailure):
+        details = exc.details or {}
+        message = scrub(str(details.get("errmsg") or _first_line(exc)).strip(), uri)
+        name = details.get("codeName") or f"code {exc.code}"
+        if exc.code in AUTHENTICATION_FAILURES:
+            return (
+                f"authentication failed at MongoDB {mask_uri(uri)}: the server says {message!r} ({name}); "
+                "check the user name, the password and authSource"
+            )
+        return f"MongoDB at {mask_uri(uri)} refused to connect: the server says {message!r} ({name})"
+    return f"cannot reach MongoDB at {mask_uri(uri)}: {scrub(_first_line(exc), uri)}"
 
 
 def _first_line(exc: BaseException) -> str:

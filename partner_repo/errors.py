@@ -6,6 +6,10 @@ precisely enough to act on (retry a conflict, fix the input, open a new unit).
 
 from __future__ import annotations
 
+from typing import TypeVar
+
+T = TypeVar("T")
+
 
 class PartnerRepoError(Exception):
     """Root of every error partner-repo raises on purpose."""
@@ -21,7 +25,18 @@ class InvalidSettings(InvalidInput):
 
 
 class NotFound(PartnerRepoError, LookupError):
-    """The unit, slice or core asked for does not exist."""
+    """The unit, slice or core asked for does not exist.
+
+    The one rule for unknown ids: a ``get`` answers ``None``; ``require`` and every other lookup by id (a
+    view, messages) raises this (``docs/repositories.md``)."""
+
+
+def found(value: T | None, what: str) -> T:
+    """``value``, or :class:`NotFound` naming ``what`` (``"unit 'u1'"``) when it is None: ``require`` is
+    ``found(await get(id), ...)``."""
+    if value is None:
+        raise NotFound(f"no {what}")
+    return value
 
 
 class InvalidCursor(InvalidInput):

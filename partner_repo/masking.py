@@ -14,7 +14,8 @@ would; it finds every span that could hold a secret and masks it, erring on the 
   forgotten).
 
 :func:`scrub` masks text: every URI-looking word in it, and every secret of the URIs this process connected
-with (:func:`remember_secrets`), so driver messages and log lines cannot show one either. Every record of a
+with (:func:`remember_secrets`) wherever it stands as itself (not as letters of a longer word: a password
+``p`` leaves ``Timestamp`` alone), so driver messages and log lines cannot show one either. Every record of a
 ``partner_repo`` logger (migrations included) is scrubbed as it is made, message and traceback, before any
 handler sees it (:func:`mask_library_logs`); :class:`SecretsFilter` does the same for a handler of yours.
 """
@@ -86,8 +87,16 @@ def scrub(text: str, uri: str | None = None) -> str:
         secrets |= _secrets_of(uri)
     text = _URI_IN_TEXT.sub(_masked_word, text)
     for secret in sorted(secrets, key=len, reverse=True):
-        text = text.replace(secret, MASK)
+        text = _standing(secret).sub(MASK, text)
     return text
+
+
+def _standing(secret: str) -> re.Pattern[str]:
+    """Where ``secret`` stands in text as itself, not as letters of a longer word: a password ``p`` is masked
+    in ``password 'p'``, never in ``Timestamp`` or ``operationTime``."""
+    before = r"(?<!\w)" if re.match(r"\w", secret[0]) else ""
+    after = r"(?!\w)" if re.match(r"\w", secret[-1]) else ""
+    return re.compile(before + re.escape(secret) + after)
 
 
 def remember_secrets(uri: str) -> None:

@@ -34,7 +34,7 @@ from partner_repo.admin.views import (
 from partner_repo.admin.windows import Anchors, Window, WindowWalk
 from partner_repo.clock import to_utc_ms, utc_now
 from partner_repo.database import MongoDatabase
-from partner_repo.errors import InvalidInput, NotFound
+from partner_repo.errors import InvalidInput, NotFound, found
 from partner_repo.indexes import UNITS
 from partner_repo.models import Message
 from partner_repo.storage import MAX_DOCUMENT_BYTES, NOT_ERASED, is_tombstone, live, marked
@@ -183,18 +183,22 @@ class SliceQueries:
         documents = await self._aggregate([*query.pipeline(), {"$count": "slices"}], 1)
         return int(documents[0]["slices"]) if documents else 0
 
-    async def get(self, slice_id: str) -> SliceDetail:
-        """A slice, its unit and core ids, and the messages of its interval; :class:`NotFound` if absent."""
+    async def require(self, slice_id: str) -> SliceDetail:
+        """The slice :meth:`get` answers; :class:`NotFound` where it answers None."""
+        return found(await self.get(slice_id), f"slice {slice_id!r}")
+
+    async def get(self, slice_id: str) -> SliceDetail | None:
+        """A slice, its unit and core ids, and the messages of its interval; None if absent."""
         slice_id = require_id(slice_id, "slice_id")
         document = await self._units.find_one(
             {"slice_ids": slice_id},
             {"core_id": 1, "slices": {"$elemMatch": {"id": slice_id}}},
             max_time_ms=self._max_time_ms,
         )
-        found = (document or {}).get("slices") or []
-        if not found:
-            raise NotFound(f"no slice {slice_id!r}")
-        view = SliceView.from_document(document["_id"], document.get("core_id"), found[0])
+        pieces = (document or {}).get("slices") or []
+        if not pieces:
+            return None
+        view = SliceView.from_document(document["_id"], document.get("core_id"), pieces[0])
         messages = await self.messages(view.unit_id, view.start_index or 0, view.end_index or 0)
         return SliceDetail(**view.model_dump(), messages=messages)
 

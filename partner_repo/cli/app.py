@@ -6,7 +6,9 @@ Only this module imports the subcommands; they and it share their plumbing throu
 
 from __future__ import annotations
 
-import os
+import sys
+from collections.abc import Sequence
+from typing import Any
 
 import click
 
@@ -16,21 +18,35 @@ from partner_repo.cli.demo import demo
 from partner_repo.cli.erasure import forget
 from partner_repo.cli.listen import listen
 from partner_repo.cli.listener_status import listener
-from partner_repo.cli.logs import configure_logging, format_option, level_option
+from partner_repo.cli.logs import format_option, level_option
 from partner_repo.cli.maintenance import check, import_state, repair
 from partner_repo.cli.migrate import migrate
 from partner_repo.cli.resummarize import resummarize
 from partner_repo.cli.roll_idle import roll_idle
-from partner_repo.cli.runtime import one_line_errors, resolve_connection
+from partner_repo.cli.runtime import (
+    EXIT_USAGE,
+    interruptions,
+    one_line_errors,
+    undecodable_argument,
+)
+from partner_repo.cli.shared import remember_root, share_root_options
 from partner_repo.cli.slices import slices, units
 
 
 class RootGroup(click.Group):
     """The root group: whatever a command raises of the library's errors is one line, never a traceback (a
-    bad setting may be read outside a command's coroutine)."""
+    bad setting may be read outside a command's coroutine); so is an argument that is no UTF-8 (exit 2) and
+    Ctrl-C (exit 130, saying how far the command got)."""
+
+    def main(self, args: Sequence[str] | None = None, *rest: Any, **options: Any) -> Any:
+        arguments = list(sys.argv[1:] if args is None else args)
+        if (problem := undecodable_argument(arguments)) is not None:
+            click.echo(f"error: {problem}", err=True)
+            sys.exit(EXIT_USAGE)
+        return super().main(arguments, *rest, **options)
 
     def invoke(self, ctx: click.Context) -> object:
-        with one_line_errors():
+        with interruptions(ctx), one_line_errors():
             return super().invoke(ctx)
 
 
@@ -52,11 +68,13 @@ class RootGroup(click.Group):
 def main(
     ctx: click.Context, uri: str | None, db_name: str | None, in_memory: bool, log_level: str, log_format: str
 ) -> None:
-    """partner-repo: the memory of the Partner agent (cores, units, slices) in MongoDB."""
-    ctx.call_on_close(configure_logging(log_level, log_format))
-    ctx.obj = resolve_connection(uri, db_name, os.environ, in_memory=in_memory)
-    ctx.meta["explicit_uri"] = ctx.obj.uri if ctx.obj.uri_from == "--uri" else None
-    ctx.meta["explicit_db"] = db_name or None
+    """partner-repo: the memory of the Partner agent (cores, units, slices) in MongoDB.
+
+    The options below may also follow the command (partner-repo slices list --uri URI); given there, they win.
+    """
+    remember_root(
+        ctx, uri=uri, db_name=db_name, in_memory=in_memory, log_level=log_level, log_format=log_format
+    )
 
 
 for command in (
@@ -75,3 +93,4 @@ for command in (
     units,
 ):
     main.add_command(command)
+share_root_options(main)

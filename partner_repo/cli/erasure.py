@@ -1,7 +1,8 @@
 """``partner-repo forget CORE --yes``: erase a core's memory (or its units before a date, or only its window).
 
-Nothing is erased without ``--yes``. The command prints what it removed (``--json`` for scripts); run again
-after a failure, it finishes the erasure the failed run left (see ``docs/erasure.md``).
+Nothing is erased without ``--yes``: without it, the command counts what it would erase. The command prints
+what it removed (``--json`` for scripts); run again after a failure, it finishes the erasure the failed run
+left (see ``docs/erasure.md``).
 """
 
 from __future__ import annotations
@@ -15,12 +16,15 @@ import click
 from partner_repo.cli.output import ISO_DATETIME, echo_json, json_option, when
 from partner_repo.cli.runtime import connection, run_async
 from partner_repo.erasure.eraser import LEASE_WAIT, ErasureReport, MemoryEraser
+from partner_repo.erasure.preview import ErasurePreview
 from partner_repo.erasure.requests import ErasureRequest
 
 
 @click.command()
 @click.argument("core_id", metavar="[CORE]", required=False)
-@click.option("--yes", is_flag=True, help="Erase: without it nothing is changed.")
+@click.option(
+    "--yes", is_flag=True, help="Erase: without it, what would be erased is shown, nothing changed."
+)
 @click.option(
     "--before",
     type=ISO_DATETIME,
@@ -51,7 +55,7 @@ def forget(
     wait: float,
     as_json: bool,
 ) -> None:
-    """Erase a core: its window, its units and what names them (nothing without --yes).
+    """Erase a core: its window, its units and what names them (without --yes: only what it would erase).
 
     Also removes every listener group's progress on those units and their dead letters; listener groups then
     tell their consumers that have on_erased (ids only). Run again after a failure: it finishes what the
@@ -64,12 +68,13 @@ def forget(
         raise click.UsageError("give the CORE to forget (or --pending)")
     if before is not None and window_only:
         raise click.UsageError("--before and --window-only exclude each other")
-    if not yes and not pending:  # --pending alone only lists
-        raise click.UsageError(f"{_what(core_id, before, window_only, pending)} is erased only with --yes")
-    target = connection(ctx, "read" if pending and not yes else "write")
+    target = connection(ctx, "read" if not yes else "write")
 
     async def work() -> Any:
         eraser = MemoryEraser(await target.open(), lease_wait=timedelta(seconds=wait))
+        if not yes and not pending:  # a preview: what --yes would erase, nothing changed
+            assert core_id is not None
+            return await eraser.preview(core_id, before=before, window_only=window_only)
         if pending:
             return await (eraser.finish_pending() if yes else eraser.unfinished())
         assert core_id is not None
@@ -86,6 +91,8 @@ def forget(
         click.echo(f"cleared the window of core {core_id}: {outcome} message(s)")
     elif isinstance(outcome, ErasureReport):
         click.echo(_describe(outcome))
+    elif isinstance(outcome, ErasurePreview):
+        click.echo(_previewed(outcome, _what(core_id, before, window_only, pending)))
     else:
         _echo_list(outcome)
 
@@ -98,6 +105,26 @@ def _what(core_id: str | None, before: datetime | None, window_only: bool, pendi
     if before is not None:
         return f"the units of core {core_id!r} that ended before {when(before)}"
     return f"core {core_id!r}"
+
+
+def _previewed(preview: ErasurePreview, what: str) -> str:
+    if preview.empty:
+        return f"nothing to forget for {what}"
+    counts = [] if preview.scope == "window" else [f"{preview.units} unit(s)", f"{preview.slices} slice(s)"]
+    if preview.scope != "window":
+        counts.append(f"{preview.messages} message(s) in them")
+    if preview.scope != "before":
+        counts.append(f"a window of {preview.window_messages} message(s)")
+    if preview.scope != "window":
+        entries = "entry" if preview.checkpoints == 1 else "entries"
+        counts += [
+            f"{preview.checkpoints} listener progress {entries}",
+            f"{preview.dead_letters} dead letter(s)",
+        ]
+    kept = (
+        f"; the current session's units stay: {', '.join(preview.kept_units)}" if preview.kept_units else ""
+    )
+    return f"would erase {what}: {', '.join(counts)}{kept}\nnothing was changed: add --yes to erase it"
 
 
 def _describe(report: ErasureReport) -> str:

@@ -14,11 +14,11 @@ import click
 
 from partner_repo.cli.consumers import consumer_option, consumer_registry
 from partner_repo.cli.output import Seconds
-from partner_repo.cli.runtime import connection, run_async
+from partner_repo.cli.runtime import connection, fail, run_async
 from partner_repo.cli.signals import stop_on_signals
 from partner_repo.listener.listener import DEFAULT_POLL_INTERVAL, RollingListener
 from partner_repo.listener.metrics import ListenerMetrics
-from partner_repo.listener.prometheus import serve_metrics
+from partner_repo.listener.prometheus import MetricsUnavailable, require_prometheus, serve_metrics
 from partner_repo.settings import load_settings
 
 log = logging.getLogger(__name__)
@@ -93,6 +93,11 @@ def listen(
     """Deliver every roll to the given consumers until SIGINT/SIGTERM."""
     target = connection(ctx, "daemon")
     registry = consumer_registry(consumer_paths)
+    if metrics_port is not None:
+        try:
+            require_prometheus()  # before connecting: the option cannot work as the install stands
+        except MetricsUnavailable as exc:
+            fail(f"--metrics-port: {exc}")
 
     async def work() -> None:
         metrics = ListenerMetrics() if metrics_port is not None else None

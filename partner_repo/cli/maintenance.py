@@ -16,11 +16,14 @@ from rich.table import Table
 from partner_repo.admin.check import CheckReport, RepairReport, UnitChecker
 from partner_repo.admin.inspection import InvariantViolation
 from partner_repo.cli.output import console, echo_json, json_option
-from partner_repo.cli.progress import progress_bar
-from partner_repo.cli.runtime import EXIT_NOT_FOUND, connection, run_async
+from partner_repo.cli.progress import counted_progress, progress_bar
+from partner_repo.cli.runtime import EXIT_NOT_FOUND, connection, fail, run_async
 from partner_repo.cli.slices import open_admin, usage_errors
-from partner_repo.cores.repository import DEFAULT_CORE_ID
+from partner_repo.cores.repository import DEFAULT_CORE_ID, MemoryCoreRepository
+from partner_repo.database import MongoDatabase
+from partner_repo.errors import NotFound
 from partner_repo.importing.importer import ImportIssue, ImportReport, import_partner_state
+from partner_repo.importing.state_format import state_directory_problem
 
 _core_option = click.option("--core", "core_id", default=None, help="Only this core's units.")
 
@@ -33,8 +36,11 @@ def check(ctx: click.Context, core_id: str | None, as_json: bool) -> None:
     """Report every unit that breaks the invariants (exit 1 if any does)."""
 
     async def work() -> CheckReport:
-        with usage_errors(), progress_bar("checking units") as progress:
-            return await UnitChecker(await open_admin(ctx)).check(core_id, progress=progress)
+        with usage_errors(), counted_progress("checking units", _check_interrupted) as progress:
+            database = await open_admin(ctx)
+            report = await UnitChecker(database).check(core_id, progress=progress)
+        await _known_core(database, core_id, report.units_checked)
+        return report
 
     report = run_async(work)
     if as_json:
@@ -61,7 +67,10 @@ def repair(ctx: click.Context, core_id: str | None, as_json: bool) -> None:
 
     async def work() -> RepairReport:
         with usage_errors(), progress_bar("repairing units") as progress:
-            return await UnitChecker(await target.open()).repair(core_id, progress=progress)
+            database = await target.open()
+            report = await UnitChecker(database).repair(core_id, progress=progress)
+        await _known_core(database, core_id, report.units_checked)
+        return report
 
     report = run_async(work)
     if as_json:
@@ -95,10 +104,12 @@ def import_state(ctx: click.Context, directory: Path, core_id: str, as_json: boo
     """Import Partner's memory from its state DIRECTORY (core/memory.json, core/memory/memory-unit*.json)."""
     if not directory.is_dir():
         raise click.BadParameter(f"{directory} is not a directory", param_hint="DIRECTORY")
+    if (problem := state_directory_problem(directory)) is not None:
+        fail(problem)
     target = connection(ctx, "write")
 
     async def work() -> ImportReport:
-        with usage_errors(), progress_bar("importing unit files") as progress:
+        with usage_errors(), counted_progress("importing unit files", _import_interrupted) as progress:
             database = await target.open()
             return await import_partner_state(directory, database, core_id=core_id, progress=progress)
 
@@ -118,6 +129,33 @@ def import_state(ctx: click.Context, directory: Path, core_id: str, as_json: boo
     for title, issues in (("skipped", report.skipped), ("notes", report.warnings)):
         if issues:
             out.print(_issues_table(title, issues))
+    if report.unknown_keys:
+        out.print(_unknown_keys_table(report.unknown_keys))
+
+
+async def _known_core(database: MongoDatabase, core_id: str | None, units_checked: int) -> None:
+    """:class:`NotFound` for a ``--core`` that names no core (no core document, no unit): a typo, most
+    likely, which "checked 0 unit(s)" would pass over."""
+    if (
+        core_id is not None
+        and not units_checked
+        and await MemoryCoreRepository(database).get(core_id) is None
+    ):
+        raise NotFound(f"no core {core_id!r}: no core document and no unit has that core id")
+
+
+def _check_interrupted(done: int, total: int) -> str:
+    return (
+        f"checked {done} of {total} unit(s) (check only reads: nothing changed); run it again to check them "
+        "all, from the start"
+    )
+
+
+def _import_interrupted(done: int, total: int) -> str:
+    return (
+        f"went through {done} of {total} unit file(s); run the same command again to continue: the units "
+        "already imported are left as they are (counted as already present)"
+    )
 
 
 def _violations_table(title: str, rows: Iterable[tuple[str, str | None, InvariantViolation]]) -> Table:
@@ -135,4 +173,13 @@ def _issues_table(title: str, issues: list[ImportIssue]) -> Table:
         table.add_column(name, overflow="fold", no_wrap=name != "reason")
     for issue in issues:
         table.add_row(issue.file, issue.item, issue.reason)
+    return table
+
+
+def _unknown_keys_table(unknown: dict[str, list[str]]) -> Table:
+    table = Table(title=f"unknown keys, ignored ({len(unknown)} file(s))", title_justify="left")
+    table.add_column("file", overflow="fold", no_wrap=True)
+    table.add_column("keys", overflow="fold")
+    for file, keys in unknown.items():
+        table.add_row(file, ", ".join(keys))
     return table

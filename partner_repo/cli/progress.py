@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import contextlib
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
+from partner_repo.cli.runtime import note_interruption
 from partner_repo.progress import Progress as ProgressHook
 
 
@@ -34,6 +35,27 @@ def progress_bar(label: str) -> Iterator[ProgressHook | None]:
         yield bar.update
     finally:
         bar.close()
+
+
+@contextlib.contextmanager
+def counted_progress(label: str, interrupted: Callable[[int, int], str]) -> Iterator[ProgressHook]:
+    """A callback that always counts (``done``, ``total``), drawing :func:`progress_bar` on a terminal, so
+    that a Ctrl-C says how far the command got: ``interrupted(done, total)`` (nothing before the first
+    count)."""
+    seen: list[int] = []
+
+    def said() -> str | None:
+        return interrupted(*seen) if seen else None
+
+    note_interruption(said)
+    with progress_bar(label) as bar:
+
+        def update(done: int, total: int) -> None:
+            seen[:] = [done, total]
+            if bar is not None:
+                bar(done, total)
+
+        yield update
 
 
 class _Bar:

@@ -15,7 +15,7 @@ import click
 
 from partner_repo.cli.consumers import importable_from_working_directory
 from partner_repo.cli.output import Duration
-from partner_repo.cli.runtime import connection, run_async
+from partner_repo.cli.runtime import connection, note_interruption, run_async
 from partner_repo.cli.signals import stop_on_signals
 from partner_repo.errors import InvalidInput
 from partner_repo.plugins import import_object
@@ -79,9 +79,19 @@ def roll_idle(
     async def work() -> None:
         service = RollingService(await target.open(), summarizer, config)
         if once:
-            results = await service.roll_idle()
-            for result in results:
+            rolled: list[RollingResult] = []
+
+            def echo(result: RollingResult) -> None:
+                rolled.append(result)
                 _echo(result)
+
+            note_interruption(
+                lambda: (
+                    f"{len(rolled)} idle core(s) rolled, each in full; run it again to roll the cores "
+                    "still idle (a roll cut short is taken up again once its lease expires)"
+                )
+            )
+            results = await service.roll_idle(on_rolled=echo)
             click.echo(f"{len(results)} idle core(s) rolled", err=True)
             return
         stop = asyncio.Event()

@@ -2,14 +2,16 @@
 coroutine, and turning library errors into one line on stderr and an exit code.
 
 Exit codes: 0 ok, 1 not found or invariant failures found, 2 usage (click's own, an unusable option value or
-setting, a command that writes or runs until stopped with no database named) and an unreachable server.
-Every error but click's own usage errors is one line on stderr.
+setting, a command that writes or runs until stopped with no database named, an argument that is no UTF-8)
+and an unreachable server; 130 interrupted (Ctrl-C). Every error but click's own usage errors is one line on
+stderr.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, NoReturn, TypeVar
@@ -27,6 +29,9 @@ T = TypeVar("T")
 EXIT_OK = 0
 EXIT_NOT_FOUND = 1
 EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
+"""Ctrl-C (SIGINT), as a shell reports a process it ended: 128 + 2."""
+INTERRUPTION_NOTE = "partner_repo.interruption_note"
 
 
 Use = Literal["read", "write", "daemon"]
@@ -133,6 +138,40 @@ def one_line_errors() -> Iterator[None]:
     except PartnerRepoError as exc:
         click.echo(f"error: {scrub(str(exc))}", err=True)
         raise SystemExit(EXIT_NOT_FOUND) from None
+
+
+def undecodable_argument(arguments: list[str]) -> str | None:
+    """Why one of the command line's ``arguments`` cannot be used (bytes that are no UTF-8, which Python
+    holds as lone surrogates), or ``None``. An argument naming an existing file is left to the command (the
+    file system takes any bytes)."""
+    for position, argument in enumerate(arguments, 1):
+        try:
+            argument.encode("utf-8")
+        except UnicodeEncodeError:
+            if os.path.lexists(argument.encode("utf-8", "surrogateescape")):
+                continue
+            shown = argument.encode("utf-8", "surrogateescape").decode("ascii", "backslashreplace")
+            return f"argument {position} ('{shown}') is not valid UTF-8: pass it as UTF-8 text"
+    return None
+
+
+def note_interruption(note: Callable[[], str | None]) -> None:
+    """What a Ctrl-C of the running command should say: how far it got and whether running it again
+    continues (``note`` is asked when the interruption comes; ``None`` says nothing more)."""
+    click.get_current_context().meta[INTERRUPTION_NOTE] = note
+
+
+@contextlib.contextmanager
+def interruptions(ctx: click.Context) -> Iterator[None]:
+    """Ctrl-C (``KeyboardInterrupt``, or click's ``Abort`` at a prompt) ends the command with one line on
+    stderr, saying how far it got when the command noted it (:func:`note_interruption`), and exit 130."""
+    try:
+        yield
+    except (KeyboardInterrupt, click.Abort):
+        note = ctx.meta.get(INTERRUPTION_NOTE)
+        said = note() if note is not None else None
+        click.echo(f"interrupted: {said}" if said else "interrupted", err=True)
+        raise SystemExit(EXIT_INTERRUPTED) from None
 
 
 def run_async(work: Callable[[], Awaitable[T]]) -> T:

@@ -14,7 +14,7 @@ import click
 from rich.table import Table
 
 from partner_repo.admin.queries import DEFAULT_LIMIT, MAX_LIMIT, SliceQueries
-from partner_repo.admin.views import MemoryStats, SliceDetail, UnitView
+from partner_repo.admin.views import MemoryStats, SliceDetail, SliceView, UnitView
 from partner_repo.cli.output import (
     ISO_DATETIME,
     console,
@@ -28,7 +28,7 @@ from partner_repo.cli.output import (
     slices_table,
     when,
 )
-from partner_repo.cli.runtime import connection, run_async
+from partner_repo.cli.runtime import connection, note_interruption, run_async
 from partner_repo.database import MongoDatabase
 from partner_repo.errors import InvalidCursor, InvalidInput, InvalidSettings
 from partner_repo.models import Message
@@ -107,7 +107,10 @@ def list_slices(
         }
         cursor = after
         shown = 0
-        rows = []
+        rows: list[SliceView] = []
+        resume = [after]  # the cursor after the last page printed in full (streamed --json --all)
+        if walk_all:
+            note_interruption(lambda: _list_interrupted(as_json, shown, len(rows), resume[0]))
         if as_json and walk_all:
             click.echo('{"items": [', nl=False)
         while True:
@@ -119,6 +122,7 @@ def list_slices(
                         (",\n" if shown else "\n") + json.dumps(plain(item), ensure_ascii=False), nl=False
                     )
                     shown += 1
+                resume[0] = page.next_cursor
             elif as_json:
                 echo_json(page)
                 return
@@ -149,7 +153,7 @@ def show_slice(ctx: click.Context, slice_id: str, as_json: bool) -> None:
 
     async def work() -> SliceDetail:
         with usage_errors():
-            return await SliceQueries(await open_admin(ctx)).get(slice_id)
+            return await SliceQueries(await open_admin(ctx)).require(slice_id)
 
     detail = run_async(work)
     if as_json:
@@ -282,6 +286,14 @@ def show_unit(ctx: click.Context, unit_id: str, with_messages: bool, as_json: bo
     out.print(slices_table(view.slices, title="slices"))
     if messages is not None:
         out.print(_messages_table(messages, first=0))
+
+
+def _list_interrupted(streamed: bool, printed: int, read: int, resume: str | None) -> str:
+    if not streamed:
+        return f"read {read} slice(s), none printed yet (the table is printed once every page is read)"
+    if resume is None:
+        return f"printed {printed} slice(s); run it again to list them from the start"
+    return f"printed {printed} slice(s); add --after {resume} to continue after the last page printed in full"
 
 
 def _messages_table(messages: list[Message], *, first: int) -> Table:

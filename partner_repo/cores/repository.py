@@ -23,7 +23,7 @@ from partner_repo.cores.state import WindowState, count_window, is_count, repair
 from partner_repo.cores.trim import clear_front, trim_front, window_of_size
 from partner_repo.cores.window import dropped_count
 from partner_repo.database import MongoDatabase
-from partner_repo.errors import ConflictError, InvalidInput, LeaseLost, WindowTooLarge
+from partner_repo.errors import ConflictError, InvalidInput, LeaseLost, WindowTooLarge, found
 from partner_repo.indexes import CORES
 from partner_repo.models import MemoryCore, Message
 from partner_repo.storage import MAX_MESSAGE_BYTES, bson_size, messages_bytes
@@ -51,6 +51,10 @@ class MemoryCoreRepository:
     async def get(self, core_id: str = DEFAULT_CORE_ID) -> MemoryCore | None:
         document = await self._cores.find_one({"_id": require_id(core_id, "core_id")})
         return None if document is None else MemoryCore.model_validate(document)
+
+    async def require(self, core_id: str = DEFAULT_CORE_ID) -> MemoryCore:
+        """The core; :class:`NotFound` where :meth:`get` answers None."""
+        return found(await self.get(core_id), f"core {core_id!r}")
 
     async def get_or_create(
         self, core_id: str = DEFAULT_CORE_ID, *, now: datetime | None = None
@@ -283,8 +287,7 @@ class MemoryCoreRepository:
         so the positions they held are never taken by other messages; the caller marks them taken on the
         session's unit first (``MemoryEraser.clear_window``), so no roller stores them.
 
-        Guarded on the window as read: a ``record`` in between makes it read again and retry.
-        """
+        Guarded on the window as read: a ``record`` in between makes it read again and retry."""
         return await clear_front(
             self._cores, require_id(core_id, "core_id"), require_id(lease_owner, "lease_owner")
         )
@@ -310,8 +313,7 @@ class MemoryCoreRepository:
     async def idle_core_ids(self, idle_since: datetime) -> list[str]:
         """Cores idle since before ``idle_since`` with more than one message and no idle roll since then.
 
-        The longest idle first; served by the ``idle_pending`` index.
-        """
+        The longest idle first; served by the ``idle_pending`` index."""
         cutoff = optional_datetime(idle_since, "idle_since")
         query = {
             "idle_rolled": {"$in": [False, None]},
@@ -327,8 +329,7 @@ class MemoryCoreRepository:
 
         Two first-time upserts may race on the insert; the loser retries as an update. A counted write matches
         only a core whose count exists, so a core written before the count (or by another tool) fails the
-        same way, once: it is counted, then the write is sent again.
-        """
+        same way, once: it is counted, then the write is sent again."""
         query = _counted(core_id) if counted else {"_id": core_id}
         projection = state_projection() if counted else None
         for _ in range(UPSERT_ATTEMPTS):

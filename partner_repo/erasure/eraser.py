@@ -35,6 +35,7 @@ from partner_repo.clock import utc_now
 from partner_repo.cores.hold import CoreHold
 from partner_repo.cores.repository import MemoryCoreRepository
 from partner_repo.database import MongoDatabase
+from partner_repo.erasure.preview import ErasurePreview, preview_erasure
 from partner_repo.erasure.requests import ErasureRequest, ErasureRequests
 from partner_repo.erasure.tombstones import tombstone_units
 from partner_repo.errors import ConflictError, InvalidInput
@@ -181,6 +182,20 @@ class MemoryEraser:
                 until=core.window_start + len(core.chat_messages),
             )
             return await MemoryCoreRepository(self._database).clear_window(core_id, lease_owner=owner)
+
+    async def preview(
+        self, core_id: str, *, before: datetime | None = None, window_only: bool = False
+    ) -> ErasurePreview:
+        """What :meth:`forget` (``forget_before`` with ``before``, ``clear_window`` with ``window_only``)
+        would remove now, counted without changing anything."""
+        core_id = require_id(core_id, "core_id")
+        if window_only:
+            return await preview_erasure(self._database, core_id, "window")
+        if before is None:
+            return await preview_erasure(self._database, core_id, "core")
+        cutoff = optional_datetime(before, "before")
+        kept = await self._current_units(await MemoryCoreRepository(self._database).get(core_id))
+        return await preview_erasure(self._database, core_id, "before", before=cutoff, kept=kept)
 
     async def unfinished(self, core_id: str | None = None) -> list[ErasureRequest]:
         """Erasures a run left unfinished (of one core, when given), oldest first."""

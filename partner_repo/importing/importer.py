@@ -28,16 +28,23 @@ from partner_repo.cores.repository import DEFAULT_CORE_ID, MemoryCoreRepository
 from partner_repo.database import MongoDatabase
 from partner_repo.encoding import require_encodable
 from partner_repo.errors import ConflictError, DuplicateSliceId, InvalidInput, UnitTooLarge
-from partner_repo.importing.state_format import EPOCH, ImportIssue, partner_unit, printable
+from partner_repo.importing.state_format import (
+    CORE_FIELDS,
+    EPOCH,
+    MEMORY_JSON,
+    UNIT_FIELDS,
+    UNIT_PREFIX,
+    UNITS_DIR,
+    ImportIssue,
+    partner_unit,
+    printable,
+    unknown_keys,
+)
 from partner_repo.models import MemoryUnit
 from partner_repo.normalization import new_slice_id, normalize_unit
 from partner_repo.progress import Progress
 from partner_repo.units.repository import MemoryUnitRepository
 from partner_repo.validation import id_problem, require_id
-
-MEMORY_JSON = Path("core") / "memory.json"
-UNITS_DIR = Path("core") / "memory"
-UNIT_PREFIX = "memory-unit"
 
 T = TypeVar("T")
 
@@ -49,7 +56,9 @@ the driver raises for network errors too) are not the file's: they stop the impo
 
 
 class ImportReport(BaseModel):
-    """What an import did. ``units_imported`` is what was new; units already stored count as unchanged."""
+    """What an import did. ``units_imported`` is what was new; units already stored count as unchanged.
+    ``unknown_keys`` maps a file (relative to the state directory) to its keys that are no part of Partner's
+    format, which were ignored (a misspelt key is data the import did not bring in)."""
 
     core_id: str
     units_imported: int = 0
@@ -60,6 +69,7 @@ class ImportReport(BaseModel):
     session_set: bool = False
     skipped: list[ImportIssue] = []
     warnings: list[ImportIssue] = []
+    unknown_keys: dict[str, list[str]] = {}
 
     @property
     def new(self) -> int:
@@ -145,6 +155,7 @@ def _read_memory_json(root: Path, report: ImportReport) -> tuple[str | None, lis
     data = _load_object(root / MEMORY_JSON, name, report)
     if data is None:
         return None, None
+    _note_unknown_keys(data, CORE_FIELDS, name, report)
     session = data.get("memory_session_id")
     if not isinstance(session, str) or not session.strip():
         report.skipped.append(
@@ -189,6 +200,11 @@ def _encodable(text: str, item: str, name: str, report: ImportReport, *, what: s
         report.skipped.append(ImportIssue(file=name, item=item, reason=str(exc)))
         return False
     return True
+
+
+def _note_unknown_keys(data: dict[str, Any], known: tuple[str, ...], name: str, report: ImportReport) -> None:
+    if unknown := unknown_keys(data, known):
+        report.unknown_keys[name] = unknown
 
 
 def _unit_files(root: Path) -> dict[str, Path]:
@@ -247,6 +263,7 @@ async def _import_file(
     data, modified_at = await asyncio.to_thread(_read_unit_file, file, name, report)
     if data is None:
         return
+    _note_unknown_keys(data, UNIT_FIELDS, name, report)
     issues: list[ImportIssue] = []
     unit = partner_unit(data, unit_id, core_id, name, issues)
     report.skipped += [i for i in issues if i.item != "unit"]

@@ -12,6 +12,7 @@ import json
 import math
 from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
@@ -24,10 +25,17 @@ from partner_repo.normalization import new_slice_id
 from partner_repo.rolling.summarizer import SUMMARY_ON_EXCEPTION
 from partner_repo.validation import id_problem
 
+MEMORY_JSON = Path("core") / "memory.json"
+UNITS_DIR = Path("core") / "memory"
+UNIT_PREFIX = "memory-unit"
 ROLES = ("user", "assistant", "system", "tool")
 MESSAGE_TIME_FIELDS = ("timestamp", "created_timestamp")
 """Where a Partner message may carry its time (epoch milliseconds); the first one present is taken."""
 SLICE_FIELDS = ("id", "start_index", "end_index", "summary", "created_timestamp")
+UNIT_FIELDS = ("id", "update_timestamp", "conversation_messages", "memory_slices")
+"""The keys of a Partner unit object; any other key is reported (``ImportReport.unknown_keys``), ignored."""
+CORE_FIELDS = ("memory_session_id", "memory_unit_uuid_set")
+"""The keys of ``core/memory.json``; any other key is reported and ignored."""
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 FIRST_MS = -62_135_596_800_000
@@ -99,6 +107,25 @@ def partner_unit(
     return MemoryUnit(
         id=unit_id, core_id=core_id, conversation_messages=messages, slices=slices, updated_at=updated_at
     )
+
+
+def state_directory_problem(path: str | Path) -> str | None:
+    """Why ``path`` is no Partner state directory (not a directory, or no ``core/memory.json`` in it), or
+    ``None``. The library imports such a directory anyway (what it finds, reported); ``import-state``
+    refuses it, as it is most likely the wrong directory."""
+    root = Path(path)
+    if not root.is_dir():
+        return f"{printable(str(path))} is not a directory"
+    if not (root / MEMORY_JSON).is_file():
+        return f"{printable(str(path))} is not a Partner state directory (it has no {MEMORY_JSON.as_posix()})"
+    return None
+
+
+def unknown_keys(data: Mapping[str, Any], known: tuple[str, ...]) -> list[str]:
+    """The keys of ``data`` that are not part of Partner's format (``known``), in the file's order, printable:
+    a unit whose slices sit under ``"slices"`` rather than ``"memory_slices"`` has the unknown key ``slices``
+    (and no slices)."""
+    return [printable(str(key)) for key in data if key not in known]
 
 
 def epoch_ms(value: Any, what: str) -> datetime | None:
@@ -251,4 +278,13 @@ def _is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-__all__ = ["ImportIssue", "epoch_ms", "partner_unit", "printable"]
+__all__ = [
+    "CORE_FIELDS",
+    "UNIT_FIELDS",
+    "ImportIssue",
+    "epoch_ms",
+    "partner_unit",
+    "printable",
+    "state_directory_problem",
+    "unknown_keys",
+]

@@ -104,6 +104,11 @@ class MetricsServer:
         self._thread.join(timeout=5)
 
 
+def require_prometheus() -> None:
+    """:class:`MetricsUnavailable` unless the ``metrics`` extra is installed (checked before starting)."""
+    _client()
+
+
 def serve_metrics(metrics: ListenerMetrics, port: int, host: str = "0.0.0.0") -> MetricsServer:
     """Serve ``metrics`` at ``http://host:port/metrics`` (``port=0``: a free port, see ``.port``)."""
     client = _client()
@@ -123,4 +128,10 @@ def _value(figures: ConsumerMetrics, attribute: str) -> float:
     return float(getattr(figures, attribute))
 
 
-__all__ = ["ListenerCollector", "MetricsServer", "MetricsUnavailable", "serve_metrics"]
+__all__ = [
+    "ListenerCollector",
+    "MetricsServer",
+    "MetricsUnavailable",
+    "require_prometheus",
+    "serve_metrics",
+]

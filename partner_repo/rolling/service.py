@@ -351,9 +351,11 @@ class RollingService:
 
     # -- the idle scheduler ----------------------------------------------------------------------------------
 
-    async def roll_idle(self, now: datetime | None = None) -> list[RollingResult]:
+    async def roll_idle(
+        self, now: datetime | None = None, *, on_rolled: RolledCallback | None = None
+    ) -> list[RollingResult]:
         """One pass of the idle scheduler: roll (with session refresh) every core idle at ``now``."""
-        return await self._idle_pass(self._now(now), None, None)
+        return await self._idle_pass(self._now(now), None, on_rolled)
 
     async def run_idle_scheduler(
         self, stop_event: asyncio.Event, *, on_rolled: RolledCallback | None = None
@@ -361,8 +363,8 @@ class RollingService:
         """Every ``check_interval``, roll each idle core; returns when ``stop_event`` is set.
 
         A failing core or pass is logged and the scheduler goes on. ``on_rolled`` (sync or async) receives
-        every result. Several processes may run it at once: the lease gives each idle core to one of them.
-        """
+        every result (as ``roll_idle``'s does). Several processes may run it at once: the lease gives each
+        idle core to one of them."""
         interval = self._config.check_interval.total_seconds()
         while not stop_event.is_set():
             try:
@@ -376,9 +378,8 @@ class RollingService:
         self, stamp: datetime, stop_event: asyncio.Event | None, on_rolled: RolledCallback | None
     ) -> list[RollingResult]:
         idle = await self._cores.idle_core_ids(stamp - self._config.idle_after)
-        return await idle_pass(
-            idle, lambda core_id: self.maybe_roll(core_id, now=stamp), stop_event, on_rolled
-        )
+        roll = lambda core_id: self.maybe_roll(core_id, now=stamp)  # noqa: E731
+        return await idle_pass(idle, roll, stop_event, on_rolled)
 
     # -- helpers ---------------------------------------------------------------------------------------------
 
@@ -393,8 +394,7 @@ class RollingService:
 
 
 def _keep_session(_core: MemoryCore, _skipped: int) -> bool:
-    """A roll that keeps the session (the one a turn the window cannot take makes first)."""
-    return False
+    return False  # a roll that keeps the session (the one a turn the window cannot take makes first)
 
 
 __all__ = ["APPEND_ATTEMPTS", "Clock", "RolledCallback", "RollingService", "Trigger"]

@@ -27,6 +27,7 @@ from partner_repo.errors import (
     NotFound,
     UnitTooLarge,
     UnreadableUnit,
+    found,
 )
 from partner_repo.indexes import UNIT_FINGERPRINT_INDEX, UNITS
 from partner_repo.models import MemorySlice, MemoryUnit, Message
@@ -115,6 +116,10 @@ class MemoryUnitRepository:
         document = await self._units.find_one({"_id": require_id(unit_id, "unit_id")})
         return None if document is None or is_tombstone(document) else unit_from_document(document)
 
+    async def require(self, unit_id: str) -> MemoryUnit:
+        """The whole unit; :class:`NotFound` where :meth:`get` answers None."""
+        return found(await self.get(unit_id), f"unit {unit_id!r}")
+
     async def head(self, unit_id: str, *, cached: bool = False) -> UnitHead | None:
         """The unit's head (counts, version, positions mark, last slice) without its messages, or None.
 
@@ -194,8 +199,7 @@ class MemoryUnitRepository:
         """Every unit's id and fingerprint in id order, read from the ``unit_fingerprint`` index alone.
 
         Ids are as stored: another tool's document may have one that is not a string (``outline`` then
-        raises :class:`UnreadableUnit`), so a walk can skip it and go on.
-        """
+        raises :class:`UnreadableUnit`), so a walk can skip it and go on."""
         projection = {"_id": 1, **dict.fromkeys(FINGERPRINT_FIELDS, 1)}
         try:
             cursor = self._reads.find({}, projection).hint(UNIT_FINGERPRINT_INDEX).sort("_id", ASCENDING)
@@ -232,8 +236,7 @@ class MemoryUnitRepository:
         A unit written by another tool is completed (normalized, derived fields) first, as ``head`` does, so
         every slice has an id. A stored document that cannot be read as a unit (an ``_id`` that is not a
         string, an invalid slice or core id, a completion that fails) raises :class:`UnreadableUnit`; an id
-        no document has and no unit could have raises :class:`InvalidInput`.
-        """
+        no document has and no unit could have raises :class:`InvalidInput`."""
         problem = stored_id_problem(unit_id)
         if problem is not None:
             if await self._reads.find_one({"_id": {"$eq": unit_id}}, {"_id": 1}) is None:
@@ -374,8 +377,7 @@ class MemoryUnitRepository:
         then moves to the increment's end). A fence that fails raises :class:`StaleIncrement` and writes
         nothing (a repeat of an append that did land, same ``slice_id``, returns the stored slice): a roller
         delayed past its lease never stores what another stored meanwhile (:mod:`.increment`); ``trimmed_to``
-        is kept with the mark. ``unsummarized`` marks the summary as a placeholder.
-        """
+        is kept with the mark. ``unsummarized`` marks the summary as a placeholder."""
         request = append_request(
             unit_id,
             messages,

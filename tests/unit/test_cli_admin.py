@@ -215,6 +215,25 @@ def test_repair_exits_1_when_a_unit_cannot_be_repaired(cli_db: Any) -> None:
     assert "not repaired" in result.output and "robot" in result.output
 
 
+def test_check_of_an_unknown_core_says_so_in_one_line_and_exits_1(cli_db: Any) -> None:
+    result = CliRunner().invoke(main, ["--in-memory", "check", "--core", "alcie"])
+
+    assert result.exit_code == 1
+    assert result.stderr == "error: no core 'alcie': no core document and no unit has that core id\n"
+
+
+def test_repair_of_an_unknown_core_says_so_and_exits_1(cli_db: Any) -> None:
+    result = CliRunner().invoke(main, ["--in-memory", "repair", "--core", "alcie"])
+
+    assert result.exit_code == 1 and "no core 'alcie'" in result.stderr
+
+
+def test_check_of_a_core_with_units_but_no_core_document_checks_them(cli_db: Any) -> None:
+    result = run("check", "--core", "alice")
+
+    assert result.exit_code == 0 and "checked 1 unit(s)" in result.output
+
+
 def test_import_state_imports_a_partner_directory_and_reports(cli_db: Any, tmp_path: Path) -> None:
     (tmp_path / "core" / "memory").mkdir(parents=True)
     (tmp_path / "core" / "memory.json").write_text(
@@ -240,6 +259,36 @@ def test_import_state_of_a_missing_directory_is_a_usage_error(cli_db: Any, tmp_p
     result = run("import-state", str(tmp_path / "nope"))
 
     assert result.exit_code == 2 and "is not a directory" in result.output
+
+
+def test_import_state_reports_unknown_keys_per_file_in_its_table_and_json(
+    cli_db: Any, tmp_path: Path
+) -> None:
+    (tmp_path / "core" / "memory").mkdir(parents=True)
+    (tmp_path / "core" / "memory.json").write_text(json.dumps({"memory_unit_uuid_set": ["p1"]}))
+    (tmp_path / "core" / "memory" / "memory-unitp1.json").write_text(
+        json.dumps({"conversation_messages": [], "slices": []})
+    )
+
+    table = run("import-state", str(tmp_path), "--core", "partner")
+    as_json = run("import-state", str(tmp_path), "--core", "partner", "--json")
+
+    assert "unknown keys, ignored (1 file(s))" in table.output
+    assert "core/memory/memory-unitp1.json" in table.output and "slices" in table.output
+    assert json.loads(as_json.output)["unknown_keys"] == {"core/memory/memory-unitp1.json": ["slices"]}
+
+
+def test_import_state_refuses_a_directory_without_memory_json_in_one_line(
+    cli_db: Any, tmp_path: Path
+) -> None:
+    (tmp_path / "core" / "memory").mkdir(parents=True)
+
+    result = CliRunner().invoke(main, ["--in-memory", "import-state", str(tmp_path)])
+
+    assert result.exit_code == 2
+    assert result.stderr.splitlines() == [
+        f"error: {tmp_path} is not a Partner state directory (it has no core/memory.json)"
+    ]
 
 
 def test_an_unreachable_server_prints_one_line_naming_the_host(monkeypatch: pytest.MonkeyPatch) -> None:

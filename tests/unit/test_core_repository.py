@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from partner_repo import DEFAULT_CORE_ID, MemoryCore, MemoryCoreRepository
+from partner_repo import DEFAULT_CORE_ID, MemoryCore, MemoryCoreRepository, NotFound
 
 T0 = datetime(2024, 1, 1, tzinfo=UTC)
 
@@ -24,6 +24,17 @@ def is_uuid4(value: str) -> bool:
 
 async def test_get_of_an_unknown_core_is_none(cores: MemoryCoreRepository) -> None:
     assert await cores.get("nobody") is None
+
+
+async def test_require_of_an_unknown_core_raises_not_found(cores: MemoryCoreRepository) -> None:
+    with pytest.raises(NotFound, match="no core 'nobody'"):
+        await cores.require("nobody")
+
+
+async def test_require_of_a_core_is_what_get_answers(cores: MemoryCoreRepository) -> None:
+    created = await cores.get_or_create("alice", now=T0)
+
+    assert await cores.require("alice") == created == await cores.get("alice")
 
 
 async def test_get_or_create_creates_the_default_core_with_a_fresh_session(

@@ -216,8 +216,9 @@ async def test_admin_slice_queries_find_nothing_of_an_erased_unit(database: Any)
     assert (await queries.find(unit_id=unit_id)).items == []
     assert await queries.count(unit_id=unit_id) == 0
     assert slice_id not in {s.id for s in (await queries.find(order="asc")).items}
+    assert await queries.get(slice_id) is None
     with pytest.raises(NotFound):
-        await queries.get(slice_id)
+        await queries.require(slice_id)
 
 
 async def test_stats_count_no_tombstone_as_a_unit(database: Any) -> None:

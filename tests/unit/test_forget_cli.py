@@ -34,11 +34,39 @@ def run(*args: str) -> Result:
     return CliRunner().invoke(main, ["--in-memory", *args], catch_exceptions=False)
 
 
-def test_without_yes_nothing_is_erased_and_it_is_a_usage_error(cli_db: Any) -> None:
+def test_without_yes_nothing_is_erased_and_what_would_be_is_counted(cli_db: Any) -> None:
     result = run("forget", "alice")
 
-    assert result.exit_code == 2 and "core 'alice' is erased only with --yes" in result.output
+    assert result.exit_code == 0, result.output
+    assert result.output.splitlines() == [
+        "would erase core 'alice': 2 unit(s), 2 slice(s), 4 message(s) in them, a window of 1 message(s), "
+        "0 listener progress entries, 0 dead letter(s)",
+        "nothing was changed: add --yes to erase it",
+    ]
     assert len(asyncio.run(unit_ids_of(cli_db, "alice"))) == 2
+
+
+def test_the_preview_of_a_window_only_erasure_counts_the_window(cli_db: Any) -> None:
+    result = run("forget", "alice", "--window-only")
+
+    assert result.exit_code == 0
+    assert result.output.splitlines()[0] == "would erase the window of core 'alice': a window of 1 message(s)"
+
+
+def test_the_preview_of_an_erasure_before_a_date_keeps_the_window_and_the_session(cli_db: Any) -> None:
+    session = asyncio.run(MemoryCoreRepository(cli_db).session_id("alice"))
+
+    result = run("forget", "alice", "--before", "2999-01-01", "--json")
+
+    preview = json.loads(result.output)
+    assert result.exit_code == 0 and (preview["scope"], preview["window_messages"]) == ("before", 0)
+    assert (preview["units"], preview["kept_units"]) == (2, [session])
+
+
+def test_the_preview_of_an_unknown_core_says_there_is_nothing_to_forget(cli_db: Any) -> None:
+    result = run("forget", "nobody")
+
+    assert result.exit_code == 0 and result.output.strip() == "nothing to forget for core 'nobody'"
 
 
 def test_forget_erases_the_core_and_says_what_it_removed(cli_db: Any) -> None:

@@ -359,6 +359,29 @@ async def test_a_broken_memory_json_is_reported(tmp_path: Path, database: Any) -
     ]
 
 
+async def test_unknown_keys_of_a_unit_file_are_reported_for_that_file(tmp_path: Path, database: Any) -> None:
+    write(tmp_path, "core/memory.json", {"memory_unit_uuid_set": ["u1", "u2"]})
+    unit_file(
+        tmp_path, "u1", {"conversation_messages": [msg("user", "x")], "slices": [slice_("s", 0, 1, "x", 1)]}
+    )
+    unit_file(tmp_path, "u2", {"conversation_messages": [], "memory_slices": []})
+
+    report = await import_partner_state(tmp_path, database)
+
+    assert report.unknown_keys == {"core/memory/memory-unitu1.json": ["slices"]}
+    assert report.slices_imported == 0
+
+
+async def test_unknown_keys_of_memory_json_are_reported(tmp_path: Path, database: Any) -> None:
+    write(
+        tmp_path, "core/memory.json", {"memory_unit_uuid_set": [], "session": "x", "memory_session_id": "s"}
+    )
+
+    report = await import_partner_state(tmp_path, database)
+
+    assert report.unknown_keys == {"core/memory.json": ["session"]}
+
+
 async def test_a_path_that_is_not_a_directory_is_refused(tmp_path: Path, database: Any) -> None:
     with pytest.raises(InvalidInput, match="not a directory"):
         await import_partner_state(tmp_path / "nowhere", database)

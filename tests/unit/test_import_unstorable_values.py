@@ -169,6 +169,8 @@ def test_the_cli_imports_the_rest_and_names_each_file(unicode_state: Path) -> No
 def time_state(root: Path, field: str, value: Any) -> str:
     """A good unit, and one whose ``field`` (``update_timestamp`` or a slice's ``created_timestamp``) is
     ``value``; returns the bad unit's file name."""
+    (root / "core").mkdir(parents=True, exist_ok=True)
+    (root / "core" / "memory.json").write_text(json.dumps({"memory_unit_uuid_set": ["good", "bad"]}))
     unit_file(root, "good", {"update_timestamp": MS, "conversation_messages": [msg("user", "fine")]})
     updated = value if field == "update_timestamp" else MS
     created = value if field == "created_timestamp" else MS

@@ -76,6 +76,7 @@ COMMANDS = {
 def state(tmp_path: Path) -> Path:
     units = tmp_path / "core" / "memory"
     units.mkdir(parents=True)
+    (tmp_path / "core" / "memory.json").write_text(json.dumps({"memory_unit_uuid_set": ["u1"]}))
     (units / "memory-unitu1.json").write_text(json.dumps({"conversation_messages": []}))
     return tmp_path
 

@@ -166,9 +166,19 @@ async def test_get_returns_the_slice_with_its_ids_and_exactly_its_messages(datab
     assert detail.message_count == 2
 
 
-async def test_get_of_an_unknown_slice_raises_not_found(seeded: Any) -> None:
+async def test_get_of_an_unknown_slice_answers_none(seeded: Any) -> None:
+    assert await SliceQueries(seeded).get("missing") is None
+
+
+async def test_require_of_an_unknown_slice_raises_not_found(seeded: Any) -> None:
     with pytest.raises(NotFound, match="no slice 'missing'"):
-        await SliceQueries(seeded).get("missing")
+        await SliceQueries(seeded).require("missing")
+
+
+async def test_require_of_a_slice_is_what_get_answers(seeded: Any) -> None:
+    required = await SliceQueries(seeded).require("a1")
+
+    assert required == await SliceQueries(seeded).get("a1")
 
 
 async def test_unit_shows_counts_size_and_slices_without_messages(seeded: Any) -> None:

@@ -39,6 +39,17 @@ async def test_get_of_a_missing_unit_is_none(units: MemoryUnitRepository) -> Non
     assert await units.head("nobody") is None
 
 
+async def test_require_of_a_missing_unit_raises_not_found(units: MemoryUnitRepository) -> None:
+    with pytest.raises(NotFound, match="no unit 'nobody'"):
+        await units.require("nobody")
+
+
+async def test_require_of_a_unit_is_what_get_answers(units: MemoryUnitRepository) -> None:
+    saved = await units.save(MemoryUnit(id="u", core_id="c"), now=T0)
+
+    assert await units.require("u") == saved == await units.get("u")
+
+
 async def test_save_returns_the_normalized_unit_and_get_reads_it_back(units: MemoryUnitRepository) -> None:
     unit = MemoryUnit(
         id="u", core_id="c", conversation_messages=say("a", "b"), slices=[MemorySlice(summary="s")]

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from partner_repo import mask_uri
+from partner_repo import mask_uri, masking
 from partner_repo.masking import SecretsFilter, remember_secrets, scrub
 
 SECRET = "pa55w0rd"
@@ -107,6 +107,17 @@ def test_scrub_masks_the_secrets_of_a_uri_the_process_connected_with() -> None:
 
     assert scrub("auth failed for password 'Qu0ted@Secret' (Qu0ted%40Secret)") == (
         "auth failed for password '***' (***)"
+    )
+
+
+def test_a_short_password_is_masked_where_it_stands_never_inside_other_words(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(masking, "_known_secrets", set())  # "p" is remembered for this test only
+    remember_secrets("mongodb://app:p@db/")
+
+    assert scrub("{'operationTime': Timestamp(1, 1)} for password 'p' (p)") == (
+        "{'operationTime': Timestamp(1, 1)} for password '***' (***)"
     )
 
 
