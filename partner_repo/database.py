@@ -108,6 +108,7 @@ def connect(
     db_name: str = "partner",
     *,
     create_indexes: bool = True,
+    server_selection_timeout_ms: int | None = None,
     **client_options: Any,
 ) -> Connecting:
     """A ready database: the in-memory backend when ``uri`` is None, the MongoDB at ``uri`` otherwise.
@@ -119,7 +120,8 @@ def connect(
     its documents there (and creates its indexes) and leaves closing it to the application.
 
     The client gets the one connection policy (:mod:`partner_repo.connection`): its defaults, under the
-    ``client_options`` given here, under whatever the URI itself sets. A bad ``db_name`` is
+    ``client_options`` given here (``server_selection_timeout_ms`` is ``serverSelectionTimeoutMS``), under
+    whatever the URI itself sets. A bad ``db_name`` is
     :class:`InvalidInput`. A server that cannot be reached, or a URI the driver refuses, raises
     :class:`ConnectionFailed` naming the host; whatever could be a credential is masked
     (:mod:`partner_repo.masking`), in the URI and in the driver's text, and the secrets of ``uri`` are masked
@@ -128,6 +130,8 @@ def connect(
     if uri is not None and not isinstance(uri, str):
         return Connecting(_adopt(uri, db_name, create_indexes), owned=False)
     require_database_name(db_name)
+    if server_selection_timeout_ms is not None:
+        client_options["serverSelectionTimeoutMS"] = server_selection_timeout_ms
     return Connecting(_connect(uri, db_name, create_indexes, client_options))
 
 

@@ -87,6 +87,14 @@ async def test_timeouts_written_in_the_uri_are_honoured(frozen: MockupDB) -> Non
         await close_database(database)
 
 
+async def test_the_server_selection_timeout_keyword_is_an_option_given_in_code(frozen: MockupDB) -> None:
+    database = await connect(frozen.uri, create_indexes=False, server_selection_timeout_ms=1500)
+    try:
+        assert _options(database).server_selection_timeout == 1.5
+    finally:
+        await close_database(database)
+
+
 async def test_options_given_in_code_sit_between_the_defaults_and_the_uri(frozen: MockupDB) -> None:
     database = await connect(
         _with(frozen.uri, "maxPoolSize=7"), create_indexes=False, maxPoolSize=3, appname="bill"
