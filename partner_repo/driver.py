@@ -129,7 +129,8 @@ async def aggregate_list(
 
 
 async def watch(collection: Any, pipeline: Sequence[Mapping[str, Any]] | None = None, **options: Any) -> Any:
-    """A change stream on ``collection``, not yet opened: enter it with ``async with``."""
+    """A change stream on ``collection``, to use with ``async with`` (PyMongo's async driver sends the
+    aggregate that opens it here, Motor when it is entered: a refusal can come from either)."""
     return await _resolved(collection.watch(None if pipeline is None else list(pipeline), **options))
 
 
