@@ -1,0 +1,242 @@
+"""Date cues read from a query by rules: which days a question is about, relative to a given now and zone.
+
+"What did we decide yesterday?", "上周说的那个项目", "on May 7": recall filters on days *before* ranking, so
+the days a query names are read first, by rules, with no model and no network. Each cue is a half-open
+interval of days ``[start, end)`` in the caller's time zone, with the text it was read from.
+
+Forms read (case-insensitive; the query is NFKC-normalized first, so full-width digits count):
+
+- ISO dates: ``2026-11-30``, ``2026/11/30``;
+- ``today``, ``yesterday``, ``the day before yesterday``, ``N days ago`` (digits or ``a``/``one`` to
+  ``ten``), ``this week``, ``last week``, ``this month``, ``last month``;
+- month-name dates: ``May 7``, ``May 7th, 2023``, ``7 May 2023``, ``7th of May`` (full or short names);
+- Chinese (numbers in digits unless said): 今天/今日, 昨天/昨日, 前天, 上周/上星期/上礼拜,
+  本周/这周/这星期, 本月/这个月, 上个月/上月,
+  ``N天前`` (digits or Chinese numerals up to 99), ``X月X日``/``X月X号`` with an optional ``YYYY年``.
+
+A week starts on Monday. A month-day without a year is the most recent such day not after ``now`` (asked on
+2027-01-02, "12月31日" is 2026-12-31). Where two forms overlap the longer one wins ("the day before
+yesterday" is not also "yesterday"); a date that does not exist (``2026-02-30``) gives no cue. Cues come in
+the order of the query, one per distinct interval.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import date, datetime, timedelta
+from zoneinfo import ZoneInfo
+
+__all__ = ["DateCue", "date_cues"]
+
+
+@dataclass(frozen=True, slots=True)
+class DateCue:
+    """The days ``[start, end)`` (in the caller's time zone) a query names, and the text naming them."""
+
+    start: date
+    end: date
+    text: str
+
+
+_MONTHS = {
+    name: number
+    for number, names in enumerate(
+        [
+            ("january", "jan"),
+            ("february", "feb"),
+            ("march", "mar"),
+            ("april", "apr"),
+            ("may",),
+            ("june", "jun"),
+            ("july", "jul"),
+            ("august", "aug"),
+            ("september", "sept", "sep"),
+            ("october", "oct"),
+            ("november", "nov"),
+            ("december", "dec"),
+        ],
+        start=1,
+    )
+    for name in names
+}
+_MONTH = "(?P<month>" + "|".join(sorted(_MONTHS, key=len, reverse=True)) + r")\.?"
+_ORDINAL = r"(?:st|nd|rd|th)?"
+# Where an English form may start and end: not inside a Latin word or number. Not ``\b``: a Chinese
+# character is a word character too, and "我today做了" names today.
+_A = r"(?<![a-z0-9])"
+_Z = r"(?![a-z0-9])"
+_ENGLISH_NUMBERS = {
+    "a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5,
+    "six": 6, "seven": 7, "eight": 8, "nine": 9, "ten": 10,
+}  # fmt: skip
+_CHINESE_DIGITS = {
+    "零": 0,
+    "一": 1,
+    "二": 2,
+    "两": 2,
+    "三": 3,
+    "四": 4,
+    "五": 5,
+    "六": 6,
+    "七": 7,
+    "八": 8,
+    "九": 9,
+}
+_CHINESE_NUMBER = "[零一二两三四五六七八九十]+"
+
+_Reader = Callable[[re.Match[str], date], tuple[date, date] | None]
+
+
+def _day(day: date) -> tuple[date, date]:
+    return day, day + timedelta(days=1)
+
+
+def _ymd(year: int, month: int, day: int) -> date | None:
+    try:
+        return date(year, month, day)
+    except ValueError:
+        return None
+
+
+def _recent(month: int, day: int, today: date) -> date | None:
+    """The most recent ``month``/``day`` not after ``today`` (a 29 February looks back to a leap year)."""
+    for year in range(today.year, today.year - 9, -1):
+        found = _ymd(year, month, day)
+        if found is not None and found <= today:
+            return found
+    return None
+
+
+def _dated(year: str | None, month: int, day: int, today: date) -> tuple[date, date] | None:
+    found = _ymd(int(year), month, day) if year else _recent(month, day, today)
+    return _day(found) if found else None
+
+
+def _monday(today: date) -> date:
+    return today - timedelta(days=today.weekday())
+
+
+def _month_start(today: date, back: int) -> date:
+    index = today.year * 12 + today.month - 1 - back
+    return date(index // 12, index % 12 + 1, 1)
+
+
+def _chinese_number(text: str) -> int | None:
+    if text.isdigit():
+        return int(text)
+    if "十" not in text:
+        return _CHINESE_DIGITS[text] if len(text) == 1 else None
+    tens, _, ones = text.partition("十")
+    if "十" in ones or len(tens) > 1 or len(ones) > 1:
+        return None
+    return (_CHINESE_DIGITS[tens] if tens else 1) * 10 + (_CHINESE_DIGITS[ones] if ones else 0)
+
+
+def _days_ago(count: int | None, today: date) -> tuple[date, date] | None:
+    return _day(today - timedelta(days=count)) if count is not None else None
+
+
+def _this_week(match: re.Match[str], today: date) -> tuple[date, date]:
+    return _monday(today), _monday(today) + timedelta(days=7)
+
+
+def _last_week(match: re.Match[str], today: date) -> tuple[date, date]:
+    return _monday(today) - timedelta(days=7), _monday(today)
+
+
+def _this_month(match: re.Match[str], today: date) -> tuple[date, date]:
+    return _month_start(today, 0), _month_start(today, -1)
+
+
+def _last_month(match: re.Match[str], today: date) -> tuple[date, date]:
+    return _month_start(today, 1), _month_start(today, 0)
+
+
+def _back(days: int) -> _Reader:
+    return lambda m, t: _day(t - timedelta(days=days))
+
+
+# The rules, longest forms first: a match overlapping an earlier rule's match is dropped.
+_RULES: list[tuple[re.Pattern[str], _Reader]] = [
+    (
+        re.compile(r"(?<!\d)(?P<year>\d{4})(?P<sep>[-/])(?P<month>\d{1,2})(?P=sep)(?P<day>\d{1,2})(?!\d)"),
+        lambda m, t: _dated(m["year"], int(m["month"]), int(m["day"]), t),
+    ),
+    (
+        re.compile(
+            r"(?:(?<!\d)(?P<year>\d{4})\s*年\s*)?(?<!\d)(?P<month>\d{1,2})\s*月\s*(?P<day>\d{1,2})\s*[日号號]"
+        ),
+        lambda m, t: _dated(m["year"], int(m["month"]), int(m["day"]), t),
+    ),
+    (
+        re.compile(
+            rf"{_A}{_MONTH}\s+(?P<day>\d{{1,2}}){_ORDINAL}(?:,?\s+(?P<year>\d{{4}}))?{_Z}", re.IGNORECASE
+        ),
+        lambda m, t: _dated(m["year"], _MONTHS[m["month"].lower()], int(m["day"]), t),
+    ),
+    (
+        re.compile(
+            rf"{_A}(?P<day>\d{{1,2}}){_ORDINAL}\s+(?:of\s+)?{_MONTH}(?:,?\s+(?P<year>\d{{4}}))?{_Z}", re.I
+        ),
+        lambda m, t: _dated(m["year"], _MONTHS[m["month"].lower()], int(m["day"]), t),
+    ),
+    (re.compile(rf"{_A}(?:the\s+)?day\s+before\s+yesterday{_Z}", re.IGNORECASE), _back(2)),
+    (
+        re.compile(
+            rf"{_A}(?P<count>\d+|an?|one|two|three|four|five|six|seven|eight|nine|ten)\s+days?\s+ago{_Z}",
+            re.I,
+        ),
+        lambda m, t: _days_ago(
+            int(m["count"]) if m["count"].isdigit() else _ENGLISH_NUMBERS[m["count"].lower()], t
+        ),
+    ),
+    (
+        re.compile(rf"(?P<count>\d+|{_CHINESE_NUMBER})\s*天(?:以)?前"),
+        lambda m, t: _days_ago(_chinese_number(m["count"]), t),
+    ),
+    (re.compile(rf"{_A}yesterday{_Z}", re.IGNORECASE), _back(1)),
+    (re.compile(rf"{_A}today{_Z}", re.IGNORECASE), _back(0)),
+    (re.compile(rf"{_A}this\s+week{_Z}", re.IGNORECASE), _this_week),
+    (re.compile(rf"{_A}last\s+week{_Z}", re.IGNORECASE), _last_week),
+    (re.compile(rf"{_A}this\s+month{_Z}", re.IGNORECASE), _this_month),
+    (re.compile(rf"{_A}last\s+month{_Z}", re.IGNORECASE), _last_month),
+    (re.compile("前天"), _back(2)),
+    (re.compile("昨[天日]"), _back(1)),
+    (re.compile("今[天日]"), _back(0)),
+    (re.compile("上(?:个)?(?:周|星期|礼拜)"), _last_week),
+    (re.compile("(?:本|这个?)(?:周|星期|礼拜)"), _this_week),
+    (re.compile("上个?月"), _last_month),
+    (re.compile("(?:本|这个)月"), _this_month),
+]
+
+
+def date_cues(query: str, *, now: datetime, tz: ZoneInfo) -> list[DateCue]:
+    """The date cues of ``query``, in its order, relative to ``now`` (aware) as a day in ``tz``.
+
+    Raises :class:`ValueError` if ``now`` is naive: "today" depends on the zone, and a naive time names none.
+    """
+    if now.tzinfo is None or now.utcoffset() is None:
+        raise ValueError("date_cues needs an aware now (with a time zone), not a naive datetime")
+    today = now.astimezone(tz).date()
+    text = unicodedata.normalize("NFKC", query)
+    taken: list[tuple[int, int]] = []
+    found: list[tuple[int, DateCue]] = []
+    for pattern, read in _RULES:
+        for match in pattern.finditer(text):
+            begin, end = match.span()
+            if any(begin < other_end and other_begin < end for other_begin, other_end in taken):
+                continue
+            taken.append((begin, end))
+            interval = read(match, today)
+            if interval is not None:
+                found.append((begin, DateCue(interval[0], interval[1], match.group())))
+    cues: list[DateCue] = []
+    seen: set[tuple[date, date]] = set()
+    for _, cue in sorted(found, key=lambda item: item[0]):
+        if (cue.start, cue.end) not in seen:
+            seen.add((cue.start, cue.end))
+            cues.append(cue)
+    return cues

@@ -1,0 +1,98 @@
+"""Terms of a text for recall: Latin words and Chinese character bigrams, with no dependency.
+
+Partner's users write Chinese, English and both in one sentence ("我在Partner项目里做memory"), so one
+tokenizer has to serve every language the index sees, and it has to be the same on the indexing side and on
+the query side. The rules, in order:
+
+1. The text is NFKC-normalized (full-width letters and digits become ASCII, compatibility forms fold) and the
+   typographic apostrophe becomes ``'``.
+2. It is cut into runs of CJK characters (Han ideographs, kana, Hangul syllables) and the rest.
+3. A CJK run becomes its overlapping character bigrams (``项目管理`` → ``项目``, ``目管``, ``管理``); a lone
+   CJK character is kept as a unigram. Bigrams need no segmenter (no dictionary, no model, no dependency)
+   and recall better than a segmenter for Chinese: every two-character word of the query is a bigram of
+   the text, whatever way a segmenter would have cut it, and the bigrams that span a word boundary only add
+   a little noise. CJK punctuation (the ideographic comma and full stop) ends a run.
+4. The rest yields words: runs of Unicode letters and digits (``_`` and punctuation separate them),
+   lower-cased with :meth:`str.casefold`. Light stemming, deliberately simple: a possessive ``'s`` is
+   dropped (``Partner's`` → ``partner``), other apostrophes are removed (``don't`` → ``dont``), a plural
+   ``-ies`` becomes ``-y``, ``-sses`` becomes ``-ss`` and a final ``-s`` is dropped (not after ``s``, ``u``
+   or ``i``; only from words of
+   four letters or more). Words of a small English stopword set are left out.
+
+:func:`terms` returns the terms in the order of the text, repeats included; :func:`term_counts` counts them.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections import Counter
+
+__all__ = ["STOPWORDS", "term_counts", "terms"]
+
+_STOPWORD_TEXT = """
+    a an and are as at be been but by did do does for from had has have he her his i if in into is it its
+    me my no not of on or our she so than that the their them then there these they this those to too
+    us was we were what when where which who whom why will with would you your
+"""
+STOPWORDS: frozenset[str] = frozenset(_STOPWORD_TEXT.split())
+"""English words too common to tell one slice from another (checked after lower-casing, before stemming)."""
+
+_CJK_CHARS = (
+    "\u3040-\u30ff"  # Hiragana, Katakana
+    "\u3400-\u4dbf"  # CJK Unified Ideographs Extension A
+    "\u4e00-\u9fff"  # CJK Unified Ideographs
+    "\uac00-\ud7af"  # Hangul syllables
+    "\uf900-\ufaff"  # CJK Compatibility Ideographs
+    "\U00020000-\U0003134f"  # CJK Unified Ideographs Extensions B to G
+)
+_CJK_RUN = re.compile(f"([{_CJK_CHARS}]+)")
+_WORD = re.compile(r"[^\W_]+(?:'[^\W_]+)*")
+
+
+def terms(text: str) -> list[str]:
+    """The terms of ``text`` in order, repeats included: Latin words and CJK bigrams (see the module)."""
+    normalized = unicodedata.normalize("NFKC", text).replace("\u2019", "'")
+    found: list[str] = []
+    for index, piece in enumerate(_CJK_RUN.split(normalized)):
+        if index % 2:  # a CJK run (split keeps the separators at odd indexes)
+            found.extend(_bigrams(piece))
+        else:
+            found.extend(_words(piece))
+    return found
+
+
+def term_counts(text: str) -> dict[str, int]:
+    """How often each term of ``text`` occurs, in the order each first occurs."""
+    return dict(Counter(terms(text)))
+
+
+def _bigrams(run: str) -> list[str]:
+    if len(run) == 1:
+        return [run]
+    return [run[i : i + 2] for i in range(len(run) - 1)]
+
+
+def _words(piece: str) -> list[str]:
+    words: list[str] = []
+    for match in _WORD.finditer(piece):
+        word = match.group().casefold()
+        if word in STOPWORDS:
+            continue
+        word = _stem(word)
+        if word and word not in STOPWORDS:
+            words.append(word)
+    return words
+
+
+def _stem(word: str) -> str:
+    if word.endswith("'s"):
+        word = word[:-2]
+    word = word.replace("'", "")
+    if len(word) >= 5 and word.endswith("sses"):
+        return word[:-2]
+    if len(word) >= 5 and word.endswith("ies"):
+        return word[:-3] + "y"
+    if len(word) >= 4 and word.endswith("s") and word[-2] not in "sui" and word.isalpha():
+        return word[:-1]
+    return word
