@@ -176,7 +176,8 @@ async def _connect(uri: str | None, db_name: str, create_indexes: bool, given: d
             await driver.close_client(client)
             raise ConnectionFailed(
                 f"cannot authenticate to MongoDB at {mask_uri(uri)}: the user name or password is unusable "
-                f"({scrub(_first_line(exc), uri)}); check that it is UTF-8 text without control characters"
+                f"({scrub(driver.first_line(exc), uri)}); check that it is UTF-8 text without control "
+                "characters"
             ) from None
     ready: Database = await init_repository(database, create_indexes=create_indexes)
     return ready
@@ -207,7 +208,7 @@ def _not_connected(uri: str, exc: PyMongoError) -> str:
     refused the first command (its message), or it cannot be reached (the driver's first line)."""
     if isinstance(exc, OperationFailure):
         details = exc.details or {}
-        message = scrub(str(details.get("errmsg") or _first_line(exc)).strip(), uri)
+        message = scrub(str(details.get("errmsg") or driver.first_line(exc)).strip(), uri)
         name = details.get("codeName") or f"code {exc.code}"
         if exc.code in AUTHENTICATION_FAILURES:
             return (
@@ -215,13 +216,4 @@ def _not_connected(uri: str, exc: PyMongoError) -> str:
                 "check the user name, the password and authSource"
             )
         return f"MongoDB at {mask_uri(uri)} refused to connect: the server says {message!r} ({name})"
-    return f"cannot reach MongoDB at {mask_uri(uri)}: {scrub(_first_line(exc), uri)}"
-
-
-def _first_line(exc: BaseException) -> str:
-    """The driver's reason in one short line: its first line, without the topology dump pymongo appends."""
-    text = str(exc).strip().splitlines()
-    line = text[0] if text else type(exc).__name__
-    for tail in (", Timeout:", " (configured timeouts:", ", Topology Description:"):
-        line = line.split(tail, 1)[0]
-    return line
+    return f"cannot reach MongoDB at {mask_uri(uri)}: {scrub(driver.first_line(exc), uri)}"

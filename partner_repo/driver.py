@@ -209,10 +209,20 @@ def _surfacing_timeouts(method: Callable[P, Awaitable[R]], what: str) -> Callabl
         except PyMongoError as exc:
             if not exc.timeout:
                 raise
-            reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0].split(", Timeout:", 1)[0]
-            raise OperationTimedOut(f"{what}: MongoDB did not answer in time ({reason[:200]})") from exc
+            raise OperationTimedOut(
+                f"{what}: MongoDB did not answer in time ({first_line(exc)[:200]})"
+            ) from exc
 
     return surfacing
+
+
+def first_line(exc: BaseException) -> str:
+    """The driver's reason in one short line: its first line, without the topology dump pymongo appends."""
+    text = str(exc).strip().splitlines()
+    line = text[0] if text else type(exc).__name__
+    for tail in (", Timeout:", " (configured timeouts:", ", Topology Description:"):
+        line = line.split(tail, 1)[0]
+    return line
 
 
 def _version(name: str) -> str:
@@ -231,6 +241,7 @@ __all__ = [
     "close_client",
     "document_collection",
     "end_session",
+    "first_line",
     "in_memory_client",
     "installed_stack",
     "is_client",
