@@ -18,6 +18,7 @@ from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from typing import Any
 
 import mongomock
+from mongomock import aggregate as mongomock_aggregate
 
 _COLLECTION_COROUTINES = frozenset(
     {
@@ -158,7 +159,12 @@ class EmbeddedCollection:
     async def aggregate(self, pipeline: list[Any], **kwargs: Any) -> EmbeddedCursor:
         for option in ("session", "maxTimeMS", "hint", "allowDiskUse", "comment", "batchSize"):
             kwargs.pop(option, None)
-        return EmbeddedCursor(self._collection.aggregate(_plain(pipeline), **kwargs))
+        pipeline = _plain(pipeline)
+        if pipeline and set(pipeline[0]) == {"$match"}:  # mongomock copies the whole collection first
+            found = list(self._collection.find(pipeline[0]["$match"]))
+            process: Callable[..., list[Any]] = mongomock_aggregate.process_pipeline
+            return EmbeddedCursor(process(found, self._collection.database, pipeline[1:], None))
+        return EmbeddedCursor(self._collection.aggregate(pipeline, **kwargs))
 
     async def list_indexes(self, **kwargs: Any) -> EmbeddedCursor:
         return EmbeddedCursor(list(self._collection.list_indexes()))

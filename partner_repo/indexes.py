@@ -111,6 +111,25 @@ ERASURE_REQUEST_INDEXES: list[IndexModel] = [
     IndexModel([("erasure_id", ASCENDING), ("unit_id", ASCENDING)], name="erasure_unit"),
 ]
 
+RECALL_SLICES = "recall_slices"
+"""The recall index's slices (``partner_repo.recall.store``): derived from the units, rebuildable."""
+RECALL_VOCABULARY = "recall_vocabulary"
+"""The recall index's terms and topic nodes, each with the slices that hold it."""
+
+RECALL_SLICE_INDEXES: list[IndexModel] = [
+    IndexModel([("core_id", ASCENDING), ("terms", ASCENDING)], name="core_terms"),  # multikey
+    IndexModel([("core_id", ASCENDING), ("ended_at", DESCENDING)], name="core_ended"),
+    IndexModel([("core_id", ASCENDING), ("ancestors", ASCENDING)], name="core_ancestors"),  # multikey
+    IndexModel([("core_id", ASCENDING), ("related", ASCENDING)], name="core_related"),  # multikey
+    IndexModel([("unit_id", ASCENDING)], name="unit"),  # an erasure removes a unit's slices
+]
+"""Each recall channel finds its candidates through one of these, always under the core."""
+
+RECALL_VOCABULARY_INDEXES: list[IndexModel] = [
+    IndexModel([("core_id", ASCENDING), ("kind", ASCENDING), ("words", ASCENDING)], name="core_kind_words"),
+    IndexModel([("core_id", ASCENDING), ("kind", ASCENDING), ("depth", ASCENDING)], name="core_kind_depth"),
+]
+
 ALL_INDEXES: dict[str, list[IndexModel]] = {
     UNITS: UNIT_INDEXES,
     CORES: CORE_INDEXES,
@@ -118,4 +137,6 @@ ALL_INDEXES: dict[str, list[IndexModel]] = {
     DEAD_LETTERS: DEAD_LETTER_INDEXES,
     ERASURES: ERASURE_INDEXES,
     ERASURE_REQUESTS: ERASURE_REQUEST_INDEXES,
+    RECALL_SLICES: RECALL_SLICE_INDEXES,
+    RECALL_VOCABULARY: RECALL_VOCABULARY_INDEXES,
 }

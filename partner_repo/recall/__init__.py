@@ -1,5 +1,31 @@
-"""Recall: finding the slices (and their raw messages) a query is about.
+"""Recall: finding the slices a query is about, and the raw messages they came from.
 
-Groundwork of issue 23 so far: :mod:`.terms` (the tokenizer for Latin and Chinese text) and :mod:`.cues`
-(date cues read from a query by rules). Both are pure; the index and ``MemoryRecall`` are still to come.
+:class:`RecallIndexer` (an AfterRolling consumer, ``recall-index``) builds the index from the rolls;
+:class:`MemoryRecall` answers queries over it. ``docs/recall.md`` has the model, the API and the LoCoMo
+measurements.
 """
+
+from partner_repo.recall.cues import DateCue, date_cues
+from partner_repo.recall.indexer import RecallIndexer
+from partner_repo.recall.scoring import RecallWeights
+from partner_repo.recall.service import ActivatedSlice, Cue, MemoryRecall, TopicCue, TopicNode
+from partner_repo.recall.terms import terms
+from partner_repo.recall.topics import KeywordTopics, Topic, TopicExtractor, TopicProfile, TopicRequest
+
+__all__ = [
+    "ActivatedSlice",
+    "Cue",
+    "DateCue",
+    "KeywordTopics",
+    "MemoryRecall",
+    "RecallIndexer",
+    "RecallWeights",
+    "Topic",
+    "TopicCue",
+    "TopicExtractor",
+    "TopicNode",
+    "TopicProfile",
+    "TopicRequest",
+    "date_cues",
+    "terms",
+]

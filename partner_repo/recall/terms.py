@@ -13,11 +13,12 @@ the query side. The rules, in order:
    the text, whatever way a segmenter would have cut it, and the bigrams that span a word boundary only add
    a little noise. CJK punctuation (the ideographic comma and full stop) ends a run.
 4. The rest yields words: runs of Unicode letters and digits (``_`` and punctuation separate them),
-   lower-cased with :meth:`str.casefold`. Light stemming, deliberately simple: a possessive ``'s`` is
-   dropped (``Partner's`` → ``partner``), other apostrophes are removed (``don't`` → ``dont``), a plural
-   ``-ies`` becomes ``-y``, ``-sses`` becomes ``-ss`` and a final ``-s`` is dropped (not after ``s``, ``u``
-   or ``i``; only from words of
-   four letters or more). Words of a small English stopword set are left out.
+   lower-cased with :meth:`str.casefold`. A possessive ``'s`` is dropped (``Partner's`` → ``partner``),
+   other apostrophes are removed (``don't`` → ``dont``), and an ASCII word is reduced to its English
+   Snowball stem (``painting``, ``painted``, ``paints`` → ``paint``; the maintained ``snowballstemmer``
+   package, pure Python). Stemming was measured, not assumed: on LoCoMo it lifts single-turn BM25's evidence
+   recall at 20 messages from 0.66 to 0.69, and the recall layer's from 0.77 to 0.80 (``docs/recall.md``).
+   Words of a small English stopword set are left out (checked before stemming).
 
 :func:`terms` returns the terms in the order of the text, repeats included; :func:`term_counts` counts them.
 """
@@ -27,6 +28,9 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections import Counter
+from functools import lru_cache
+
+import snowballstemmer
 
 __all__ = ["STOPWORDS", "term_counts", "terms"]
 
@@ -85,14 +89,15 @@ def _words(piece: str) -> list[str]:
     return words
 
 
+_SNOWBALL = snowballstemmer.stemmer("english")
+
+
+@lru_cache(maxsize=65536)
 def _stem(word: str) -> str:
     if word.endswith("'s"):
         word = word[:-2]
     word = word.replace("'", "")
-    if len(word) >= 5 and word.endswith("sses"):
-        return word[:-2]
-    if len(word) >= 5 and word.endswith("ies"):
-        return word[:-3] + "y"
-    if len(word) >= 4 and word.endswith("s") and word[-2] not in "sui" and word.isalpha():
-        return word[:-1]
+    if word.isascii() and word.isalpha():
+        stem: str = _SNOWBALL.stemWord(word)
+        return stem
     return word
