@@ -8,18 +8,24 @@ measurements.
 from partner_repo.recall.cues import DateCue, date_cues
 from partner_repo.recall.indexer import RecallIndexer
 from partner_repo.recall.scoring import RecallWeights
+from partner_repo.recall.search import TEXT_INDEX, VECTOR_INDEX, SearchSupport
 from partner_repo.recall.service import ActivatedSlice, Cue, MemoryRecall, TopicCue, TopicNode
 from partner_repo.recall.terms import terms
 from partner_repo.recall.topics import KeywordTopics, Topic, TopicExtractor, TopicProfile, TopicRequest
+from partner_repo.recall.vectors import Embedder
 
 __all__ = [
+    "TEXT_INDEX",
+    "VECTOR_INDEX",
     "ActivatedSlice",
     "Cue",
     "DateCue",
+    "Embedder",
     "KeywordTopics",
     "MemoryRecall",
     "RecallIndexer",
     "RecallWeights",
+    "SearchSupport",
     "Topic",
     "TopicCue",
     "TopicExtractor",

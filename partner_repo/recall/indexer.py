@@ -19,6 +19,7 @@ from datetime import datetime
 from typing import Any
 
 from partner_repo.clock import utc_now
+from partner_repo.errors import InvalidInput
 from partner_repo.listener.erasure_log import Erasure
 from partner_repo.models import Message
 from partner_repo.recall.store import RecallStore
@@ -31,7 +32,8 @@ from partner_repo.recall.topics import (
     extract,
     keywords,
 )
-from partner_repo.recall.weights import Tokenizer, idf, slice_terms
+from partner_repo.recall.vectors import Embedder, embed
+from partner_repo.recall.weights import Tokenizer, idf, message_text, slice_terms
 from partner_repo.rolling.result import RollingResult
 
 NAME = "recall-index"
@@ -41,7 +43,8 @@ class RecallIndexer:
     """An AfterRolling consumer (name ``recall-index``) that indexes each slice for :class:`MemoryRecall`.
 
     ``topics``: the topic extractor (default :class:`~.topics.KeywordTopics`, offline); ``tokenizer``: the
-    same one :class:`MemoryRecall` uses (default :func:`.terms.terms`)."""
+    same one :class:`MemoryRecall` uses (default :func:`.terms.terms`); ``embedder`` (optional, see
+    :mod:`.vectors`): when given, each slice also stores the vector of its summary and messages."""
 
     def __init__(
         self,
@@ -49,9 +52,13 @@ class RecallIndexer:
         *,
         topics: TopicExtractor | None = None,
         tokenizer: Tokenizer = terms,
+        embedder: Embedder | None = None,
         name: str = NAME,
     ) -> None:
+        if embedder is not None and not callable(embedder):
+            raise InvalidInput(f"embedder must be callable, got {type(embedder).__name__}")
         self.name = name
+        self._embedder = embedder
         self._store = RecallStore(database)
         self._topics: TopicExtractor = topics or KeywordTopics()
         self._tokenizer = tokenizer
@@ -86,7 +93,7 @@ class RecallIndexer:
         topic = await extract(self._topics, request)
         created = piece.created_at or utc_now()
         began, ended = _span(messages, created)
-        return {
+        document: dict[str, Any] = {
             "_id": {"u": result.unit_id, "s": result.slice_id},
             "core_id": result.core_id,
             "unit_id": result.unit_id,
@@ -113,6 +120,10 @@ class RecallIndexer:
             "length": features.length,
             "indexed_at": utc_now(),
         }
+        if self._embedder is not None:
+            text = "\n".join([result.summary, *(message_text(message) for message in messages)])
+            document["vector"] = (await embed(self._embedder, [text]))[0]
+        return document
 
 
 def _span(messages: Sequence[Message], created: datetime) -> tuple[datetime, datetime]:

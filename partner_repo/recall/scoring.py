@@ -1,7 +1,7 @@
 """Ranking recall's candidates: one pure function from what the channels found to the activated slices.
 
-**Slices.** Each candidate slice was found by one or more channels (``text``, ``topic``, ``parent``,
-``related``, ``date``, ``recent``). Its score fuses them with Partner's weights::
+**Slices.** Each candidate slice was found by one or more channels (``text``, ``search``, ``vector``,
+``topic``, ``parent``, ``related``, ``date``, ``recent``). Its score fuses them with Partner's weights::
 
     slice = w_text · text / best_text                       (BM25 of the whole slice, normalized)
           + Σ_channel w_channel · (k + 1) / (k + rank)      (reciprocal rank fusion, 1.0 for a first place)
@@ -29,11 +29,20 @@ from datetime import datetime
 
 from partner_repo.recall.topics import TopicProfile
 
-CHANNELS = ("text", "topic", "parent", "related", "date", "recent")
+CHANNELS = ("text", "search", "vector", "topic", "parent", "related", "date", "recent")
 
 
 def _default_channels() -> dict[str, float]:
-    return {"text": 1.0, "topic": 0.3, "parent": 0.1, "related": 0.2, "date": 0.6, "recent": 0.05}
+    return {
+        "text": 1.0,
+        "search": 0.4,
+        "vector": 0.6,
+        "topic": 0.3,
+        "parent": 0.1,
+        "related": 0.2,
+        "date": 0.6,
+        "recent": 0.05,
+    }
 
 
 @dataclass(frozen=True)

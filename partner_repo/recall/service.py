@@ -10,8 +10,9 @@ has been told.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime, time
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -21,7 +22,8 @@ from partner_repo.clock import to_utc_ms, utc_now
 from partner_repo.errors import InvalidInput
 from partner_repo.models import Message
 from partner_repo.recall.cues import DateCue, date_cues
-from partner_repo.recall.scoring import Candidate, RecallWeights, rank
+from partner_repo.recall.scoring import CHANNELS, Candidate, RecallWeights, rank
+from partner_repo.recall.search import SearchSupport, probe, text_pipeline, vector_pipeline
 from partner_repo.recall.store import (
     CHANNEL_LIMIT_FLOOR,
     COMMON_TERM_SLICES,
@@ -31,9 +33,10 @@ from partner_repo.recall.store import (
 )
 from partner_repo.recall.terms import terms
 from partner_repo.recall.topics import SEPARATOR, TopicProfile, parts
+from partner_repo.recall.vectors import Embedder, cosine, embed
 from partner_repo.recall.weights import Tokenizer, idf
 from partner_repo.units.picking import messages_at
-from partner_repo.validation import require_id
+from partner_repo.validation import optional_datetime, require_id
 
 MAX_LIMIT = 100
 MAX_MESSAGES = 1000
@@ -90,7 +93,8 @@ class MemoryRecall:
     """Recall over the index :class:`~.indexer.RecallIndexer` builds.
 
     ``tz``: the zone "yesterday" and "X月X日" are read in (default UTC); ``clock``: what "now" is;
-    ``tokenizer`` must be the indexer's."""
+    ``tokenizer`` and ``embedder`` must be the indexer's. ``search``: None probes the server once for MongoDB
+    Search indexes (:mod:`.search`), False never uses them."""
 
     def __init__(
         self,
@@ -100,8 +104,14 @@ class MemoryRecall:
         tokenizer: Tokenizer = terms,
         tz: ZoneInfo | str = "UTC",
         clock: Callable[[], datetime] = utc_now,
+        embedder: Embedder | None = None,
+        search: bool | None = None,
     ) -> None:
+        if embedder is not None and not callable(embedder):
+            raise InvalidInput(f"embedder must be callable, got {type(embedder).__name__}")
         self._database = database
+        self._embedder = embedder
+        self._support: SearchSupport | None = None if search is None else SearchSupport()
         self._store = RecallStore(database)
         self._weights = weights or RecallWeights()
         self._tokenizer = tokenizer
@@ -132,14 +142,31 @@ class MemoryRecall:
             raise InvalidInput(f"query must be a string, got {type(query).__name__}")
         limit = _bounded(limit, "limit", MAX_LIMIT)
         max_messages = _bounded(max_messages, "max_messages", MAX_MESSAGES)
-        since, until = _instant(since, "since"), _instant(until, "until")
+        since, until = optional_datetime(since, "since"), optional_datetime(until, "until")
         if since is not None and until is not None and since >= until:
             raise InvalidInput(f"since ({since.isoformat()}) must be before until ({until.isoformat()})")
-        now = _instant(now, "now") or to_utc_ms(self._clock())
+        now = optional_datetime(now, "now") or to_utc_ms(self._clock())
         zone = self._tz if tz is None else _zone(tz)
         given = _checked_cues(cues)
         query_terms = list(dict.fromkeys(self._tokenizer(query)))
-        lookup = await self._store.lookup(core_id, query_terms, query_terms if given is None else ())
+        support = await self._search_support()
+        vector = (await embed(self._embedder, [query]))[0] if self._embedder and query.strip() else None
+        plan = Plan(
+            idf={term: 0.0 for term in query_terms},
+            finding=[],
+            topics=[],
+            parents=[],
+            ranges=[],
+            since=since,
+            until=until,
+            per_channel=max(CHANNEL_LIMIT_FLOOR, 2 * limit),
+            vectors=vector is not None and not support.vector,
+        )
+        extra = self._search_channels(core_id, query, vector, support, plan)
+        words = query_terms if given is None else []
+        lookup, *searched = await asyncio.gather(
+            self._store.lookup(core_id, query_terms, words), *extra.values()
+        )
         present = {term: count for term, count in lookup.frequencies.items() if count > 0}
         weights_idf = {term: idf(count, lookup.slices) for term, count in present.items()}
         dated = (
@@ -148,17 +175,18 @@ class MemoryRecall:
             else [c for c in given if isinstance(c, DateCue)]
         )
         topics = _topics(lookup.nodes, query_terms) if given is None else _given_topics(given)
-        plan = Plan(
+        plan = replace(
+            plan,
             idf=weights_idf,
             finding=_finding(present),
             topics=topics,
             parents=sorted({_parent(path) for path in topics if SEPARATOR in path}),
             ranges=[_range(cue, zone) for cue in dated],
-            since=since,
-            until=until,
-            per_channel=max(CHANNEL_LIMIT_FLOOR, 2 * limit),
         )
         found = await self._store.candidates(core_id, plan)
+        found.update(zip(extra, searched, strict=True))
+        if plan.vectors and vector is not None:
+            found["vector"] = _nearest(found, vector, plan.per_channel)
         candidates = _candidates(found)
         ranked = rank(
             candidates, weights_idf, now=now, limit=limit, max_messages=max_messages, weights=self._weights
@@ -181,6 +209,27 @@ class MemoryRecall:
                     _activated(core_id, choice.candidate, choice.score, choice.why, kept, picked, explain)
                 )
         return activated
+
+    async def _search_support(self) -> SearchSupport:
+        """What the server offers, probed on the first recall and remembered."""
+        if self._support is None:
+            self._support = await probe(self._store.slices)
+        return self._support
+
+    def _search_channels(
+        self, core_id: str, query: str, vector: list[float] | None, support: SearchSupport, plan: Plan
+    ) -> dict[str, Any]:
+        """The MongoDB Search queries to send beside the lookup (none without MongoDB Search)."""
+        window: dict[str, Any] = {"since": plan.since, "until": plan.until, "limit": plan.per_channel}
+        channels: dict[str, Any] = {}
+        if support.vector and vector is not None:
+            pipeline = vector_pipeline(core_id, vector, projection=plan.projection(), **window)
+            channels["vector"] = self._store.search(pipeline)
+        if support.text and query.strip():
+            channels["search"] = self._store.search(
+                text_pipeline(core_id, query, projection=plan.projection(), **window)
+            )
+        return channels
 
     async def topics(self, core_id: str) -> list[TopicNode]:
         """The core's topic tree: every node with slices under it, in path order."""
@@ -206,14 +255,25 @@ def _activated(
         began_at=candidate.began_at,
         ended_at=candidate.ended_at,
         topic=candidate.topic,
-        sources=tuple(
-            sorted(candidate.ranks, key=("text", "topic", "parent", "related", "date", "recent").index)
-        ),
+        sources=tuple(sorted(candidate.ranks, key=CHANNELS.index)),
         score=score,
         messages=tuple(picked[position] for position in kept),
         positions=tuple(kept),
         why=dict(why) if explain else None,
     )
+
+
+def _nearest(found: dict[str, list[dict[str, Any]]], vector: list[float], limit: int) -> list[dict[str, Any]]:
+    """The candidates other channels found, by cosine similarity to the query's vector (the vector channel
+    without MongoDB Vector Search: it ranks, it cannot find)."""
+    seen: dict[tuple[str, str], tuple[float, dict[str, Any]]] = {}
+    for rows in found.values():
+        for row in rows:
+            stored = row.get("vector")
+            if isinstance(stored, list) and stored:
+                seen[(row["unit_id"], row["slice_id"])] = (cosine(vector, stored), row)
+    ranked = sorted(seen.values(), key=lambda item: (-item[0], item[1]["unit_id"], item[1]["slice_id"]))
+    return [row for similarity, row in ranked if similarity > 0][:limit]
 
 
 def _candidates(found: dict[str, list[dict[str, Any]]]) -> list[Candidate]:
@@ -307,14 +367,6 @@ def _bounded(value: object, what: str, most: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= most:
         raise InvalidInput(f"{what} must be an integer from 1 to {most}, got {value!r}")
     return value
-
-
-def _instant(value: object, what: str) -> datetime | None:
-    if value is None:
-        return None
-    if not isinstance(value, datetime):
-        raise InvalidInput(f"{what} must be a datetime, got {type(value).__name__}")
-    return to_utc_ms(value)
 
 
 def _zone(value: object) -> ZoneInfo:

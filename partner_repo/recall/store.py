@@ -69,13 +69,24 @@ class Plan:
     since: datetime | None
     until: datetime | None
     per_channel: int
+    vectors: bool = False
+
+    def projection(self) -> dict[str, Any]:
+        """What a candidate brings back: the answer's fields, the marks of the query's terms only, and its
+        vector when recall ranks vectors itself."""
+        projection: dict[str, Any] = {field: 1 for field in _ANSWER_FIELDS}
+        projection.update({f"marks.{term}": 1 for term in self.idf})
+        if self.vectors:
+            projection["vector"] = 1
+        return projection
 
 
 class RecallStore:
     """Reads and writes the recall collections of one database."""
 
     def __init__(self, database: Any) -> None:
-        self._slices = database[RECALL_SLICES]
+        self.slices = database[RECALL_SLICES]
+        self._slices = self.slices
         self._vocabulary = database[RECALL_VOCABULARY]
 
     # -- writing --------------------------------------------------------------------------------------------
@@ -187,8 +198,7 @@ class RecallStore:
                 {"ended_at": {"$gte": start}, "began_at": {"$lt": end}} for start, end in plan.ranges
             ]
             channels["date"] = [{"$match": {"$or": overlapping}}, newest, limit]
-        projection: dict[str, Any] = {field: 1 for field in _ANSWER_FIELDS}
-        projection.update({f"marks.{term}": 1 for term in plan.idf})
+        projection = plan.projection()
         if not clauses:  # nothing to match: the newest slices, straight from the core_ended index
             pipeline: list[dict[str, Any]] = [{"$match": scope}, newest, limit, {"$project": projection}]
             return {"recent": await driver.aggregate_list(self._slices, pipeline)}
@@ -209,6 +219,10 @@ class RecallStore:
         ]
         found = await driver.aggregate_list(self._slices, pipeline)
         return {name: list(rows) for name, rows in (found[0] if found else {}).items()}
+
+    async def search(self, pipeline: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The slices a MongoDB Search pipeline (:mod:`.search`) finds, in its order."""
+        return list(await driver.aggregate_list(self._slices, pipeline))
 
     async def nodes(self, core_id: str) -> list[tuple[str, int]]:
         """Every topic node of a core with its slice count, in path order."""

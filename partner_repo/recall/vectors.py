@@ -1,0 +1,64 @@
+"""The optional embedder: a vector per slice, and a ``vector`` channel at recall time.
+
+No model ships with the library (the defaults stay offline). A service that has one passes an
+:class:`Embedder` to both the :class:`~.indexer.RecallIndexer` (it stores each slice's vector, of its summary
+and messages) and :class:`~.service.MemoryRecall` (it embeds the query). Where the server offers MongoDB
+Vector Search (a ``vectorSearch`` index named :data:`~.search.VECTOR_INDEX`, found by a probe), the vector
+channel finds candidates of its own with ``$vectorSearch``; anywhere else it ranks, by cosine similarity, the
+candidates the other channels found (their vectors come with them).
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+from collections.abc import Awaitable, Sequence
+from typing import Protocol, runtime_checkable
+
+from partner_repo.errors import InvalidInput
+
+MAX_DIMENSIONS = 8192
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """Texts to vectors of one dimension each, a coroutine function or a plain one."""
+
+    def __call__(
+        self, texts: Sequence[str], /
+    ) -> Sequence[Sequence[float]] | Awaitable[Sequence[Sequence[float]]]: ...
+
+
+async def embed(embedder: Embedder, texts: Sequence[str]) -> list[list[float]]:
+    """The vectors of ``texts``, checked: one per text, the same dimension, finite numbers."""
+    outcome = embedder(list(texts))
+    if inspect.isawaitable(outcome):
+        outcome = await outcome
+    vectors = [list(vector) for vector in outcome]
+    if len(vectors) != len(texts):
+        raise InvalidInput(
+            f"embedder {embedder!r} returned {len(vectors)} vector(s) for {len(texts)} text(s)"
+        )
+    sizes = {len(vector) for vector in vectors}
+    if len(sizes) > 1 or not sizes or not 0 < next(iter(sizes)) <= MAX_DIMENSIONS:
+        raise InvalidInput(
+            f"embedder {embedder!r} must return vectors of one dimension, 1 to {MAX_DIMENSIONS}"
+        )
+    for vector in vectors:
+        if not all(
+            isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x) for x in vector
+        ):
+            raise InvalidInput(f"embedder {embedder!r} returned a vector that is not all finite numbers")
+    return [[float(x) for x in vector] for vector in vectors]
+
+
+def cosine(first: Sequence[float], second: Sequence[float]) -> float:
+    """Cosine similarity (0 for vectors of different dimensions or a zero vector)."""
+    if len(first) != len(second):
+        return 0.0
+    dot = sum(a * b for a, b in zip(first, second, strict=True))
+    norms = math.sqrt(sum(a * a for a in first)) * math.sqrt(sum(b * b for b in second))
+    return dot / norms if norms else 0.0
+
+
+__all__ = ["Embedder", "cosine", "embed"]
