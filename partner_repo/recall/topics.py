@@ -86,10 +86,15 @@ class KeywordTopics:
             return Topic(path="misc")
         roots = set(request.roots)
         head = next((word for word in keywords[:8] if word in roots), keywords[0])
-        rest = [word for word in keywords if word != head]
+        rest = [word for word in keywords if word != head and not _overlapping(word, head)]
         path = SEPARATOR.join([head, *rest[: self.depth - 1]])
         related = tuple(f"{head}{SEPARATOR}{word}" for word in rest[self.depth - 1 : self.depth + 2])
         return Topic(path=path, related=related)
+
+
+def _overlapping(word: str, head: str) -> bool:
+    """Whether two CJK bigrams share a character (``记忆`` and ``忆系`` are one word's halves, not topics)."""
+    return not word.isascii() and not head.isascii() and bool(set(word) & set(head))
 
 
 def checked_topic(topic: object, extractor: object) -> Topic:
@@ -128,8 +133,10 @@ def ancestors(path: str) -> list[str]:
 
 
 def keywords(weights: Mapping[str, float], idf: Mapping[str, float], *, count: int = 12) -> list[str]:
-    """A slice's terms by ``weight·idf``, best first (ties by term), ``count`` of them."""
-    ranked = sorted(weights, key=lambda term: (-weights[term] * idf.get(term, 0.0), term))
+    """A slice's terms by ``weight·idf``, best first, ``count`` of them; a tie goes to the term the text
+    names first (``weights`` is in text order), so Chinese gets ``记忆`` rather than its neighbour ``忆系``."""
+    order = {term: index for index, term in enumerate(weights)}
+    ranked = sorted(weights, key=lambda term: (-round(weights[term] * idf.get(term, 0.0), 9), order[term]))
     return ranked[:count]
 
 
