@@ -21,6 +21,7 @@ from partner_repo.cli.listener_status import listener
 from partner_repo.cli.logs import format_option, level_option
 from partner_repo.cli.maintenance import check, import_state, repair
 from partner_repo.cli.migrate import migrate
+from partner_repo.cli.recall import recall
 from partner_repo.cli.resummarize import resummarize
 from partner_repo.cli.roll_idle import roll_idle
 from partner_repo.cli.runtime import (
@@ -86,6 +87,7 @@ for command in (
     listen,
     listener,
     migrate,
+    recall,
     repair,
     resummarize,
     roll_idle,

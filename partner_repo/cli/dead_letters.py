@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 from rich.table import Table
 
-from partner_repo.cli.consumers import consumer_option, consumer_registry
+from partner_repo.cli.consumers import consumer_option, consumer_registry, recall_option, with_recall
 from partner_repo.cli.output import console, echo_json, json_option, short, when
 from partner_repo.cli.runtime import EXIT_NOT_FOUND, connection, run_async
 from partner_repo.listener.dead_letters import DeadLetter, DeadLetterRepository, replay_dead_letters
@@ -40,16 +40,21 @@ def list_letters(ctx: click.Context, group: str | None, consumer: str | None, as
 
 @dead_letters.command("replay")
 @consumer_option("A consumer to replay to (as for `listen`); letters of consumers not given are left alone.")
+@recall_option
 @click.option("--group", default="default", show_default=True, help="Listener group whose letters to replay.")
 @click.option("--only", "only", default=None, metavar="NAME", help="Replay only this consumer's letters.")
 @click.pass_context
-def replay(ctx: click.Context, consumer_paths: tuple[str, ...], group: str, only: str | None) -> None:
+def replay(
+    ctx: click.Context, consumer_paths: tuple[str, ...], recall: bool, group: str, only: str | None
+) -> None:
     """Deliver dead letters again: delivered letters are removed, failing ones updated and kept."""
     target = connection(ctx, "write")
-    registry = consumer_registry(consumer_paths)
+    registry = consumer_registry(consumer_paths, recall=recall)
 
     async def work() -> tuple[int, int, int, int]:
-        report = await replay_dead_letters(await target.open(), registry, group=group, consumer=only)
+        database = await target.open()
+        consumers = with_recall(registry, database, recall)
+        report = await replay_dead_letters(database, consumers, group=group, consumer=only)
         return len(report.delivered), len(report.failed), len(report.no_consumer), len(report.slice_gone)
 
     delivered, failed, no_consumer, gone = run_async(work)

@@ -4,7 +4,8 @@ A traveller and an assistant talk for 52 turns (104 messages). Every turn is rec
 window and offered to :class:`RollingService`; the count trigger rolls the window three times, then a
 simulated hour of silence lets the idle trigger roll the rest and open a new memory session. A
 :class:`RollingListener` runs meanwhile with a consumer that prints each :class:`RollingResult` as it arrives.
-Finally the slices are listed with :class:`SliceQueries` and the statistics printed.
+Then the slices are listed with :class:`SliceQueries` and the statistics printed; finally the rolls are
+indexed with :class:`RecallIndexer` and :class:`MemoryRecall` answers one question with the raw messages.
 
 Without ``--uri`` it runs on the embedded in-memory backend and ignores ``MONGODB_URI``, so demo data never
 lands in a configured database by accident. With ``--uri`` it writes to its own database (``partner_demo``
@@ -16,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import time
 from datetime import datetime, timedelta
+from zoneinfo import ZoneInfo
 
 import click
 from rich.console import Console
@@ -24,6 +26,7 @@ from partner_repo.admin.queries import MAX_LIMIT, SliceQueries
 from partner_repo.admin.views import SliceView
 from partner_repo.cli.demo_script import TURNS
 from partner_repo.cli.output import console, short, slices_table
+from partner_repo.cli.recall import print_recalled
 from partner_repo.cli.runtime import Connection, run_async
 from partner_repo.cli.slices import stats_tables
 from partner_repo.clock import to_utc_ms, utc_now
@@ -33,6 +36,7 @@ from partner_repo.listener.listener import RollingListener
 from partner_repo.listener.registry import AfterRollingRegistry
 from partner_repo.masking import mask_uri
 from partner_repo.models import Message
+from partner_repo.recall import MemoryRecall, RecallIndexer
 from partner_repo.rolling.config import RollingConfig
 from partner_repo.rolling.result import RollingResult
 from partner_repo.rolling.service import RollingService
@@ -45,6 +49,8 @@ CONFIG = RollingConfig(trigger_limit=30, retain_divisor=6, idle_after=timedelta(
 TURN_GAP = timedelta(minutes=2)
 DELIVERY_TIMEOUT = 15.0
 """Seconds to wait for the listener to deliver a roll before the demo says so and goes on."""
+QUESTION = "Where can I eat vegetarian food?"
+"""What the demo asks recall at the end."""
 
 
 class SimulatedClock:
@@ -97,7 +103,7 @@ class PrintingConsumer:
 @click.option("--core", "core_id", default=DEMO_CORE, show_default=True, help="Core to record the demo into.")
 @click.pass_context
 def demo(ctx: click.Context, core_id: str) -> None:
-    """Record a 104-message conversation, roll it by count and idle, listen, then list slices and stats.
+    """Record a 104-message conversation, roll it by count and idle, listen, list slices and stats, recall.
 
     Runs on the in-memory backend (MONGODB_URI is ignored) unless --uri is given; then it writes to the
     database 'partner_demo' (or --db) and leaves the data there.
@@ -129,7 +135,7 @@ def demo(ctx: click.Context, core_id: str) -> None:
 
 
 async def run_demo(database: MongoDatabase, *, core_id: str, out: Console) -> None:
-    """The scripted conversation, its rolls as the listener delivers them, then slices and statistics."""
+    """The scripted conversation, its rolls as the listener delivers them, slices and statistics, recall."""
     clock = SimulatedClock(utc_now() - timedelta(hours=3))
     rolling = RollingService(
         database, ExtractiveSummarizer(max_sentences=3, max_chars=300), CONFIG, clock=clock
@@ -167,6 +173,20 @@ async def run_demo(database: MongoDatabase, *, core_id: str, out: Console) -> No
     out.print(slices_table(await _all_slices(queries, core_id), title=f"slices of core {core_id!r}"))
     for table in stats_tables(await queries.stats(core_id, now=clock()), quiet_days=True):
         out.print(table)
+    await _recall(database, core_id, rolls, clock, out)
+
+
+async def _recall(
+    database: MongoDatabase, core_id: str, rolls: list[RollingResult], clock: SimulatedClock, out: Console
+) -> None:
+    """Index the rolls as ``listen --recall`` would, then ask one question and print what recall brings."""
+    indexer = RecallIndexer(database)
+    for result in rolls:
+        await indexer.consume(result)
+    out.print(f"\nindexed {len(rolls)} slice(s) with RecallIndexer (what `listen --recall` runs)")
+    found = await MemoryRecall(database, clock=clock).recall(core_id, QUESTION, limit=1, max_messages=4)
+    out.print(f"[bold]recall[/] {QUESTION!r}: the best slice and its raw messages\n", highlight=False)
+    print_recalled(out, found, ZoneInfo("UTC"))
 
 
 async def _announce(out: Console, consumer: PrintingConsumer, trigger: str, result: RollingResult) -> None:

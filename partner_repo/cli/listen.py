@@ -12,7 +12,7 @@ import logging
 
 import click
 
-from partner_repo.cli.consumers import consumer_option, consumer_registry
+from partner_repo.cli.consumers import consumer_option, consumer_registry, recall_option, with_recall
 from partner_repo.cli.output import Seconds
 from partner_repo.cli.runtime import connection, fail, run_async
 from partner_repo.cli.signals import stop_on_signals
@@ -28,6 +28,7 @@ stderr all JSON for a log shipper."""
 
 @click.command("listen")
 @consumer_option("An AfterRolling consumer (an object, or a class built without arguments); repeatable.")
+@recall_option
 @click.option("--group", default="default", show_default=True, help="Listener group (its own checkpoint).")
 @click.option(
     "--start-from",
@@ -81,6 +82,7 @@ stderr all JSON for a log shipper."""
 def listen(
     ctx: click.Context,
     consumer_paths: tuple[str, ...],
+    recall: bool,
     group: str,
     start_from: str,
     poll_interval: float,
@@ -90,9 +92,13 @@ def listen(
     concurrency: int | None,
     metrics_port: int | None,
 ) -> None:
-    """Deliver every roll to the given consumers until SIGINT/SIGTERM."""
+    """Deliver every roll to the given consumers until SIGINT/SIGTERM.
+
+    Backfill the recall index of every slice already stored with a group of its own from the beginning:
+    partner-repo listen --group recall --start-from beginning --recall.
+    """
     target = connection(ctx, "daemon")
-    registry = consumer_registry(consumer_paths)
+    registry = consumer_registry(consumer_paths, recall=recall)
     if metrics_port is not None:
         try:
             require_prometheus()  # before connecting: the option cannot work as the install stands
@@ -101,9 +107,10 @@ def listen(
 
     async def work() -> None:
         metrics = ListenerMetrics() if metrics_port is not None else None
+        database = await target.open()
         listener = RollingListener(
-            await target.open(),
-            registry,
+            database,
+            with_recall(registry, database, recall),
             group=group,
             poll_interval=poll_interval,
             start_from=start_from,  # type: ignore[arg-type]

@@ -18,10 +18,9 @@ from partner_repo.admin.inspection import InvariantViolation
 from partner_repo.cli.output import console, echo_json, json_option
 from partner_repo.cli.progress import counted_progress, progress_bar
 from partner_repo.cli.runtime import EXIT_NOT_FOUND, connection, fail, run_async
-from partner_repo.cli.slices import open_admin, usage_errors
-from partner_repo.cores.repository import DEFAULT_CORE_ID, MemoryCoreRepository
+from partner_repo.cli.slices import open_admin, require_core, usage_errors
+from partner_repo.cores.repository import DEFAULT_CORE_ID
 from partner_repo.database import MongoDatabase
-from partner_repo.errors import NotFound
 from partner_repo.importing.importer import ImportIssue, ImportReport, import_partner_state
 from partner_repo.importing.state_format import state_directory_problem
 
@@ -136,12 +135,8 @@ def import_state(ctx: click.Context, directory: Path, core_id: str, as_json: boo
 async def _known_core(database: MongoDatabase, core_id: str | None, units_checked: int) -> None:
     """:class:`NotFound` for a ``--core`` that names no core (no core document, no unit): a typo, most
     likely, which "checked 0 unit(s)" would pass over."""
-    if (
-        core_id is not None
-        and not units_checked
-        and await MemoryCoreRepository(database).get(core_id) is None
-    ):
-        raise NotFound(f"no core {core_id!r}: no core document and no unit has that core id")
+    if core_id is not None and not units_checked:
+        await require_core(database, core_id)
 
 
 def _check_interrupted(done: int, total: int) -> str:

@@ -29,8 +29,10 @@ from partner_repo.cli.output import (
     when,
 )
 from partner_repo.cli.runtime import connection, note_interruption, run_async
+from partner_repo.cores.repository import MemoryCoreRepository
 from partner_repo.database import MongoDatabase
-from partner_repo.errors import InvalidCursor, InvalidInput, InvalidSettings
+from partner_repo.errors import InvalidCursor, InvalidInput, InvalidSettings, NotFound
+from partner_repo.indexes import UNITS
 from partner_repo.models import Message
 
 MESSAGE_WIDTH = 100
@@ -41,6 +43,15 @@ async def open_admin(ctx: click.Context) -> MongoDatabase:
     from partner_repo.settings import admin_database, load_settings
 
     return admin_database(await connection(ctx, "read").open(), load_settings())
+
+
+async def require_core(database: MongoDatabase, core_id: str) -> None:
+    """:class:`NotFound` when ``core_id`` names no core (no core document, no unit): a typo, most likely,
+    which an empty answer would pass over."""
+    if await MemoryCoreRepository(database).get(core_id) is not None:
+        return
+    if await database[UNITS].find_one({"core_id": core_id}, {"_id": 1}) is None:
+        raise NotFound(f"no core {core_id!r}: no core document and no unit has that core id")
 
 
 @contextmanager
@@ -302,11 +313,11 @@ def _messages_table(messages: list[Message], *, first: int) -> Table:
     table.add_column("role")
     table.add_column("content", overflow="fold")
     for offset, message in enumerate(messages):
-        table.add_row(str(first + offset), _speaker(message), short(message.content, MESSAGE_WIDTH))
+        table.add_row(str(first + offset), speaker(message), short(message.content, MESSAGE_WIDTH))
     return table
 
 
-def _speaker(message: Message) -> str:
+def speaker(message: Message) -> str:
     """The role, with the speaker's (or tool's) name and the tool call a message answers, when set."""
     details = [
         part for part in (message.name, message.tool_call_id and f"call {message.tool_call_id}") if part

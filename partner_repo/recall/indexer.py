@@ -2,9 +2,9 @@
 
 Register it with a listener and every roll of every process reaches it (``recall-index``); give it a
 listener group of its own started from the beginning and it indexes every slice already stored (backfill is
-just a new group: ``partner-repo listen --group recall --from-beginning --consumer
-partner_repo.recall:recall_indexer``). It indexes a slice's summary **and** its raw messages, its topic path
-(from a pluggable :class:`~.topics.TopicExtractor`), its profile and its time span.
+just a new group: ``partner-repo listen --group recall --start-from beginning --recall``). It indexes a
+slice's summary **and** its raw messages, its topic path (from a pluggable :class:`~.topics.TopicExtractor`),
+its profile and its time span.
 
 At-least-once delivery is safe: the index's writes are set additions keyed by the slice (:mod:`.store`), so a
 redelivered slice changes nothing twice, and a revision older than the one indexed is ignored. A

@@ -134,7 +134,8 @@ def ancestors(path: str) -> list[str]:
 
 def keywords(weights: Mapping[str, float], idf: Mapping[str, float], *, count: int = 12) -> list[str]:
     """A slice's terms by ``weight·idf``, best first, ``count`` of them; a tie goes to the term the text
-    names first (``weights`` is in text order), so Chinese gets ``记忆`` rather than its neighbour ``忆系``."""
+    names first (``weights`` is in text order), so Chinese gets ``记忆`` rather than its neighbour
+    ``忆系``."""
     order = {term: index for index, term in enumerate(weights)}
     ranked = sorted(weights, key=lambda term: (-round(weights[term] * idf.get(term, 0.0), 9), order[term]))
     return ranked[:count]

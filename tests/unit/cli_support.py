@@ -3,6 +3,8 @@ long-running command in a process of its own."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import os
 import signal
 import subprocess
@@ -95,3 +97,18 @@ def every_command_uses(database: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
     monkeypatch.setattr(Connection, "open", open_database)
     monkeypatch.delenv("MONGODB_URI", raising=False)
     return database
+
+
+def listen_stops(monkeypatch: pytest.MonkeyPatch) -> list[asyncio.Event]:
+    """Run ``listen`` in-process without its signal handlers: once it runs, the list returned holds the event
+    that stops it (set it from a consumer)."""
+    from partner_repo.cli import listen as listen_module
+
+    stops: list[asyncio.Event] = []
+
+    def capture(stop: asyncio.Event) -> contextlib.nullcontext[None]:
+        stops[:] = [stop]
+        return contextlib.nullcontext()
+
+    monkeypatch.setattr(listen_module, "stop_on_signals", capture)
+    return stops

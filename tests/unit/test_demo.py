@@ -13,9 +13,10 @@ from rich.console import Console
 
 from partner_repo import MemoryCoreRepository, SliceQueries, in_memory_database, init_repository
 from partner_repo.cli import main
-from partner_repo.cli.demo import CONFIG, run_demo
+from partner_repo.cli.demo import CONFIG, QUESTION, run_demo
 from partner_repo.cli.demo_script import TURNS
 from partner_repo.cli.runtime import Connection
+from partner_repo.recall import MemoryRecall
 
 
 def test_the_script_is_a_conversation_of_at_least_100_messages() -> None:
@@ -23,7 +24,7 @@ def test_the_script_is_a_conversation_of_at_least_100_messages() -> None:
     assert all(question.strip() and answer.strip() for question, answer in TURNS)
 
 
-def test_demo_runs_in_memory_and_prints_rolls_deliveries_slices_and_stats(
+def test_demo_runs_in_memory_and_prints_rolls_deliveries_slices_stats_and_a_recall(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setenv("MONGODB_URI", "mongodb://127.0.0.1:1/?serverSelectionTimeoutMS=200")
@@ -39,6 +40,8 @@ def test_demo_runs_in_memory_and_prints_rolls_deliveries_slices_and_stats(
     assert f"turn {len(TURNS)}" in output
     assert "slices of core 'demo'" in output and "largest units" in output
     assert re.search(r"messages\s+104", output)
+    assert "indexed 4 slice(s) with RecallIndexer" in output
+    assert f"recall {QUESTION!r}" in output and "found by text" in output
 
 
 async def test_the_demo_stores_every_message_and_delivers_every_roll() -> None:
@@ -60,6 +63,22 @@ async def test_the_demo_stores_every_message_and_delivers_every_roll() -> None:
     for piece in slices:
         assert f"RollingResult: slice {piece.id}" in text
     assert text.index("rolled (idle trigger)") < text.index("slices of core 'demo'")
+
+
+async def test_the_demo_indexes_every_roll_and_recalls_the_raw_messages_of_its_question() -> None:
+    database = await init_repository(in_memory_database("demo_recall"))
+    buffer = io.StringIO()
+
+    await run_demo(database, core_id="demo", out=Console(file=buffer, width=200))
+
+    nodes = await MemoryRecall(database).topics("demo")
+    assert sum(node.slices for node in nodes if node.depth == 1) == 4
+    text = buffer.getvalue()
+    recalled = text.split(f"recall {QUESTION!r}", 1)[1]
+    assert text.index("largest units") < text.index(f"recall {QUESTION!r}")
+    assert "Ha, good to know. Now, food! I'm vegetarian." in recalled
+    assert recalled.count("\nslice ") == 1
+    assert len(re.findall(r"^\s*\d+\s+(?:user|assistant)\s", recalled, re.M)) == 4  # its four best messages
 
 
 @pytest.mark.parametrize(
