@@ -7,7 +7,8 @@ An erasure is resumable because of its order (``docs/erasure.md`` says what each
    runs (``hold``, 24 h by default, so a run cut short keeps rolls off the core until it is run again);
 3. the ids of every unit it erases, with their slice ids, are recorded as *targets*;
 4. the units are deleted, each leaving a tombstone under its id (:mod:`partner_repo.erasure.tombstones`),
-   with every listener group's progress on them (a tombstone per group too) and their dead letters; for a
+   with every listener group's progress on them (a tombstone per group too), their dead letters and what
+   the recall index holds of them (:mod:`partner_repo.recall.store`, not left for ``on_erased``); for a
    whole core, the ids its next roll would write (its session's unit, and the unit that one continues) get a
    tombstone as well, whether a unit exists under them or not, and the core document (the live window, the
    session, the lease) goes last; the request is ``erased``;
@@ -38,6 +39,7 @@ from partner_repo.database import MongoDatabase
 from partner_repo.erasure.preview import ErasurePreview, preview_erasure
 from partner_repo.erasure.requests import ErasureRequest, ErasureRequests
 from partner_repo.erasure.tombstones import tombstone_units
+from partner_repo.recall.store import RecallStore
 from partner_repo.errors import ConflictError, InvalidInput
 from partner_repo.indexes import CORES, UNITS
 from partner_repo.listener.dead_letters import DeadLetterRepository
@@ -334,6 +336,7 @@ class MemoryEraser:
             await self._requests.add_targets(request, done.late)
         checkpoints = await remove_unit_progress(self._database, unit_ids)
         letters = await self._letters.remove_for_units(unit_ids)
+        await RecallStore(self._database).remove_units(unit_ids)  # derived text goes with its units
         await self._requests.count(
             request.erasure_id, units=done.deleted, checkpoints=checkpoints, dead_letters=letters
         )
