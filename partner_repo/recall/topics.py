@@ -14,10 +14,11 @@ neutral one: the default cannot judge activation, and a neutral profile leaves r
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 from collections.abc import Awaitable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from partner_repo.errors import InvalidInput
 from partner_repo.models import Message
@@ -69,7 +70,7 @@ class TopicRequest:
 
 @runtime_checkable
 class TopicExtractor(Protocol):
-    """Gives a slice its :class:`Topic`; a coroutine function or a plain one (an LLM call or rules)."""
+    """Gives a slice its :class:`Topic`: a coroutine function, or a plain one (run in a worker thread)."""
 
     def __call__(self, request: TopicRequest, /) -> Topic | Awaitable[Topic]: ...
 
@@ -108,11 +109,21 @@ def checked_topic(topic: object, extractor: object) -> Topic:
     return topic
 
 
-async def extract(extractor: TopicExtractor, request: TopicRequest) -> Topic:
-    """Run ``extractor`` (awaiting it when it is a coroutine) and check what it gives."""
-    outcome = extractor(request)
+async def called(function: Any, argument: Any) -> Any:
+    """``function(argument)``: awaited on the loop when it is a coroutine function, else run in a worker
+    thread (a blocking LLM client never stalls the listener), as consumers and summarizers are."""
+    method = getattr(function, "__call__", None)  # noqa: B004 - the method itself, to inspect it
+    if inspect.iscoroutinefunction(function) or inspect.iscoroutinefunction(method):
+        return await function(argument)
+    outcome = await asyncio.to_thread(function, argument)
     if inspect.isawaitable(outcome):
         outcome = await outcome
+    return outcome
+
+
+async def extract(extractor: TopicExtractor, request: TopicRequest) -> Topic:
+    """Run ``extractor`` (a plain function in a worker thread) and check what it gives."""
+    outcome = await called(extractor, request)
     return checked_topic(outcome, extractor)
 
 

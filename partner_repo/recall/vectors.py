@@ -10,19 +10,20 @@ candidates the other channels found (their vectors come with them).
 
 from __future__ import annotations
 
-import inspect
 import math
 from collections.abc import Awaitable, Sequence
 from typing import Protocol, runtime_checkable
 
 from partner_repo.errors import InvalidInput
+from partner_repo.recall.topics import called
 
 MAX_DIMENSIONS = 8192
 
 
 @runtime_checkable
 class Embedder(Protocol):
-    """Texts to vectors of one dimension each, a coroutine function or a plain one."""
+    """Texts to vectors of one dimension each: a coroutine function, or a plain one (run in a worker
+    thread)."""
 
     def __call__(
         self, texts: Sequence[str], /
@@ -31,9 +32,7 @@ class Embedder(Protocol):
 
 async def embed(embedder: Embedder, texts: Sequence[str]) -> list[list[float]]:
     """The vectors of ``texts``, checked: one per text, the same dimension, finite numbers."""
-    outcome = embedder(list(texts))
-    if inspect.isawaitable(outcome):
-        outcome = await outcome
+    outcome = await called(embedder, list(texts))
     vectors = [list(vector) for vector in outcome]
     if len(vectors) != len(texts):
         raise InvalidInput(
