@@ -91,6 +91,7 @@ from partner_repo.migrating.runner import (
 )
 from partner_repo.models import MemoryCore, MemorySlice, MemoryUnit, Message, Role
 from partner_repo.normalization import new_slice_id, normalize_unit
+from partner_repo.recall import ActivatedSlice, MemoryRecall, RecallIndexer
 from partner_repo.rolling.config import RollingConfig
 from partner_repo.rolling.increment import resolve_chat_increment
 from partner_repo.rolling.result import MemoryUnitRef, RollingResult
@@ -135,6 +136,7 @@ __all__ = [
     "MAX_SUMMARY_BYTES",
     "SUMMARY_ON_EMPTY",
     "SUMMARY_ON_EXCEPTION",
+    "ActivatedSlice",
     "AfterRolling",
     "AfterRollingRegistry",
     "Backoff",
@@ -168,6 +170,7 @@ __all__ = [
     "MemoryCore",
     "MemoryCoreRepository",
     "MemoryEraser",
+    "MemoryRecall",
     "MemorySlice",
     "MemoryStats",
     "MemoryUnit",
@@ -183,6 +186,7 @@ __all__ = [
     "PartnerRepoError",
     "PartnerRepoSettings",
     "PrintConsumer",
+    "RecallIndexer",
     "RepairReport",
     "ReplayReport",
     "ResummarizeReport",
