@@ -9,6 +9,7 @@ from migration_support import (
     ERASURE_TOMBSTONES,
     INDEXES,
     NORMALIZE,
+    RECALL_INDEXES,
     SLICE_INDEX,
     UNSUMMARIZED,
     bound,
@@ -26,6 +27,7 @@ SWAP = load(SLICE_INDEX)
 ERASURE = load(ERASURE_INDEXES)
 TOMBSTONES = load(ERASURE_TOMBSTONES)
 SUMMARIES = load(UNSUMMARIZED)
+RECALL = load(RECALL_INDEXES)
 
 
 def specs(indexes: dict[str, list[Any]]) -> dict[str, list[dict[str, Any]]]:
@@ -46,7 +48,7 @@ def test_the_migrations_together_create_exactly_the_indexes_the_library_declares
     composed = specs(MIGRATION.INDEXES)
     swapped = [SWAP.NEW_INDEX.document if i == SWAP.OLD_INDEX.document else i for i in composed[UNITS]]
     composed[UNITS] = swapped
-    for migration in (ERASURE, TOMBSTONES):
+    for migration in (ERASURE, TOMBSTONES, RECALL):
         for collection, added in specs(migration.INDEXES).items():
             composed[collection] = composed.get(collection, []) + added
     composed[UNITS] = composed[UNITS] + [SUMMARIES.INDEX.document]
