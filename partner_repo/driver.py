@@ -159,8 +159,16 @@ async def update_each(collection: Any, updates: Sequence[Update]) -> None:
 
 
 def _embedded(collection: Any) -> bool:
-    module = type(collection).__module__
-    return module.startswith(("mongomock", "partner_repo.embedded"))
+    """Whether ``collection`` is the in-memory backend's: its class or one of its bases comes from mongomock
+    or :mod:`partner_repo.embedded` (mongomock-motor's classes take Motor's names, so only their bases tell),
+    or so does its ``database`` (a wrapper that forwards attributes, as the tests' fault injectors do)."""
+    for candidate in (collection, getattr(collection, "database", None)):
+        if any(base.__module__.startswith(_EMBEDDED_MODULES) for base in type(candidate).__mro__):
+            return True
+    return False
+
+
+_EMBEDDED_MODULES = ("mongomock", "partner_repo.embedded")
 
 
 async def watch(collection: Any, pipeline: Sequence[Mapping[str, Any]] | None = None, **options: Any) -> Any:

@@ -62,8 +62,12 @@ def requires_mongodb() -> str:
     return MONGODB_URI
 
 
-async def real_database() -> Any:
-    client: Any = driver.new_client(requires_mongodb(), tz_aware=True, serverSelectionTimeoutMS=5000)
+async def real_database(**client_options: Any) -> Any:
+    """A fresh database on the real server, through a client of its own (``client_options`` for it, such as
+    ``event_listeners``)."""
+    client: Any = driver.new_client(
+        requires_mongodb(), tz_aware=True, serverSelectionTimeoutMS=5000, **client_options
+    )
     return client[f"partner_repo_test_{uuid.uuid4().hex[:12]}"]
 
 

@@ -80,17 +80,18 @@ class Crash(Exception):
 @dataclass
 class CrashingDatabase:
     """The database, except that call number ``after`` (from 1) of ``method`` on ``collection`` raises
-    :class:`Crash` instead of running: the erasure stops there, as if the process had been killed."""
+    :class:`Crash` instead of running: the erasure stops there, as if the process had been killed. Either may
+    be a set of names: the calls of every such method on every such collection are counted together."""
 
     database: Any
-    collection: str
-    method: str
+    collection: str | frozenset[str]
+    method: str | frozenset[str]
     after: int = 1
     calls: list[str] = field(default_factory=list)
 
     def __getitem__(self, name: str) -> Any:
         collection = self.database[name]
-        return _Crashing(collection, self) if name == self.collection else collection
+        return _Crashing(collection, self) if _named(name, self.collection) else collection
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.database, name)
@@ -103,7 +104,7 @@ class _Crashing:
 
     def __getattr__(self, name: str) -> Any:
         attribute = getattr(self.collection, name)
-        if name != self.owner.method:
+        if not _named(name, self.owner.method):
             return attribute
 
         def call(*args: Any, **kwargs: Any) -> Any:
@@ -113,3 +114,7 @@ class _Crashing:
             return attribute(*args, **kwargs)
 
         return call
+
+
+def _named(name: str, wanted: str | frozenset[str]) -> bool:
+    return name == wanted if isinstance(wanted, str) else name in wanted

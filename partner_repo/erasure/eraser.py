@@ -39,13 +39,13 @@ from partner_repo.database import MongoDatabase
 from partner_repo.erasure.preview import ErasurePreview, preview_erasure
 from partner_repo.erasure.requests import ErasureRequest, ErasureRequests
 from partner_repo.erasure.tombstones import tombstone_units
-from partner_repo.recall.store import RecallStore
 from partner_repo.errors import ConflictError, InvalidInput
 from partner_repo.indexes import CORES, UNITS
 from partner_repo.listener.dead_letters import DeadLetterRepository
 from partner_repo.listener.erased_progress import remove_unit_progress
 from partner_repo.listener.erasure_log import ErasureLog, ErasureScope
 from partner_repo.models import MemoryCore
+from partner_repo.recall.store import RecallStore
 from partner_repo.units.repository import MemoryUnitRepository
 from partner_repo.validation import optional_datetime, require_id
 

@@ -6,10 +6,11 @@ just a new group: ``partner-repo listen --group recall --start-from beginning --
 slice's summary **and** its raw messages, its topic path (from a pluggable :class:`~.topics.TopicExtractor`),
 its profile and its time span.
 
-At-least-once delivery is safe: the index's writes are set additions keyed by the slice (:mod:`.store`), so a
-redelivered slice changes nothing twice, and a revision older than the one indexed is ignored. A
+At-least-once delivery is safe: the index's writes are set additions keyed by the slice (:mod:`.store`), a
+revision already indexed is not indexed again and one older than it is ignored, and a delivery after a crash
+finishes the document the crashed one was writing, so the index ends as one delivery leaves it. A
 re-summarized slice (a new ``revision``) replaces what was indexed. ``on_erased`` removes every slice of the
-erased units.
+erased units and every vocabulary entry only they held.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from partner_repo.clock import utc_now
 from partner_repo.errors import InvalidInput
 from partner_repo.listener.erasure_log import Erasure
 from partner_repo.models import Message
-from partner_repo.recall.store import RecallStore
+from partner_repo.recall.store import PENDING, RecallStore
 from partner_repo.recall.terms import terms
 from partner_repo.recall.topics import (
     KeywordTopics,
@@ -64,12 +65,22 @@ class RecallIndexer:
         self._tokenizer = tokenizer
 
     async def consume(self, result: RollingResult) -> None:
-        """Index the slice of ``result`` (again, when it is a newer revision of one already indexed)."""
+        """Index the slice of ``result`` (again, when it is a newer revision of one already indexed).
+
+        A revision already indexed is not indexed again (its topic would be asked for again, and an extractor
+        may answer differently); after a crash half-way, the document that delivery was writing is finished
+        as it was. An older revision than the one indexed, or than the one being written, is ignored."""
         previous = await self._store.stored(result.unit_id, result.slice_id)
-        if previous is not None and int(previous.get("revision") or 0) > result.revision:
-            return  # a late delivery of an older summary: the newer one stays
-        document = await self._document(result)
-        await self._store.put(document, previous)
+        pending = (previous or {}).get(PENDING)
+        if pending is not None and pending.get("revision") == result.revision:
+            await self._store.put(pending, previous)
+            return
+        indexed = (previous or {}).get("revision")
+        if isinstance(indexed, int) and indexed >= result.revision:
+            return  # delivered again, or a late delivery of an older summary: what is indexed stays
+        if pending is not None and int(pending.get("revision") or 0) > result.revision:
+            return  # a newer summary is being written; its own redelivery finishes it
+        await self._store.put(await self._document(result), previous)
 
     async def on_erased(self, erasure: Erasure) -> None:
         """Remove every indexed slice of the erased units."""

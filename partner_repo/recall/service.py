@@ -28,6 +28,7 @@ from partner_repo.recall.store import (
     CHANNEL_LIMIT_FLOOR,
     COMMON_TERM_SLICES,
     MATCH_TERM_LIMIT,
+    TOPIC_CUES,
     Plan,
     RecallStore,
 )
@@ -40,7 +41,6 @@ from partner_repo.validation import optional_datetime, require_id
 
 MAX_LIMIT = 100
 MAX_MESSAGES = 1000
-TOPIC_CUES = 4
 
 
 @dataclass(frozen=True)
@@ -136,16 +136,17 @@ class MemoryRecall:
 
         ``cues``: date and topic cues from the caller (they replace the ones read from the query by rules);
         ``since``/``until``: only slices whose conversation overlaps ``[since, until)``; ``now``/``tz``: what
-        relative dates are relative to; ``explain``: fill each slice's ``why``."""
+        relative dates are relative to (``since``, ``until`` and ``now`` are aware datetimes: a naive one is
+        refused); ``explain``: fill each slice's ``why``. Bad input raises :class:`InvalidInput`."""
         core_id = require_id(core_id, "core_id")
         if not isinstance(query, str):
             raise InvalidInput(f"query must be a string, got {type(query).__name__}")
         limit = _bounded(limit, "limit", MAX_LIMIT)
         max_messages = _bounded(max_messages, "max_messages", MAX_MESSAGES)
-        since, until = optional_datetime(since, "since"), optional_datetime(until, "until")
+        since, until = _aware(since, "since"), _aware(until, "until")
         if since is not None and until is not None and since >= until:
             raise InvalidInput(f"since ({since.isoformat()}) must be before until ({until.isoformat()})")
-        now = optional_datetime(now, "now") or to_utc_ms(self._clock())
+        now = _aware(now, "now") or to_utc_ms(self._clock())
         zone = self._tz if tz is None else _zone(tz)
         given = _checked_cues(cues)
         query_terms = list(dict.fromkeys(self._tokenizer(query)))
@@ -334,9 +335,7 @@ def _topics(nodes: dict[str, int], query_terms: list[str]) -> list[str]:
 
 
 def _given_topics(given: Sequence[Cue]) -> list[str]:
-    paths = [cue.path for cue in given if isinstance(cue, TopicCue)]
-    for path in paths:
-        parts(path)
+    paths = [cue.path for cue in given if isinstance(cue, TopicCue)]  # checked by _checked_cues
     return list(dict.fromkeys(SEPARATOR.join(parts(path)) for path in paths))
 
 
@@ -358,9 +357,24 @@ def _checked_cues(cues: Sequence[Cue] | None) -> list[Cue] | None:
     for cue in cues:
         if not isinstance(cue, DateCue | TopicCue):
             raise InvalidInput(f"a cue must be a DateCue or a TopicCue, got {type(cue).__name__}")
-        if isinstance(cue, DateCue) and not cue.start < cue.end:
+        if isinstance(cue, TopicCue):
+            parts(cue.path)
+        elif not all(type(day) is date for day in (cue.start, cue.end)):  # a datetime is a date too
+            kinds = f"{type(cue.start).__name__} and {type(cue.end).__name__}"
+            raise InvalidInput(f"a date cue's start and end must be dates (not datetimes), got {kinds}")
+        elif not cue.start < cue.end:
             raise InvalidInput(f"a date cue's start must be before its end, got {cue.start} to {cue.end}")
     return list(cues)
+
+
+def _aware(value: object, what: str) -> datetime | None:
+    """An aware datetime as UTC, or None: a naive one is refused (recall reads days in a time zone, so a time
+    without one would be ambiguous)."""
+    if isinstance(value, datetime) and value.utcoffset() is None:
+        raise InvalidInput(
+            f"{what} must be an aware datetime (with a time zone), got naive {value.isoformat()}"
+        )
+    return optional_datetime(value, what)
 
 
 def _bounded(value: object, what: str, most: int) -> int:

@@ -8,9 +8,11 @@ is the size of that list.
 
 **Idempotent by construction.** Every vocabulary write is an ``$addToSet`` or a ``$pull`` of a slice's key,
 so a redelivered slice, or a write repeated after a crash, changes no count twice; there is no counter to
-drift. A slice is written in an order that survives a crash anywhere: pull what the old revision had and the
-new one has not, add what the new one has, then replace the slice's document. Removal pulls first and
-deletes last. The index is derived: a slice found in it whose unit is gone is never returned
+drift. A slice is written in an order that survives a crash anywhere: record the new document as pending on
+the slice's entry (a redelivery finishes that one), pull what the old revision had and the new one has not,
+add what the new one has, then replace the slice's entry with the document. Removal pulls first and deletes
+last; a vocabulary entry that no slice holds any more is deleted, so nothing of an erased or replaced text
+stays behind. The index is derived: a slice found in it whose unit is gone is never returned
 (:mod:`.service` reads the unit's messages, and drops what it cannot read).
 """
 
@@ -33,6 +35,10 @@ CHANNEL_LIMIT_FLOOR = 8
 """The fewest candidates a channel returns, whatever the query's limit."""
 MATCH_TERM_LIMIT = 12
 """The most query terms used to *find* candidates (the rarest ones); every query term still scores."""
+PENDING = "pending"
+"""The field of a slice's entry holding the document a write is putting there (:meth:`RecallStore.put`)."""
+TOPIC_CUES = 4
+"""The most topic nodes a query's words name (the deepest first): recall's topic cues read by rules."""
 COMMON_TERM_SLICES = 512
 """A term in more slices of a core than this is too common to find candidates with (it still scores them),
 so a query's scan stays bounded however long the core's history is."""
@@ -49,7 +55,7 @@ def vocabulary_id(core_id: str, kind: str, value: str) -> dict[str, str]:
 @dataclass(frozen=True)
 class Lookup:
     """What the first round trip of a recall learns: each query term's slice count, the core's slice count,
-    and the topic nodes whose names share a word with the query (``path`` → slice count)."""
+    and the topic nodes the query names (``path`` → slice count; at most :data:`TOPIC_CUES`)."""
 
     frequencies: dict[str, int]
     slices: int
@@ -92,81 +98,107 @@ class RecallStore:
     # -- writing --------------------------------------------------------------------------------------------
 
     async def stored(self, unit_id: str, slice_id: str) -> dict[str, Any] | None:
-        """The indexed revision of a slice and what it holds in the vocabulary, or None."""
+        """What is indexed of a slice (its revision and what it holds in the vocabulary) and the document a
+        write left ``pending`` (whole), or None."""
         document: dict[str, Any] | None = await self._slices.find_one(
             {"_id": {"u": unit_id, "s": slice_id}},
-            {"revision": 1, "terms": 1, "ancestors": 1, "core_id": 1},
+            {"revision": 1, "terms": 1, "ancestors": 1, "core_id": 1, PENDING: 1},
         )
         return document
 
     async def put(self, document: dict[str, Any], previous: Mapping[str, Any] | None) -> None:
-        """Index ``document`` (a slice's), replacing ``previous`` (what :meth:`stored` read, or None)."""
+        """Index ``document`` (a slice's), replacing ``previous`` (what :meth:`stored` read, or None).
+
+        The document is first recorded as ``pending`` on the slice's entry, so a delivery after a crash
+        finishes writing *this* document (the indexer reuses it) rather than another one a topic extractor
+        might give the second time; what the previous revision, or an unfinished write, held and this one
+        does not is pulled, what it holds is added, and the document replaces the entry last."""
         core_id = document["core_id"]
         key = slice_key(document["unit_id"], document["slice_id"])
+        await self._slices.update_one(
+            {"_id": document["_id"]},
+            {"$set": {PENDING: document, "unit_id": document["unit_id"]}},
+            upsert=True,
+        )
         if previous is not None:
-            gone = [(TERM, term) for term in set(previous.get("terms") or ()) - set(document["terms"])] + [
-                (NODE, node) for node in set(previous.get("ancestors") or ()) - set(document["ancestors"])
-            ]
-            await driver.update_each(self._vocabulary, _pulls(previous.get("core_id", core_id), gone, key))
-        held = [(TERM, term) for term in document["terms"]]
-        held += [(NODE, node) for node in document["ancestors"]]
-        held.append((CORE, ""))
+            gone = _held(previous) - _held(document)
+            await self._pull(previous.get("core_id") or core_id, gone, key)
         adds: list[driver.Update] = [
             (
                 {"_id": vocabulary_id(core_id, kind, value)},
                 {"$addToSet": {"slices": key}, "$setOnInsert": _vocabulary_fields(core_id, kind, value)},
                 True,
             )
-            for kind, value in held
+            for kind, value in sorted(_held(document))
         ]
         await driver.update_each(self._vocabulary, adds)
         await self._slices.replace_one({"_id": document["_id"]}, document, upsert=True)
 
     async def remove_units(self, unit_ids: Sequence[str]) -> int:
-        """Remove every indexed slice of ``unit_ids``; how many were indexed."""
+        """Remove every indexed slice of ``unit_ids`` and every vocabulary entry left holding no slice; how
+        many slices were indexed."""
         if not unit_ids:
             return 0
         found = [
             document
             async for document in self._slices.find(
-                {"unit_id": {"$in": list(unit_ids)}}, {"terms": 1, "ancestors": 1, "core_id": 1}
+                {"unit_id": {"$in": list(unit_ids)}}, {"terms": 1, "ancestors": 1, "core_id": 1, PENDING: 1}
             )
         ]
         for document in found:
             key = slice_key(document["_id"]["u"], document["_id"]["s"])
-            held = [(TERM, term) for term in document.get("terms") or ()]
-            held += [(NODE, node) for node in document.get("ancestors") or ()]
-            held.append((CORE, ""))
-            await driver.update_each(self._vocabulary, _pulls(document["core_id"], held, key))
+            core_id = document.get("core_id") or document[PENDING]["core_id"]
+            await self._pull(core_id, _held(document), key)
         if found:
             await self._slices.delete_many({"_id": {"$in": [document["_id"] for document in found]}})
         return len(found)
 
+    async def _pull(self, core_id: str, held: Iterable[tuple[str, str]], key: list[str]) -> None:
+        """Pull ``key`` from the vocabulary entries of ``held``, then delete those left holding no slice (an
+        entry names a term: once no slice holds it, nothing of the text it came from may stay). An entry
+        that another slice's write adds to meanwhile is not empty when the delete runs, or is upserted again
+        after it."""
+        ids = [vocabulary_id(core_id, kind, value) for kind, value in sorted(held)]
+        await driver.update_each(
+            self._vocabulary, [({"_id": i}, {"$pull": {"slices": key}}, False) for i in ids]
+        )
+        if ids:
+            await self._vocabulary.delete_many({"_id": {"$in": ids}, "slices": {"$size": 0}})
+
     # -- reading --------------------------------------------------------------------------------------------
 
     async def lookup(self, core_id: str, terms: Iterable[str], words: Iterable[str] = ()) -> Lookup:
-        """One round trip: the slice count of each of ``terms``, of the core, and the topic nodes named by
-        one of ``words``."""
+        """One round trip, answered in one document whatever the query's length or the tree's size: the
+        slice count of each of ``terms`` and of the core, and the topic nodes whose own name is made of
+        ``words`` only (at most :data:`TOPIC_CUES`, deepest first, each with slices)."""
         ids = [vocabulary_id(core_id, TERM, term) for term in terms] + [vocabulary_id(core_id, CORE, "")]
+        counted = {"slices": {"$size": {"$ifNull": ["$slices", []]}}, "kind": 1, "value": 1}
         clauses: list[dict[str, Any]] = [{"_id": {"$in": ids}}]
-        words = list(words)
-        if words:
-            clauses.append({"core_id": core_id, "kind": NODE, "words": {"$in": words}})
-        pipeline: list[dict[str, Any]] = [
-            {"$match": {"$or": clauses}},
-            {"$project": {"slices": {"$size": {"$ifNull": ["$slices", []]}}, "kind": 1, "value": 1}},
-        ]
+        facets: dict[str, list[dict[str, Any]]] = {
+            "counts": [{"$match": {"kind": {"$ne": NODE}}}, {"$project": counted}]
+        }
+        named = sorted(set(words))
+        if named:
+            clauses.append({"core_id": core_id, "kind": NODE, "words": {"$in": named}})
+            within = {"$setUnion": [{"$ifNull": ["$words", []]}, {"$literal": named}]}
+            facets["nodes"] = [
+                {"$match": {"kind": NODE}},
+                {"$project": {**counted, "depth": 1, "named": {"$setEquals": [within, {"$literal": named}]}}},
+                {"$match": {"named": True, "slices": {"$gt": 0}}},
+                {"$sort": {"depth": -1, "value": 1}},
+                {"$limit": TOPIC_CUES},
+            ]
+        pipeline: list[dict[str, Any]] = [{"$match": {"$or": clauses}}, {"$facet": facets}]
+        found = await driver.aggregate_list(self._vocabulary, pipeline)
+        answer: dict[str, Any] = found[0] if found else {}
         frequencies: dict[str, int] = {}
-        nodes: dict[str, int] = {}
         total = 0
-        for row in await driver.aggregate_list(self._vocabulary, pipeline):
-            kind, value, count = row.get("kind"), row.get("value"), int(row.get("slices") or 0)
-            if kind == TERM:
-                frequencies[value] = count
-            elif kind == NODE:
-                nodes[value] = count
-            elif kind == CORE:
-                total = count
+        for row in answer.get("counts") or ():
+            if row.get("kind") == TERM:
+                frequencies[row["value"]] = int(row.get("slices") or 0)
+            elif row.get("kind") == CORE:
+                total = int(row.get("slices") or 0)
+        nodes = {row["value"]: int(row["slices"]) for row in answer.get("nodes") or ()}
         return Lookup(frequencies=frequencies, slices=total, nodes=nodes)
 
     async def candidates(self, core_id: str, plan: Plan) -> dict[str, list[dict[str, Any]]]:
@@ -274,15 +306,20 @@ def _vocabulary_fields(core_id: str, kind: str, value: str) -> dict[str, Any]:
     if kind == NODE:
         names = value.split("->")
         fields["depth"] = len(names)
-        fields["words"] = sorted(set(terms(" ".join(names))))
+        fields["words"] = sorted(set(terms(names[-1])))  # of its own name: what a query names it by
     return fields
 
 
-def _pulls(core_id: str, held: Iterable[tuple[str, str]], key: list[str]) -> list[driver.Update]:
-    return [
-        ({"_id": vocabulary_id(core_id, kind, value)}, {"$pull": {"slices": key}}, False)
-        for kind, value in held
-    ]
+def _held(document: Mapping[str, Any]) -> set[tuple[str, str]]:
+    """The vocabulary entries an indexed slice's entry holds: its terms, its topic nodes and its core, and
+    those of the document a write left pending on it."""
+    held: set[tuple[str, str]] = set()
+    for part in (document, document.get(PENDING) or {}):
+        if part:
+            held.update((TERM, term) for term in part.get("terms") or ())
+            held.update((NODE, node) for node in part.get("ancestors") or ())
+            held.add((CORE, ""))
+    return held
 
 
 __all__ = ["Lookup", "Plan", "RecallStore", "slice_key", "vocabulary_id"]

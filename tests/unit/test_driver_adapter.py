@@ -69,6 +69,43 @@ async def test_the_in_memory_backend_has_the_installed_stacks_shape() -> None:
     await close_database(database)
 
 
+@pytest.mark.parametrize("wrapped", [False, True], ids=["as is", "through a forwarding wrapper"])
+async def test_update_each_applies_every_update_on_the_in_memory_backend_of_either_stack(
+    wrapped: bool,
+) -> None:
+    """mongomock cannot take PyMongo 4.9's bulk requests, so the in-memory backend gets the updates one by
+    one; it is recognized under Motor too (mongomock-motor's classes take Motor's names)."""
+    database = await connect(None)
+    collection = database["each"]
+    target = Forwarding(collection) if wrapped else collection
+
+    await driver.update_each(
+        target,
+        [
+            ({"_id": 1}, {"$set": {"n": 1}}, True),
+            ({"_id": 1}, {"$inc": {"n": 1}}, False),
+            ({"_id": 2}, {"$addToSet": {"keys": "a"}}, True),
+            ({"_id": 3}, {"$set": {"n": 3}}, False),  # no such document, no upsert: nothing
+        ],
+    )
+
+    assert [d async for d in collection.find({}).sort("_id", 1)] == [
+        {"_id": 1, "n": 2},
+        {"_id": 2, "keys": ["a"]},
+    ]
+    await close_database(database)
+
+
+class Forwarding:
+    """A collection seen through a wrapper that forwards every attribute (an instrumented collection)."""
+
+    def __init__(self, collection: Any) -> None:
+        self._collection = collection
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._collection, name)
+
+
 async def test_the_embedded_backend_answers_in_pymongo_async_shape() -> None:
     client = EmbeddedClient(tz_aware=True)
     collection = client["shape"]["items"]

@@ -58,16 +58,12 @@ def stages(request: Request) -> list[str]:
 
 async def answer_lookup(request: Request) -> None:
     assert request.doc["aggregate"] == "recall_vocabulary"
+    assert stages(request) == ["$match", "$facet"]  # one document back, however many terms and nodes
     match = plain(request.doc["pipeline"][0]["$match"])
     term_ids = match["$or"][0]["_id"]["$in"]
     assert {"c": "c", "k": "term", "v": "puppi"} in term_ids and {"c": "c", "k": "core", "v": ""} in term_ids
-    request.replies(
-        cursor(
-            {"kind": "core", "value": "", "slices": 3},
-            {"kind": "term", "value": "puppi", "slices": 1},
-            ns=VOCABULARY,
-        )
-    )
+    counts = [{"kind": "core", "value": "", "slices": 3}, {"kind": "term", "value": "puppi", "slices": 1}]
+    request.replies(cursor({"counts": counts, "nodes": []}, ns=VOCABULARY))
 
 
 async def answer_candidates(request: Request, **channels: list[dict[str, Any]]) -> None:
