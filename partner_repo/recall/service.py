@@ -34,7 +34,7 @@ from partner_repo.recall.store import (
 )
 from partner_repo.recall.terms import terms
 from partner_repo.recall.topics import SEPARATOR, TopicProfile, parts
-from partner_repo.recall.vectors import Embedder, cosine, embed
+from partner_repo.recall.vectors import Embedder, embed, nearest
 from partner_repo.recall.weights import Tokenizer, idf
 from partner_repo.units.picking import messages_at
 from partner_repo.validation import optional_datetime, require_id
@@ -162,6 +162,7 @@ class MemoryRecall:
             until=until,
             per_channel=max(CHANNEL_LIMIT_FLOOR, 2 * limit),
             vectors=vector is not None and not support.vector,
+            newest=not query_terms and not given,
         )
         extra = self._search_channels(core_id, query, vector, support, plan)
         words = query_terms if given is None else []
@@ -187,7 +188,7 @@ class MemoryRecall:
         found = await self._store.candidates(core_id, plan)
         found.update(zip(extra, searched, strict=True))
         if plan.vectors and vector is not None:
-            found["vector"] = _nearest(found, vector, plan.per_channel)
+            found["vector"] = nearest(found, vector, plan.per_channel)
         candidates = _candidates(found)
         ranked = rank(
             candidates, weights_idf, now=now, limit=limit, max_messages=max_messages, weights=self._weights
@@ -207,7 +208,9 @@ class MemoryRecall:
             kept = [position for position in positions if position in picked]
             if kept:
                 activated.append(
-                    _activated(core_id, choice.candidate, choice.score, choice.why, kept, picked, explain)
+                    _activated(
+                        core_id, choice.candidate, choice.score, choice.why, kept, picked, explain, zone
+                    )
                 )
         return activated
 
@@ -246,13 +249,14 @@ def _activated(
     kept: list[int],
     picked: dict[int, Message],
     explain: bool,
+    zone: ZoneInfo,
 ) -> ActivatedSlice:
     return ActivatedSlice(
         slice_id=candidate.slice_id,
         unit_id=candidate.unit_id,
         core_id=core_id,
         summary=candidate.summary,
-        day=candidate.began_at.date(),
+        day=candidate.began_at.astimezone(zone).date(),
         began_at=candidate.began_at,
         ended_at=candidate.ended_at,
         topic=candidate.topic,
@@ -262,19 +266,6 @@ def _activated(
         positions=tuple(kept),
         why=dict(why) if explain else None,
     )
-
-
-def _nearest(found: dict[str, list[dict[str, Any]]], vector: list[float], limit: int) -> list[dict[str, Any]]:
-    """The candidates other channels found, by cosine similarity to the query's vector (the vector channel
-    without MongoDB Vector Search: it ranks, it cannot find)."""
-    seen: dict[tuple[str, str], tuple[float, dict[str, Any]]] = {}
-    for rows in found.values():
-        for row in rows:
-            stored = row.get("vector")
-            if isinstance(stored, list) and stored:
-                seen[(row["unit_id"], row["slice_id"])] = (cosine(vector, stored), row)
-    ranked = sorted(seen.values(), key=lambda item: (-item[0], item[1]["unit_id"], item[1]["slice_id"]))
-    return [row for similarity, row in ranked if similarity > 0][:limit]
 
 
 def _candidates(found: dict[str, list[dict[str, Any]]]) -> list[Candidate]:

@@ -76,6 +76,9 @@ class Plan:
     until: datetime | None
     per_channel: int
     vectors: bool = False
+    newest: bool = False
+    """Nothing in the query to match (no words, no cues): the newest slices answer. A query whose words the
+    core never used finds nothing instead."""
 
     def projection(self) -> dict[str, Any]:
         """What a candidate brings back: the answer's fields, the marks of the query's terms only, and its
@@ -231,6 +234,8 @@ class RecallStore:
             ]
             channels["date"] = [{"$match": {"$or": overlapping}}, newest, limit]
         projection = plan.projection()
+        if not clauses and not plan.newest:
+            return {}
         if not clauses:  # nothing to match: the newest slices, straight from the core_ended index
             pipeline: list[dict[str, Any]] = [{"$match": scope}, newest, limit, {"$project": projection}]
             return {"recent": await driver.aggregate_list(self._slices, pipeline)}

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Awaitable, Sequence
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from partner_repo.errors import InvalidInput
 from partner_repo.recall.topics import called
@@ -60,4 +60,17 @@ def cosine(first: Sequence[float], second: Sequence[float]) -> float:
     return dot / norms if norms else 0.0
 
 
-__all__ = ["Embedder", "cosine", "embed"]
+def nearest(found: dict[str, list[dict[str, Any]]], vector: list[float], limit: int) -> list[dict[str, Any]]:
+    """The candidates other channels found, by cosine similarity to the query's vector (the vector channel
+    without MongoDB Vector Search: it ranks, it cannot find)."""
+    seen: dict[tuple[str, str], tuple[float, dict[str, Any]]] = {}
+    for rows in found.values():
+        for row in rows:
+            stored = row.get("vector")
+            if isinstance(stored, list) and stored:
+                seen[(row["unit_id"], row["slice_id"])] = (cosine(vector, stored), row)
+    ranked = sorted(seen.values(), key=lambda item: (-item[0], item[1]["unit_id"], item[1]["slice_id"]))
+    return [row for similarity, row in ranked if similarity > 0][:limit]
+
+
+__all__ = ["Embedder", "cosine", "embed", "nearest"]

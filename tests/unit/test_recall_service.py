@@ -217,8 +217,12 @@ async def test_a_core_with_nothing_indexed_recalls_nothing(history: History) -> 
     assert await history.recall().topics("somebody else") == []
 
 
-async def test_a_query_without_known_terms_or_cues_returns_the_most_recent_slices(history: History) -> None:
-    found = await history.recall().recall("agent", "zebra quantum", limit=2)
+async def test_a_query_whose_words_the_core_never_used_finds_nothing(history: History) -> None:
+    assert await history.recall().recall("agent", "zebra quantum", limit=2) == []
+
+
+async def test_a_query_of_stopwords_only_returns_the_most_recent_slices(history: History) -> None:
+    found = await history.recall().recall("agent", "what did we", limit=2)
 
     assert [piece.summary for piece in found] == [PROJECT.summary, TRAVEL.summary]
     assert all(piece.sources == ("recent",) for piece in found)

@@ -4,6 +4,7 @@ one aggregation under the core."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -124,7 +125,7 @@ async def test_candidates_come_from_the_core_asked_only(memory_db: Any) -> None:
     await store.put(document("theirs", ["bread"], core_id="other", unit_id="u2"), None)
 
     found = await store.candidates("agent", plan())
-    newest = await store.candidates("agent", plan(idf={}, finding=[]))
+    newest = await store.candidates("agent", replace(plan(idf={}, finding=[]), newest=True))
 
     assert [row["slice_id"] for row in found["text"]] == ["mine"]
     assert [row["slice_id"] for row in newest["recent"]] == ["mine"]
