@@ -7,7 +7,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from migration_support import UNSUMMARIZED, bound, fresh_database
+from migration_support import UNSUMMARIZED, bound, fresh_database, shipped_from
 
 from partner_repo import (
     SUMMARY_ON_EXCEPTION,
@@ -81,7 +81,7 @@ async def test_backward_unmarks_and_drops_the_index_and_forward_marks_them_again
     database = await database_of_0_3()
     await run_migrations(database)
 
-    await run_migrations(database, backward=True)
+    await run_migrations(database, backward=True, distance=len(shipped_from(UNSUMMARIZED)))
 
     assert await marks(database) == {"a": [False] * 3, "b": [False]}
     assert "unsummarized" not in await database[UNITS].index_information()
