@@ -1,7 +1,7 @@
 """Key each dead letter on its unit and slice: ``{group, consumer, unit_id, slice_id[, revision]}``.
 
-Before 0.5 a slice's letter was keyed ``{group, consumer, slice_id[, revision]}``: the slice id alone named
-the delivery, although a slice id is a delivery's identity only within its unit. Each such letter is copied
+Before, a slice's letter was keyed ``{group, consumer, slice_id[, revision]}``: the slice id alone named the
+delivery, although a slice id is a delivery's identity only within its unit. Each such letter is copied
 under its new key (fields unchanged) and the old one deleted; a letter already under its new key, and an
 erasure's letter (keyed on its position in the erasure log), are left alone.
 

@@ -7,7 +7,7 @@ failed replay) updates it instead of adding another, while a revision (a summary
 that fails is a letter of its own (its key and ``revision`` say which; absent for a slice as rolled). The key
 names the unit as well as the slice: a slice id alone is not a delivery's identity (the library keeps ids
 unique, but a unit written by another tool may repeat one until ``repair``), and the unit is the shard key
-of ``memory_units``. Letters stored before 0.5 (keyed on the slice alone) are rekeyed by the
+of ``memory_units``. Letters stored keyed on the slice alone are rekeyed by the
 ``20261204090100_dead_letter_keys`` migration.
 
 A consumer's failed ``on_erased`` is a letter too: it names the erasure's position in the erasure log

@@ -14,8 +14,8 @@ KEYS = migration_file("dead_letter_keys")
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
 
-def letter_of_0_4(slice_id: str, unit_id: str = "u1", **extra: Any) -> dict[str, Any]:
-    """A slice's letter as 0.4 stored it: keyed on the group, consumer and slice alone."""
+def letter_keyed_on_its_slice(slice_id: str, unit_id: str = "u1", **extra: Any) -> dict[str, Any]:
+    """A slice's letter as stored before the migration: keyed on the group, consumer and slice alone."""
     key = {"group": "default", "consumer": "indexer", "slice_id": slice_id, **extra}
     return {
         "_id": key,
@@ -47,7 +47,8 @@ async def keys(database: Any) -> list[Any]:
 
 
 async def test_forward_keys_a_letter_on_its_unit_and_keeps_every_field() -> None:
-    database = await migrated_from(letter_of_0_4("s1"), letter_of_0_4("s2", revision=2))
+    old = letter_keyed_on_its_slice
+    database = await migrated_from(old("s1"), old("s2", revision=2))
 
     assert await keys(database) == [
         {"group": "default", "consumer": "indexer", "unit_id": "u1", "slice_id": "s1"},
@@ -58,7 +59,7 @@ async def test_forward_keys_a_letter_on_its_unit_and_keeps_every_field() -> None
 
 
 async def test_a_letter_migrated_is_the_one_the_repository_updates_and_removes() -> None:
-    database = await migrated_from(letter_of_0_4("s1"))
+    database = await migrated_from(letter_keyed_on_its_slice("s1"))
     letters = DeadLetterRepository(database)
 
     await letters.record(
@@ -76,10 +77,10 @@ async def test_a_letter_migrated_is_the_one_the_repository_updates_and_removes()
 
 
 async def test_a_letter_already_under_its_new_key_is_kept_and_the_old_one_dropped() -> None:
-    newer = {**letter_of_0_4("s1"), "error": "newer", "attempts": 1}
+    newer = {**letter_keyed_on_its_slice("s1"), "error": "newer", "attempts": 1}
     newer["_id"] = {"group": "default", "consumer": "indexer", "unit_id": "u1", "slice_id": "s1"}
 
-    database = await migrated_from(letter_of_0_4("s1"), newer)
+    database = await migrated_from(letter_keyed_on_its_slice("s1"), newer)
 
     (letter,) = await DeadLetterRepository(database).list()
     assert (letter.error, letter.attempts) == ("newer", 1)
@@ -93,9 +94,9 @@ async def test_an_erasures_letter_is_left_alone() -> None:
     assert await keys(database) == [erasure["_id"]]
 
 
-async def test_backward_restores_the_keys_of_0_4() -> None:
-    database = await migrated_from(letter_of_0_4("s1"))
+async def test_backward_restores_the_keys_on_the_slice_alone() -> None:
+    database = await migrated_from(letter_keyed_on_its_slice("s1"))
 
     await run_migrations(database, backward=True)
 
-    assert await keys(database) == [letter_of_0_4("s1")["_id"]]
+    assert await keys(database) == [letter_keyed_on_its_slice("s1")["_id"]]

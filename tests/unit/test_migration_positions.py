@@ -446,8 +446,8 @@ async def test_backward_leaves_no_mark_for_0_3_and_keeps_what_0_3_ignores() -> N
         cores=[core_of_0_3("s1", msgs(30, 41)), core_of_0_3("s9", [], core_id="d")],
         units=[unit, tombstone],
     )
-    # up to 0.4 only: reverting 0.5's slice-id claims rebuilds a partial unique index, whose filter mongomock
-    # ignores over the tombstones (a server honours it)
+    # not as far as the slice-id claims: reverting them rebuilds a partial unique index, whose filter
+    # mongomock ignores over the tombstones (a server honours it)
     reverted = shipped_from(POSITIONS)[: -len(shipped_from(CLAIMS))]
     await run_migrations(database, distance=len(reverted))
     await rolling(database).roll("c", now=LATER)  # a 0.4 roll moves the mark and window_start
