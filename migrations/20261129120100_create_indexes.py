@@ -11,6 +11,9 @@ slices without an id (both index a null ``slices.id``), and normalization gives 
 Index builds ignore the migration's session: MongoDB refuses ``createIndexes`` on an existing collection and
 ``dropIndexes`` inside a multi-document transaction. Both are idempotent here, so running them outside the
 transaction is safe; with ``--allow-index-dropping`` never passed, nothing else is dropped.
+
+On a collection sharded before ``migrate`` (docs/sharding.md) an index it cannot have (0.1's unique
+``slice_id_unique``) is not requested (``partner_repo.topology``): a later migration replaces it anyway.
 """
 
 # No `from __future__ import annotations`: Beanie loads this file outside sys.modules, where pydantic could
@@ -23,6 +26,7 @@ from pymongo import ASCENDING, DESCENDING, IndexModel
 from pymongo.errors import OperationFailure
 
 from partner_repo import driver
+from partner_repo.topology import topology_of
 
 log = logging.getLogger("partner_repo.migrations.create_indexes")
 
@@ -78,8 +82,10 @@ class UnitCollection(Document):
 
 async def create_all() -> None:
     database = driver.document_collection(UnitCollection).database
+    topology = await topology_of(database)
     for collection, indexes in INDEXES.items():
-        names = await database[collection].create_indexes(indexes)
+        allowed = [index for index in indexes if topology.refusal(collection, index.document) is None]
+        names = await database[collection].create_indexes(allowed)
         log.info("create_indexes: %s has %s", collection, ", ".join(names))
 
 

@@ -14,7 +14,9 @@ Both steps are idempotent. A slice id held by two units makes the build fail; th
 ``partner-repo check`` and ``repair`` first, and the old index is already gone (nothing is lost: the data
 stays as it is, and rerunning the migration builds the new index).
 
-Backward drops ``slice_ids_unique`` and recreates ``slice_id_unique`` as 0.1.0 had it.
+Backward drops ``slice_ids_unique`` and recreates ``slice_id_unique`` as 0.1.0 had it. On a collection
+sharded before ``migrate`` neither unique index can exist (``partner_repo.topology``): the drop still runs,
+the build is skipped, and ``20261204090000_slice_id_claims`` keeps slice ids unique instead.
 """
 
 # No `from __future__ import annotations`: Beanie loads this file outside sys.modules, where pydantic could
@@ -27,6 +29,7 @@ from pymongo import ASCENDING, IndexModel
 from pymongo.errors import OperationFailure
 
 from partner_repo import driver
+from partner_repo.topology import topology_of
 
 UNITS = "memory_units"
 
@@ -68,6 +71,10 @@ async def swap_indexes(drop: IndexModel, create: IndexModel) -> None:
     except OperationFailure as exc:
         if exc.code not in (INDEX_NOT_FOUND, NAMESPACE_NOT_FOUND) and "not found" not in str(exc).lower():
             raise
+    refusal = (await topology_of(units.database)).refusal(UNITS, create.document)
+    if refusal is not None:
+        log.info("slice_ids_index: %s dropped; not building %s: %s", drop.document["name"], UNITS, refusal)
+        return
     options = dict(create.document)
     keys = list(options.pop("key").items())
     try:

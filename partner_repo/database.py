@@ -12,6 +12,7 @@ mongomock-motor's in-memory one, or a test wrapper around either.
 
 from __future__ import annotations
 
+import logging
 import warnings
 from collections.abc import Coroutine, Generator
 from types import TracebackType
@@ -28,6 +29,9 @@ from partner_repo.indexes import ALL_INDEXES
 from partner_repo.masking import mask_uri as mask_uri  # its home before partner_repo.masking
 from partner_repo.masking import remember_secrets, scrub
 from partner_repo.models import MemoryCore, MemoryUnit
+from partner_repo.topology import topology_of
+
+log = logging.getLogger(__name__)
 
 MongoDatabase: TypeAlias = Any
 """A database of either driver (PyMongo's async API or Motor), the in-memory backend's, or anything with the
@@ -63,10 +67,16 @@ async def ensure_indexes(database: MongoDatabase) -> None:
     """Create every index the library relies on (``partner_repo.indexes``), those that exist left as they are.
 
     Each index is created with its own ``createIndexes`` (idempotent): mongomock's batch form drops partial
-    filter expressions.
+    filter expressions. On a sharded cluster an index a sharded collection cannot have is never requested
+    (:mod:`partner_repo.topology`; logged instead), so a process starts on a collection sharded first.
     """
+    topology = await topology_of(database)
     for collection, indexes in ALL_INDEXES.items():
         for index in indexes:
+            reason = topology.refusal(collection, index.document)
+            if reason is not None:
+                log.warning("%s: not creating it on %s (sharded)", reason, collection)
+                continue
             options = dict(index.document)
             keys = list(options.pop("key").items())
             await database[collection].create_index(keys, **options)

@@ -92,9 +92,9 @@ class StaleIncrement(ConflictError):
 class DuplicateSliceId(ConflictError):
     """A slice id is already used by another unit; slice ids are unique across the whole collection."""
 
-    def __init__(self, slice_id: str, other_unit_id: str | None) -> None:
+    def __init__(self, slice_id: str, other_unit_id: str | None, *, detail: str = "") -> None:
         where = f"unit {other_unit_id!r}" if other_unit_id else "another unit"
-        super().__init__(f"slice id {slice_id!r} is already used by {where}")
+        super().__init__(f"slice id {slice_id!r} is already used by {where}{detail}")
         self.slice_id = slice_id
         self.other_unit_id = other_unit_id
 

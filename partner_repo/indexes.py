@@ -1,12 +1,11 @@
-"""Every index the library relies on, in one place.
+"""Every index the library relies on, in one place, and the shard key each collection may be sharded on.
 
-``init_repository`` and the index migrations create exactly these. Slice ids are unique across units through
-the index on ``slice_ids`` (the derived array of a unit's slice ids, see :mod:`partner_repo.storage`), not
-on ``slices.id``: a partial filter selects documents, not array elements, so an index on ``slices.id`` gives
-every slice without an id a null key and two such units collide. ``slice_ids`` holds strings only; the filter
-(``$type: "string"``: at least one id) leaves out units without slices, whose empty array would otherwise
-index one shared key. mongomock ignores uniqueness on multikey indexes, so the repositories check slice ids
-in code too.
+``init_repository`` and the index migrations create exactly these (:mod:`partner_repo.topology` leaves out
+what a sharded collection cannot have). Slice ids are unique across units without a unique index (which a
+collection sharded by ``_id`` cannot have, see ``docs/sharding.md``): an id the library mints is a UUID4,
+unique by construction, and an id a caller chooses is claimed first in ``slice_id_claims``, keyed by the
+slice id (:mod:`partner_repo.units.claims`). The index on ``slice_ids`` (the derived array of a unit's slice
+ids, see :mod:`partner_repo.storage`) only finds the unit of a slice id.
 
 Erasure tombstones (an erased unit's id in ``memory_units``, a group's erased progress in
 ``listener_checkpoints``) carry ``erased_at``; a TTL index on it in each collection removes them once
@@ -17,6 +16,7 @@ only, never a key for each unit or checkpoint.
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import Any
 
 from pymongo import ASCENDING, DESCENDING, IndexModel
 
@@ -29,6 +29,12 @@ ERASURES = "erasures"
 ``partner_repo.listener.erasure_log``."""
 ERASURE_REQUESTS = "erasure_requests"
 """Erasures in progress and done, and the ids each will erase: ``partner_repo.erasure.requests``."""
+SLICE_ID_CLAIMS = "slice_id_claims"
+"""The unit each caller-chosen slice id belongs to, by slice id: :mod:`partner_repo.units.claims`."""
+
+SHARD_KEYS: dict[str, dict[str, Any]] = {UNITS: {"_id": "hashed"}, SLICE_ID_CLAIMS: {"_id": "hashed"}}
+"""The documented shard key of each collection that may be sharded (``docs/sharding.md``); every other
+collection stays unsharded (the erasure log's positions are ordered on one oplog only)."""
 
 TOMBSTONE_RETENTION = timedelta(days=7)
 """How long an erasure tombstone stays before its TTL index removes it: far longer than any lease, any hold
@@ -49,12 +55,7 @@ def tombstone_ttl_index() -> IndexModel:
 
 UNIT_INDEXES: list[IndexModel] = [
     IndexModel([("core_id", ASCENDING), ("updated_at", DESCENDING)], name="core_updated"),
-    IndexModel(
-        [("slice_ids", ASCENDING)],
-        name="slice_ids_unique",
-        unique=True,
-        partialFilterExpression={"slice_ids": {"$type": "string"}},
-    ),
+    IndexModel([("slice_ids", ASCENDING)], name="slice_ids"),
     IndexModel([("slices.created_at", ASCENDING), ("slices.id", ASCENDING)], name="slice_created"),
     IndexModel(
         [("core_id", ASCENDING), ("slices.created_at", ASCENDING), ("slices.id", ASCENDING)],
@@ -130,6 +131,10 @@ RECALL_VOCABULARY_INDEXES: list[IndexModel] = [
     IndexModel([("core_id", ASCENDING), ("kind", ASCENDING), ("depth", ASCENDING)], name="core_kind_depth"),
 ]
 
+SLICE_ID_CLAIM_INDEXES: list[IndexModel] = [
+    IndexModel([("unit_id", ASCENDING)], name="unit"),  # an erasure releases the claims of its units
+]
+
 ALL_INDEXES: dict[str, list[IndexModel]] = {
     UNITS: UNIT_INDEXES,
     CORES: CORE_INDEXES,
@@ -139,4 +144,5 @@ ALL_INDEXES: dict[str, list[IndexModel]] = {
     ERASURE_REQUESTS: ERASURE_REQUEST_INDEXES,
     RECALL_SLICES: RECALL_SLICE_INDEXES,
     RECALL_VOCABULARY: RECALL_VOCABULARY_INDEXES,
+    SLICE_ID_CLAIMS: SLICE_ID_CLAIM_INDEXES,
 }

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from partner_repo import close_database, driver, in_memory_database, init_repository
+from partner_repo.indexes import SHARD_KEYS
 from tests.emulator_gaps import gap_for
 from tests.skip_summary import pytest_terminal_summary  # noqa: F401  (a hook: the skips summed up by reason)
 
@@ -62,13 +63,23 @@ def requires_mongodb() -> str:
     return MONGODB_URI
 
 
+SHARDED = os.environ.get("PARTNER_REPO_TEST_SHARDED") == "1"
+"""Set by the GitHub workflow's sharded job (MONGODB_URI at a mongos): each test database gets its shardable
+collections sharded as docs/sharding.md says, before anything creates their indexes."""
+
+
 async def real_database(**client_options: Any) -> Any:
     """A fresh database on the real server, through a client of its own (``client_options`` for it, such as
     ``event_listeners``)."""
     client: Any = driver.new_client(
         requires_mongodb(), tz_aware=True, serverSelectionTimeoutMS=5000, **client_options
     )
-    return client[f"partner_repo_test_{uuid.uuid4().hex[:12]}"]
+    database = client[f"partner_repo_test_{uuid.uuid4().hex[:12]}"]
+    if SHARDED:
+        await client.admin.command("enableSharding", database.name)
+        for collection, key in SHARD_KEYS.items():
+            await client.admin.command("shardCollection", f"{database.name}.{collection}", key=key)
+    return database
 
 
 @pytest.fixture(params=["memory", pytest.param("mongodb", marks=pytest.mark.integration)])

@@ -2,8 +2,9 @@
 
 Both walks stream: units are read in ``_id`` order in bounded keyset batches (each its own query with
 ``maxTimeMS``, so no server cursor lives for the whole walk), and only the reports of broken units are kept,
-so memory does not grow with the collection. Slice ids shared between units are found with one indexed
-lookup per unit (``slice_ids`` is indexed), not by holding every id in memory.
+so memory does not grow with the collection. Slice ids shared between units are found first, with one
+aggregation (:mod:`partner_repo.admin.slice_ids`), not a query per unit (each a fan-out on a sharded
+cluster); slice-id claims their unit does not hold are reported too, and ``repair`` releases those it may.
 
 Repair goes through :meth:`MemoryUnitRepository.save`, which normalizes and writes with optimistic
 concurrency: a unit changed by someone else meanwhile is re-read and repaired again, never overwritten. A
@@ -28,6 +29,8 @@ from partner_repo.admin.inspection import (
     abbreviated,
     inspect_document,
 )
+from partner_repo.admin.slice_ids import OrphanClaim, SharedSliceIds, orphan_claims, shared_slice_ids
+from partner_repo.clock import utc_now
 from partner_repo.database import MongoDatabase
 from partner_repo.errors import ConflictError, DuplicateSliceId, InvalidInput, NotFound, UnitTooLarge
 from partner_repo.indexes import UNITS
@@ -35,6 +38,7 @@ from partner_repo.models import MAX_ID_LENGTH, MemoryUnit
 from partner_repo.normalization import new_slice_id
 from partner_repo.progress import Progress
 from partner_repo.storage import NOT_ERASED, live, unit_from_document
+from partner_repo.units.claims import SliceIdClaims
 from partner_repo.units.repository import MemoryUnitRepository
 from partner_repo.validation import require_id
 
@@ -57,16 +61,18 @@ class UnitViolations(BaseModel):
 
 
 class CheckReport(BaseModel):
-    """What ``check`` found: how many units it read and every unit with a problem."""
+    """What ``check`` found: how many units it read, every unit with a problem, and every slice-id claim its
+    unit does not hold (of every core: a claim names no core)."""
 
     model_config = ConfigDict(frozen=True)
 
     units_checked: int
     units: list[UnitViolations]
+    orphan_claims: list[OrphanClaim] = []
 
     @property
     def ok(self) -> bool:
-        return not self.units
+        return not self.units and not self.orphan_claims
 
 
 class UnitRepair(BaseModel):
@@ -97,6 +103,7 @@ class RepairReport(BaseModel):
     units_checked: int
     repaired: list[UnitRepair]
     failed: list[UnitRepairFailure]
+    released_claims: list[OrphanClaim] = []
 
     @property
     def ok(self) -> bool:
@@ -116,8 +123,10 @@ class UnitChecker:
         for name, value in (("batch_units", batch_units), ("max_time_ms", max_time_ms)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise InvalidInput(f"{name} must be a positive integer, got {value!r}")
+        self._database = database
         self._units = database[UNITS]
         self._repository = MemoryUnitRepository(database)
+        self._claims = SliceIdClaims(database)
         self._batch = batch_units
         self._max_time_ms = max_time_ms
 
@@ -129,19 +138,22 @@ class UnitChecker:
         checked = 0
         found: list[UnitViolations] = []
         total = await self._count(core_id, progress)
+        shared = await shared_slice_ids(self._database, max_time_ms=self._max_time_ms)
         async for document in self._walk(core_id, ascending=True):
             checked += 1
-            report = await self._violations(document)
+            report = self._violations(document, shared)
             if report is not None:
                 found.append(report)
             if progress is not None:
                 progress(checked, total)
-        return CheckReport(units_checked=checked, units=found)
+        orphans = [claim async for claim in self._orphans()]
+        return CheckReport(units_checked=checked, units=found, orphan_claims=orphans)
 
     async def violations(self, core_id: str | None = None) -> AsyncIterator[UnitViolations]:
         """The broken units one by one as the walk finds them (``check`` without collecting)."""
+        shared = await shared_slice_ids(self._database, max_time_ms=self._max_time_ms)
         async for document in self._walk(core_id, ascending=True):
-            report = await self._violations(document)
+            report = self._violations(document, shared)
             if report is not None:
                 yield report
 
@@ -154,18 +166,20 @@ class UnitChecker:
         repaired: list[UnitRepair] = []
         failed: list[UnitRepairFailure] = []
         total = await self._count(core_id, progress)
+        shared = await shared_slice_ids(self._database, max_time_ms=self._max_time_ms)
         async for document in self._walk(core_id, ascending=False):
             checked += 1
-            report = await self._violations(document)
+            report = self._violations(document, shared)
             if report is not None:
-                outcome = await self._repair_one(document, report)
+                outcome = await self._repair_one(document, report, shared)
                 if isinstance(outcome, UnitRepair):
                     repaired.append(outcome)
                 else:
                     failed.append(outcome)
             if progress is not None:
                 progress(checked, total)
-        return RepairReport(units_checked=checked, repaired=repaired, failed=failed)
+        released = [o async for o in self._orphans() if o.releasable and await self._claims.release(*o.key)]
+        return RepairReport(units_checked=checked, repaired=repaired, failed=failed, released_claims=released)
 
     # -- internals -----------------------------------------------------------------------------------------
 
@@ -207,11 +221,14 @@ class UnitChecker:
         async for document in others.batch_size(self._batch).max_time_ms(self._max_time_ms):
             yield document
 
-    async def _violations(self, document: dict[str, Any]) -> UnitViolations | None:
+    def _orphans(self) -> AsyncIterator[OrphanClaim]:
+        return orphan_claims(self._database, utc_now(), batch=self._batch, max_time_ms=self._max_time_ms)
+
+    def _violations(self, document: dict[str, Any], shared: SharedSliceIds) -> UnitViolations | None:
         inspection = inspect_document(document)
         violations = list(inspection.violations)
         if inspection.unit is not None:
-            for slice_id, other in await self._shared_ids(inspection.unit):
+            for slice_id, other in _shared_ids(inspection.unit, shared):
                 detail = f"slice id {slice_id!r} is also used by unit {other!r}"
                 violations.append(InvariantViolation(code=DUPLICATE_SLICE_ID, detail=detail))
         if not violations:
@@ -223,23 +240,8 @@ class UnitChecker:
             repairable=inspection.repairable,
         )
 
-    async def _shared_ids(self, unit: MemoryUnit) -> list[tuple[str, str]]:
-        """(slice id, other unit id) for each of the unit's slice ids that another unit also uses."""
-        ids = sorted({s.id for s in unit.complete_slices() if s.id})
-        if not ids:
-            return []
-        cursor = self._units.find(
-            {"_id": {"$ne": unit.id}, "slice_ids": {"$in": ids}}, {"slice_ids": 1}
-        ).max_time_ms(self._max_time_ms)
-        shared: list[tuple[str, str]] = []
-        mine = set(ids)
-        async for other in cursor:
-            theirs = set(other.get("slice_ids") or [])
-            shared += [(slice_id, str(other["_id"])) for slice_id in sorted(mine & theirs)]
-        return sorted(shared, key=lambda pair: (pair[1], pair[0]))
-
     async def _repair_one(
-        self, document: dict[str, Any], report: UnitViolations
+        self, document: dict[str, Any], report: UnitViolations, shared: SharedSliceIds
     ) -> UnitRepair | UnitRepairFailure:
         unit_id = report.unit_id
 
@@ -273,7 +275,8 @@ class UnitChecker:
                     adopted = True
                 else:
                     unit = unit_from_document(document)
-                    renamed = _shorten_slice_ids(unit) + await self._release_shared_ids(unit)
+                    kept = _release_shared_ids(unit, shared)
+                    renamed = _shorten_slice_ids(unit) + [change for change, _, _ in kept]
                     try:
                         stored = await self._repository.save(unit)
                     except DuplicateSliceId as exc:
@@ -281,11 +284,14 @@ class UnitChecker:
                     except ConflictError:
                         pass  # changed meanwhile: re-read and look again
                     else:
+                        for _, slice_id, keeper in kept:  # the unit keeping the id gets its claim
+                            shared.let_go(slice_id, unit_id)
+                            await self._claims.transfer(slice_id, unit_id, keeper)
                         renaming = (DUPLICATE_SLICE_ID, ID_TOO_LONG)
                         fixed = [p for p in current.violations if p.code not in renaming]
                         return done(fixed + renamed, stored.version)
                 document = await self._reload(unit_id)
-                latest = await self._violations(document)
+                latest = self._violations(document, shared)
                 if latest is None:  # fixed by the completion above, or by another writer
                     return done(report.violations if adopted else [], document.get("version"))
                 current = latest
@@ -296,25 +302,6 @@ class UnitChecker:
         except UnitTooLarge as exc:
             return failure(str(exc))
         return failure(f"the unit kept changing during {REPAIR_ATTEMPTS} repair attempts; run repair again")
-
-    async def _release_shared_ids(self, unit: MemoryUnit) -> list[InvariantViolation]:
-        """Fresh ids for slices whose ids a unit with a smaller id also uses (that unit keeps them)."""
-        changes: list[InvariantViolation] = []
-        lost: dict[str, str] = {}
-        for slice_id, other in await self._shared_ids(unit):
-            if other < unit.id:
-                lost[slice_id] = min(other, lost.get(slice_id, other))
-        for piece in unit.slices:
-            if piece is not None and piece.id in lost:
-                fresh = new_slice_id()
-                changes.append(
-                    InvariantViolation(
-                        code=DUPLICATE_SLICE_ID,
-                        detail=f"slice id {piece.id!r} (kept by unit {lost[piece.id]!r}) is now {fresh!r}",
-                    )
-                )
-                piece.id = fresh
-        return changes
 
     async def _reload(self, unit_id: str) -> dict[str, Any]:
         document = await self._units.find_one(live({"_id": unit_id}), max_time_ms=self._max_time_ms)
@@ -327,6 +314,30 @@ def _scope(core_id: str | None) -> dict[str, Any]:
     """The filter of every unit (erased units' tombstones left out), or of one core's units (which a
     tombstone, without a core id, is never among)."""
     return dict(NOT_ERASED) if core_id is None else {"core_id": require_id(core_id, "core_id")}
+
+
+def _shared_ids(unit: MemoryUnit, shared: SharedSliceIds) -> list[tuple[str, str]]:
+    """(slice id, other unit id) for each of the unit's slice ids that another unit also uses."""
+    return shared.of(unit.id, sorted({s.id for s in unit.complete_slices() if s.id}))
+
+
+def _release_shared_ids(
+    unit: MemoryUnit, shared: SharedSliceIds
+) -> list[tuple[InvariantViolation, str, str]]:
+    """Fresh ids for slices whose ids a unit with a smaller id also uses (that unit keeps them): each change,
+    with the id let go and the unit keeping it."""
+    changes: list[tuple[InvariantViolation, str, str]] = []
+    lost: dict[str, str] = {}
+    for slice_id, other in _shared_ids(unit, shared):
+        if other < unit.id:
+            lost[slice_id] = min(other, lost.get(slice_id, other))
+    for piece in unit.slices:
+        if piece is not None and piece.id in lost:
+            fresh, keeper = new_slice_id(), lost[piece.id]
+            detail = f"slice id {piece.id!r} (kept by unit {keeper!r}) is now {fresh!r}"
+            changes.append((InvariantViolation(code=DUPLICATE_SLICE_ID, detail=detail), piece.id, keeper))
+            piece.id = fresh
+    return changes
 
 
 def _shorten_slice_ids(unit: MemoryUnit) -> list[InvariantViolation]:

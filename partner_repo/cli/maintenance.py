@@ -50,7 +50,10 @@ def check(ctx: click.Context, core_id: str | None, as_json: bool) -> None:
             found = ((u.unit_id, u.core_id, v) for u in report.units for v in u.violations)
             out.print(_violations_table("units breaking the invariants", found))
         out.print(f"checked {report.units_checked} unit(s): {len(report.units)} with violations")
-        if any(u.repairable for u in report.units):
+        for claim in report.orphan_claims:
+            when = "repair releases it" if claim.releasable else "too recent: a write may be on its way"
+            out.print(f"slice id {claim.slice_id!r}: claimed by unit {claim.unit_id!r}, not held ({when})")
+        if any(u.repairable for u in report.units) or any(c.releasable for c in report.orphan_claims):
             out.print("run `partner-repo repair` to normalize them")
     if not report.ok:
         ctx.exit(EXIT_NOT_FOUND)
@@ -88,7 +91,7 @@ def repair(ctx: click.Context, core_id: str | None, as_json: bool) -> None:
             out.print(failed)
         out.print(
             f"checked {report.units_checked} unit(s): {len(report.repaired)} repaired, "
-            f"{len(report.failed)} not repaired"
+            f"{len(report.failed)} not repaired, {len(report.released_claims)} slice-id claim(s) released"
         )
     if not report.ok:
         ctx.exit(EXIT_NOT_FOUND)

@@ -7,11 +7,11 @@ An erasure is resumable because of its order (``docs/erasure.md`` says what each
    runs (``hold``, 24 h by default, so a run cut short keeps rolls off the core until it is run again);
 3. the ids of every unit it erases, with their slice ids, are recorded as *targets*;
 4. the units are deleted, each leaving a tombstone under its id (:mod:`partner_repo.erasure.tombstones`),
-   with every listener group's progress on them (a tombstone per group too), their dead letters and what
-   the recall index holds of them (:mod:`partner_repo.recall.store`, not left for ``on_erased``); for a
-   whole core, the ids its next roll would write (its session's unit, and the unit that one continues) get a
-   tombstone as well, whether a unit exists under them or not, and the core document (the live window, the
-   session, the lease) goes last; the request is ``erased``;
+   with every listener group's progress on them (a tombstone per group too), their dead letters, their
+   slice-id claims and what the recall index holds of them (:mod:`partner_repo.recall.store`, not left for
+   ``on_erased``); for a whole core, the ids its next roll would write (its session's unit, and the unit
+   that one continues) get a tombstone as well, whether a unit exists under them or not, and the core
+   document (the live window, the session, the lease) goes last; the request is ``erased``;
 5. the ids are appended to the erasure log, which listener groups follow to tell their consumers
    (``on_erased``), and the request is ``done``.
 
@@ -46,6 +46,7 @@ from partner_repo.listener.erased_progress import remove_unit_progress
 from partner_repo.listener.erasure_log import ErasureLog, ErasureScope
 from partner_repo.models import MemoryCore
 from partner_repo.recall.store import RecallStore
+from partner_repo.units.claims import SliceIdClaims
 from partner_repo.units.repository import MemoryUnitRepository
 from partner_repo.validation import optional_datetime, require_id
 
@@ -321,8 +322,8 @@ class MemoryEraser:
 
     async def _delete_units(self, request: ErasureRequest, unit_ids: list[Any]) -> None:
         """Delete a batch of units, leaving tombstones, with what names them: progress in every listener
-        group, dead letters. A unit a stalled roller wrote meanwhile under one of the ids is erased and
-        becomes a target too (so it is announced)."""
+        group, dead letters, slice-id claims. A unit a stalled roller wrote meanwhile under one of the ids is
+        erased and becomes a target too (so it is announced)."""
         if not unit_ids:
             return
         done = await tombstone_units(self._units, request.core_id, unit_ids, utc_now(), _slice_ids)
@@ -337,6 +338,7 @@ class MemoryEraser:
         checkpoints = await remove_unit_progress(self._database, unit_ids)
         letters = await self._letters.remove_for_units(unit_ids)
         await RecallStore(self._database).remove_units(unit_ids)  # derived text goes with its units
+        await SliceIdClaims(self._database).release_units(unit_ids)  # after the tombstones: none comes back
         await self._requests.count(
             request.erasure_id, units=done.deleted, checkpoints=checkpoints, dead_letters=letters
         )

@@ -2,9 +2,13 @@
 
 A dead letter names the group, the consumer and the slice (plus its unit and core), the last error, how many
 attempts were made and when. It holds no copy of the result: a replay rebuilds the result from the unit, the
-source of truth. One letter per (group, consumer, slice, revision): failing the same slice again (a failed
-replay) updates it instead of adding another, while a revision (a summary ``resummarize`` replaced) that fails
-is a letter of its own (its key and ``revision`` say which; absent for a slice as rolled).
+source of truth. One letter per (group, consumer, unit, slice, revision): failing the same slice again (a
+failed replay) updates it instead of adding another, while a revision (a summary ``resummarize`` replaced)
+that fails is a letter of its own (its key and ``revision`` say which; absent for a slice as rolled). The key
+names the unit as well as the slice: a slice id alone is not a delivery's identity (the library keeps ids
+unique, but a unit written by another tool may repeat one until ``repair``), and the unit is the shard key
+of ``memory_units``. Letters stored keyed on the slice alone are rekeyed by the
+``20261204090100_dead_letter_keys`` migration.
 
 A consumer's failed ``on_erased`` is a letter too: it names the erasure's position in the erasure log
 (``erasure_seq``) and its core, with empty slice and unit ids; a replay hands the consumer that erasure again.
@@ -86,18 +90,18 @@ class DeadLetterRepository:
         stored."""
         stamp = at or utc_now()
         document = await self._collection.find_one_and_update(
-            {"_id": _key(group, consumer, slice_id, revision)},
+            {"_id": _key(group, consumer, unit_id, slice_id, revision)},
             {
                 "$set": {
                     "error": describe(error),
                     "failed_at": stamp,
-                    "unit_id": unit_id,
                     "core_id": core_id,
                 },
                 "$inc": {"attempts": attempts, "replays": 1 if replay else 0},
                 "$setOnInsert": {
                     "group": group,
                     "consumer": consumer,
+                    "unit_id": unit_id,
                     "slice_id": slice_id,
                     "first_failed_at": stamp,
                     **({"revision": revision} if revision > 0 else {}),
@@ -174,7 +178,7 @@ class DeadLetterRepository:
 
     async def remove(self, letter: DeadLetter) -> bool:
         """Delete a letter (after a successful replay); True when it existed."""
-        key: dict[str, object] = dict(_key(letter.group, letter.consumer, letter.slice_id, letter.revision))
+        key = _key(letter.group, letter.consumer, letter.unit_id, letter.slice_id, letter.revision)
         if letter.erasure_seq is not None:
             key = {"group": letter.group, "consumer": letter.consumer, "erasure_seq": letter.erasure_seq}
         result = await self._collection.delete_one({"_id": key})
@@ -313,8 +317,8 @@ def describe(error: BaseException | str) -> str:
     return scrub(text)[:ERROR_TEXT_LIMIT]
 
 
-def _key(group: str, consumer: str, slice_id: str, revision: int = 0) -> dict[str, Any]:
-    key: dict[str, Any] = {"group": group, "consumer": consumer, "slice_id": slice_id}
+def _key(group: str, consumer: str, unit_id: str, slice_id: str, revision: int = 0) -> dict[str, Any]:
+    key: dict[str, Any] = {"group": group, "consumer": consumer, "unit_id": unit_id, "slice_id": slice_id}
     if revision > 0:  # a revision's letter is its own; a letter as rolled keeps the key it always had
         key["revision"] = revision
     return key

@@ -112,7 +112,7 @@ class ErasureDelivery:
                     count += 1
 
     async def _deliver(self, erasure: Erasure, done_by: set[str]) -> None:
-        while self._delivering(erasure.slice_ids):  # noqa: ASYNC110 - the pipeline keeps no event per slice
+        while self._delivering(erasure.unit_ids):  # noqa: ASYNC110 - the pipeline keeps no event per slice
             await asyncio.sleep(SETTLE_POLL_S)
         pending = [c for c in self._consumers if c.name not in done_by]
         await asyncio.gather(*(self._deliver_to(c, erasure, others=len(pending) > 1) for c in pending))

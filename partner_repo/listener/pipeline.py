@@ -109,7 +109,8 @@ class DeliveryPipeline:
         self._lanes: dict[str, UnitLanes[_Delivery]] = {
             c.name: UnitLanes(c.name, (concurrency or {}).get(c.name, 1), self._handler(c)) for c in consumers
         }
-        self._in_flight: dict[DeliveryKey, _Delivery] = {}
+        self._in_flight: dict[tuple[str, DeliveryKey], _Delivery] = {}
+        """By unit and delivery: a slice id is a delivery's identity only within its unit."""
         self._progress: OrderedDict[str, UnitProgress] = OrderedDict()
         self._commits = OrderedCommits()
         self._capacity = asyncio.Condition()
@@ -197,10 +198,10 @@ class DeliveryPipeline:
             self._progress.move_to_end(unit_id)
         return progress
 
-    def delivering(self, slice_ids: Iterable[str]) -> bool:
-        """Whether any of ``slice_ids`` is still being delivered (an erasure waits for these to finish)."""
-        wanted = set(slice_ids)
-        return any(slice_id in wanted for slice_id, _ in self._in_flight)
+    def delivering(self, unit_ids: Iterable[str]) -> bool:
+        """Whether a slice of any of ``unit_ids`` is still being delivered (an erasure waits for these)."""
+        wanted = set(unit_ids)
+        return any(unit_id in wanted for unit_id, _ in self._in_flight)
 
     def forget_progress(self) -> None:
         """Drop the cached progress of units with nothing in flight (another listener may have moved it)."""
@@ -231,7 +232,7 @@ class DeliveryPipeline:
             for piece in in_slice_order(slices)
             if piece.id is not None
             and not progress.has_delivered(key := (piece.id, piece.revision))
-            and key not in self._in_flight
+            and (unit_id, key) not in self._in_flight
         ]
         commit = self._commits.add(on_commit, commit_key)
         self._idle.clear()
@@ -241,13 +242,13 @@ class DeliveryPipeline:
                 await self._wait_for_capacity()
                 assert piece.id is not None
                 key = (piece.id, piece.revision)
-                if key in self._in_flight or progress.has_delivered(key):
+                if (unit_id, key) in self._in_flight or progress.has_delivered(key):
                     continue
                 pending = {c.name for c in self._consumers} - progress.done_by(key)
                 delivery = _Delivery(unit_id, piece, progress, pending, commit)
                 commit.outstanding += 1
                 started += 1
-                self._in_flight[key] = delivery
+                self._in_flight[unit_id, key] = delivery
                 if not pending:  # every consumer finished it before a crash: only the record is missing
                     task = asyncio.create_task(self._complete(delivery))
                     self._completions.add(task)
@@ -364,7 +365,7 @@ class DeliveryPipeline:
         )
         delivery.progress.record_delivered(delivery.key)
         delivery.progress.partial.pop(delivery.key, None)
-        self._in_flight.pop(delivery.key, None)
+        self._in_flight.pop((delivery.unit_id, delivery.key), None)
         delivery.result = None
         created = delivery.piece.created_at
         if created is not None and (self._last_slice_at is None or created > self._last_slice_at):

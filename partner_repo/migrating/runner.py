@@ -36,6 +36,7 @@ from partner_repo.database import MongoDatabase
 from partner_repo.errors import InvalidInput, MigrationError
 from partner_repo.migrating.failures import first_line, migration_failure
 from partner_repo.progress import Progress
+from partner_repo.topology import topology_of
 
 log = logging.getLogger(__name__)
 
@@ -44,6 +45,12 @@ MIGRATION_FILE = re.compile(r"^\d{14}_[A-Za-z0-9_]+\.py$")
 
 ROOT = "root"
 """The name Beanie gives the node before the first migration."""
+
+SHARDED_TRANSACTION = (
+    "migrate --transaction is refused on a sharded cluster: a migration may create a collection (its backup, "
+    "an index's), which a cross-shard transaction cannot do; run it without --transaction (the default: "
+    "each write is guarded, and a run cut short continues where it stopped)"
+)
 
 
 def default_migrations_path() -> Path:
@@ -208,6 +215,8 @@ async def run_migrations(
     each in one transaction instead, all or nothing: only for a small, quiet database on a replica set, since
     MongoDB aborts a transaction after ``transactionLifetimeLimitSeconds`` (60 s) or on a write conflict.
 
+    On a sharded cluster ``use_transaction=True`` is refused before anything runs (SHARDED_TRANSACTION).
+
     ``progress`` is told how many of the migrations to run have run (:data:`~partner_repo.progress.Progress`).
 
     Beanie binds its migration documents (``migrations_log``, the migrations' frozen models) per process, so
@@ -215,6 +224,8 @@ async def run_migrations(
     """
     if distance is not None and (isinstance(distance, bool) or not isinstance(distance, int) or distance < 0):
         raise InvalidInput(f"distance must be a non-negative integer, got {distance!r}")
+    if use_transaction and (await topology_of(database)).mongos:
+        raise MigrationError(SHARDED_TRANSACTION)
     status = await migration_status(database, path)
     files = _migration_files(Path(path) if path is not None else default_migrations_path())
     direction = RunningDirections.BACKWARD if backward else RunningDirections.FORWARD

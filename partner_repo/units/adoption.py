@@ -23,8 +23,9 @@ from partner_repo.storage import (
     unit_document,
     unit_from_document,
 )
+from partner_repo.units.claims import SliceIdClaims
 from partner_repo.units.heads import HEAD_PROJECTION
-from partner_repo.units.rules import refuse_foreign_slice_ids, refuse_too_large
+from partner_repo.units.rules import refuse_too_large
 
 ADOPTION_ATTEMPTS = 200
 """How often completing a unit written by another tool re-reads when the unit keeps changing meanwhile."""
@@ -33,9 +34,10 @@ ADOPTION_ATTEMPTS = 200
 class UnitAdoption:
     """Completes foreign units on one collection; ``max_bytes`` is the document size limit."""
 
-    def __init__(self, units: Any, max_bytes: int) -> None:
+    def __init__(self, units: Any, max_bytes: int, claims: SliceIdClaims) -> None:
         self._units = units
         self._max_bytes = max_bytes
+        self._claims = claims
 
     async def complete(self, unit_id: str) -> dict[str, Any]:
         """The unit's head document once it carries every derived field (storing it normalized if needed).
@@ -57,7 +59,7 @@ class UnitAdoption:
     async def _store_normalized(self, raw: Mapping[str, Any]) -> None:
         version = raw.get("version")
         unit = normalize_unit(unit_from_document({**raw, "version": version or 0}))
-        await refuse_foreign_slice_ids(self._units, unit)
+        await self._claims.claim(unit.id, [s.id for s in unit.complete_slices() if s.id])
         stored = unit.model_copy(update={"version": (version or 0) + 1})
         document = unit_document(stored)
         refuse_too_large(stored.id, document["size_bytes"], self._max_bytes)

@@ -27,21 +27,20 @@ from typing import Any
 from pymongo.errors import DuplicateKeyError
 
 from partner_repo.clock import utc_now
-from partner_repo.errors import ConflictError, DuplicateSliceId, InvalidInput, StaleIncrement, UnitTooLarge
+from partner_repo.errors import ConflictError, InvalidInput, StaleIncrement, UnitTooLarge
 from partner_repo.models import MemorySlice, MemoryUnit
 from partner_repo.storage import (
     append_size,
     field_size_change,
-    has_derived_fields,
     is_tombstone,
     mark_size_change,
-    marked,
     slice_document,
     stored_datetime,
     unit_document,
     with_mark,
 )
-from partner_repo.units.heads import HEAD_PROJECTION, HeadCache, UnitHead, head_from
+from partner_repo.units.claims import SliceIdClaims
+from partner_repo.units.heads import HeadCache, UnitHead, head_from
 from partner_repo.units.increment import AppendRequest
 from partner_repo.units.marks import FENCE_PROJECTION
 from partner_repo.units.queue import UnitQueue
@@ -55,7 +54,6 @@ network."""
 
 
 ReadHead = Callable[[str], Awaitable[UnitHead | None]]
-Complete = Callable[[str], Awaitable[dict[str, Any]]]
 GetSlice = Callable[[str, str], Awaitable[MemorySlice | None]]
 
 
@@ -69,14 +67,14 @@ class UnitAppender:
         *,
         max_bytes: int,
         read_head: ReadHead,
-        complete: Complete,
         get_slice: GetSlice,
+        claims: SliceIdClaims,
     ) -> None:
         self._units = units
+        self._claims = claims
         self._heads = heads
         self._max_bytes = max_bytes
         self._read_head = read_head
-        self._complete = complete
         self._get_slice = get_slice
         self._queue = UnitQueue()
 
@@ -100,6 +98,7 @@ class UnitAppender:
                 return stored
 
         deadline = time.monotonic() + APPEND_PATIENCE_S
+        unclaimed = given_id is not None and not request.fresh_slice_id
         for attempt in itertools.count():
             if attempt and request.created_at is None:
                 # A slice without a caller-given time is created when it is stored. Re-stamping a retry also
@@ -107,7 +106,7 @@ class UnitAppender:
                 # to be inserted before the winners' slices (one more read) and would keep losing to writers
                 # with fresh stamps under sustained contention.
                 piece = piece.model_copy(update={"created_at": max(request.stamp, utc_now())})
-            head = await self._append_head(unit_id, None if request.fresh_slice_id else given_id)
+            head = await self._read_head(unit_id)
             if head is not None:
                 self._heads.learn(head)
             moved_on = (
@@ -120,13 +119,16 @@ class UnitAppender:
                 if existing is not None:  # this very append landed before (a retry after a lost reply)
                     return existing
                 raise request.stale(head)
+            if head is not None and head.core_id != request.core_id:
+                raise InvalidInput(
+                    f"unit {unit_id!r} belongs to core {head.core_id!r}, not {request.core_id!r}"
+                )
+            if unclaimed and given_id is not None:  # a caller's own id, claimed once the append is valid
+                await self._claims.claim(unit_id, [given_id])
+                unclaimed = False
             if head is None:
                 stored = await self._create_with(request, piece)
             else:
-                if head.core_id != request.core_id:
-                    raise InvalidInput(
-                        f"unit {unit_id!r} belongs to core {head.core_id!r}, not {request.core_id!r}"
-                    )
                 stored = await self._push(head, message_documents, piece, request)
             if stored is not None:
                 return stored
@@ -170,25 +172,6 @@ class UnitAppender:
             self._heads.forget(known.id, up_to=known.version)
             self._heads.lost(known.id)
         return stored
-
-    async def _append_head(self, unit_id: str, slice_id: str | None) -> UnitHead | None:
-        """Round trip 1 of an append: the unit's head, and (for a caller-chosen slice id) whether another
-        unit already holds that id, in one query."""
-        if slice_id is None:
-            return await self._read_head(unit_id)
-        query = {"$or": [{"_id": unit_id}, {"slice_ids": slice_id}]}
-        documents = await self._units.find(query, marked(HEAD_PROJECTION)).to_list(length=2)
-        mine = None
-        for document in documents:
-            if document["_id"] == unit_id:
-                mine = document
-            else:
-                raise DuplicateSliceId(slice_id, document["_id"])
-        if mine is None or is_tombstone(mine):  # erased: the insert that follows meets the tombstone
-            return None
-        if not has_derived_fields(mine):
-            mine = await self._complete(unit_id)
-        return head_from(mine)
 
     async def _create_with(self, request: AppendRequest, piece: MemorySlice) -> MemorySlice | None:
         """Insert a new unit holding the increment; None when another writer created it first.

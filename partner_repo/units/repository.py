@@ -1,7 +1,7 @@
 """MemoryUnitRepository: the only code that writes ``memory_units``.
 
-It owns the unit invariants: every save is normalized, slice ids are unique across units (checked in code,
-because mongomock ignores unique multikey indexes, and backed by the index on a real server), no write takes a
+It owns the unit invariants: every save is normalized, slice ids are unique across units (minted ids by
+construction, a caller's own ids through their claims, :mod:`partner_repo.units.claims`), no write takes a
 unit past 16 MiB, and concurrent writers never lose or overlap messages. Appends go through
 :mod:`partner_repo.units.append` (optimistic, one guarded ``$push`` of only the increment); units written by
 other tools are completed through :mod:`partner_repo.units.adoption`.
@@ -46,6 +46,7 @@ from partner_repo.storage import (
 )
 from partner_repo.units.adoption import UnitAdoption
 from partner_repo.units.append import UnitAppender
+from partner_repo.units.claims import SliceIdClaims
 from partner_repo.units.feed import (
     FINGERPRINT_FIELDS,
     OUTLINE_PROJECTION,
@@ -70,15 +71,10 @@ from partner_repo.units.marks import raise_mark, seal
 from partner_repo.units.rules import (
     duplicate_error,
     is_missing_index,
-    refuse_foreign_slice_ids,
     refuse_too_large,
     revalidated,
 )
-from partner_repo.validation import (
-    first_error,
-    require_count,
-    require_id,
-)
+from partner_repo.validation import first_error, require_count, require_id
 
 
 @driver.timeouts_surface_as_project_errors
@@ -99,14 +95,15 @@ class MemoryUnitRepository:
         """The change feed's reads: ``readConcern: majority`` with ``majority_reads`` (never rolled back)."""
         self._max_bytes = max_document_bytes
         self._heads = HeadCache(require_count(head_cache_size, "head_cache_size"))
-        self._adoption = UnitAdoption(self._units, max_document_bytes)
+        self._claims = SliceIdClaims(database)
+        self._adoption = UnitAdoption(self._units, max_document_bytes, self._claims)
         self._appender = UnitAppender(
             self._units,
             self._heads,
             max_bytes=max_document_bytes,
             read_head=self.head,
-            complete=self._adoption.complete,
             get_slice=self.get_slice,
+            claims=self._claims,
         )
 
     # -- reads ---------------------------------------------------------------------------------------------
@@ -302,13 +299,14 @@ class MemoryUnitRepository:
         return await seal(self._units, unit_id, require_count(version, "version"))
 
     async def delete(self, unit_id: str) -> bool:
-        """Delete a unit; True when it existed."""
+        """Delete a unit (and release its slice-id claims); True when it existed."""
         unit_id = require_id(unit_id, "unit_id")
         self._heads.forget(unit_id)
         try:
             result = await self._units.delete_one(live({"_id": unit_id}))  # a tombstone stays
         finally:
             self._heads.forget(unit_id)  # a concurrent append here may have learned it meanwhile
+        await self._claims.release_units([unit_id])
         return bool(result.deleted_count)
 
     async def save(self, unit: MemoryUnit, *, now: datetime | None = None) -> MemoryUnit:
@@ -320,7 +318,7 @@ class MemoryUnitRepository:
         if not isinstance(unit, MemoryUnit):
             raise InvalidInput(f"save expects a MemoryUnit, got {type(unit).__name__}")
         normalized = normalize_unit(revalidated(unit), now=now)
-        await refuse_foreign_slice_ids(self._units, normalized)
+        await self._claims.claim(normalized.id, [s.id for s in normalized.complete_slices() if s.id])
         stored: MemoryUnit = normalized.model_copy(update={"version": unit.version + 1})
         document = unit_document(stored)
         refuse_too_large(stored.id, document["size_bytes"], self._max_bytes)
@@ -368,9 +366,10 @@ class MemoryUnitRepository:
         ``created_at`` (default now) unless it is already later: a writer whose clock is behind never moves
         it back.
 
-        A caller-chosen ``slice_id`` is checked against every other unit (a query by slice id: a fan-out on a
-        sharded cluster); ``fresh_slice_id=True`` says it was just minted with :func:`new_slice_id` for this
-        append alone (a roll's retry key), so the check is skipped and every round trip stays on one shard.
+        A caller-chosen ``slice_id`` is claimed for the unit first (:mod:`partner_repo.units.claims`: one
+        insert by the id, on its shard; :class:`DuplicateSliceId` when another unit claimed it);
+        ``fresh_slice_id=True`` says it was just minted with :func:`new_slice_id` for this append alone (a
+        roll's retry key), so nothing is claimed.
 
         ``expected_start`` fences the append on the unit holding exactly that many messages (0: a new unit);
         ``first_position`` on the unit having taken no position at or after the first message's (the mark

@@ -1,15 +1,13 @@
 """Write-side unit invariants shared by every path that writes ``memory_units`` (save, append, adoption).
 
-A unit is validated again before it is written (:func:`revalidated`). Two rules are checked in code before
-anything is sent: no unit passes the document size limit, and a slice id belongs to one unit only (mongomock
-ignores unique multikey indexes; on a server the unique index backs the check and its duplicate-key error is
-translated here).
+A unit is validated again before it is written (:func:`revalidated`), and no unit passes the document size
+limit. A slice id belongs to one unit only through :mod:`partner_repo.units.claims`; a database not migrated
+yet still has the unique slice-id index of 0.3, whose duplicate-key error is translated here.
 """
 
 from __future__ import annotations
 
 import warnings
-from typing import Any
 
 from pydantic import ValidationError
 from pymongo.errors import DuplicateKeyError, OperationFailure
@@ -24,18 +22,6 @@ def refuse_too_large(unit_id: str, size_bytes: int, limit_bytes: int) -> None:
     """:class:`UnitTooLarge` when a unit of ``size_bytes`` would pass ``limit_bytes``."""
     if size_bytes > limit_bytes:
         raise UnitTooLarge(unit_id, size_bytes, limit_bytes)
-
-
-async def refuse_foreign_slice_ids(units: Any, unit: MemoryUnit) -> None:
-    """:class:`DuplicateSliceId` when another unit already holds one of ``unit``'s slice ids."""
-    ids = [s.id for s in unit.complete_slices()]
-    if not ids:
-        return
-    other = await units.find_one({"_id": {"$ne": unit.id}, "slice_ids": {"$in": ids}}, {"slice_ids": 1})
-    if other is not None:
-        theirs = set(other.get("slice_ids") or [])
-        clash = next((i for i in ids if i in theirs), ids[0])
-        raise DuplicateSliceId(str(clash), str(other["_id"]))
 
 
 SLICE_ID_KEYS = ("slice_ids", "slices.id")
@@ -84,7 +70,6 @@ __all__ = [
     "duplicate_error",
     "is_missing_index",
     "is_slice_id_collision",
-    "refuse_foreign_slice_ids",
     "refuse_too_large",
     "revalidated",
 ]

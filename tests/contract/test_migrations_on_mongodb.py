@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 from conftest import real_database
-from pymongo.errors import DuplicateKeyError
 
 from partner_repo import (
+    DuplicateSliceId,
     MemoryCoreRepository,
     MemoryUnit,
     MemoryUnitRepository,
@@ -135,15 +135,15 @@ async def test_a_unit_appended_to_after_the_migration_survives_backward(raw_data
     assert await raw_database[UNITS].find_one({"_id": "a"}) == written
 
 
-async def test_the_unique_slice_id_index_holds_after_migrating(raw_database: Any) -> None:
+async def test_slice_ids_stay_unique_after_migrating_through_their_claims(raw_database: Any) -> None:
     await raw_database[UNITS].insert_many([legacy_unit("a"), legacy_unit("b")])
     await run_migrations(raw_database)
     taken = (await raw_database[UNITS].find_one({"_id": "a"}))["slices"][0]["id"]
 
-    with pytest.raises(DuplicateKeyError):  # a write in the library's layout pushes the id to slice_ids too
-        await raw_database[UNITS].update_one(
-            {"_id": "b"}, {"$push": {"slices": {"id": taken}, "slice_ids": taken}}
-        )
+    with pytest.raises(DuplicateSliceId, match="already used by unit 'a'"):  # the migration claimed it
+        said = [Message(role="user", content="x")]
+        await MemoryUnitRepository(raw_database).append("b", said, "s", core_id="core", slice_id=taken)
+    assert "unique" not in (await raw_database[UNITS].index_information())["slice_ids"]
 
 
 async def test_a_run_next_to_live_appends_completes_and_keeps_every_append(raw_database: Any) -> None:

@@ -223,7 +223,7 @@ async def test_concurrent_first_gets_of_new_cores_agree_on_one_session(database:
         assert len({core.memory_session_id for core in results}) == 1
 
 
-# Only a real server enforces the unique multikey index; the embedded backend relies on the repository check.
+# Slice ids are unique through their claims (slice_id_claims), not through a unique index on memory_units.
 
 
 ONLY_MONGODB = pytest.mark.parametrize(
@@ -233,24 +233,17 @@ ONLY_MONGODB = pytest.mark.parametrize(
 
 
 @ONLY_MONGODB
-async def test_the_unique_index_itself_refuses_a_slice_id_in_two_units(database: Any) -> None:
-    collection = database["memory_units"]
-    await collection.insert_one(
-        {"_id": "one", "core_id": "c", "slices": [{"id": "dup"}], "slice_ids": ["dup"]}
-    )
+async def test_a_second_claim_of_one_slice_id_is_refused_by_the_server(database: Any) -> None:
+    claims = database["slice_id_claims"]
+    await claims.insert_one({"_id": "dup", "unit_id": "one"})
     with pytest.raises(DuplicateKeyError):
-        await collection.insert_one(
-            {"_id": "two", "core_id": "c", "slices": [{"id": "dup"}], "slice_ids": ["dup"]}
-        )
-    await collection.insert_many(
-        [{"_id": "three", "slices": [], "slice_ids": []}, {"_id": "four", "slices": [], "slice_ids": []}]
-    )
+        await claims.insert_one({"_id": "dup", "unit_id": "two"})
 
 
 @ONLY_MONGODB
-async def test_units_holding_slices_without_an_id_do_not_collide_on_the_unique_index(database: Any) -> None:
+async def test_units_holding_slices_without_an_id_do_not_collide(database: Any) -> None:
     """The 0.1.0 index (``slices.id``, partial on ``$exists``) gave each id-less slice a null key: on mongod
-    the second of these inserts failed. ``slice_ids`` holds ids only."""
+    the second of these inserts failed. No slice-id index is unique now."""
     collection = database["memory_units"]
     for unit_id in ("mixed-1", "mixed-2"):
         slices = [{"id": f"{unit_id}-s"}, {"summary": "no id yet"}]
@@ -262,15 +255,15 @@ async def test_units_holding_slices_without_an_id_do_not_collide_on_the_unique_i
 
 
 @ONLY_MONGODB
-async def test_the_server_reports_the_slice_index_as_unique_and_partial(database: Any) -> None:
+async def test_the_server_reports_no_unique_index_on_memory_units_but_id(database: Any) -> None:
     info = await database["memory_units"].index_information()
-    assert info["slice_ids_unique"]["unique"] is True
-    assert info["slice_ids_unique"]["partialFilterExpression"] == {"slice_ids": {"$type": "string"}}
+    assert [name for name, index in info.items() if index.get("unique")] == []
+    assert list(info["slice_ids"]["key"]) == [("slice_ids", 1)]
 
 
 @ONLY_MONGODB
-async def test_a_duplicate_slice_id_that_slips_past_the_check_is_refused_by_the_index(database: Any) -> None:
-    """Two appends racing with one caller-chosen slice id into two units: the index refuses the second."""
+async def test_appends_racing_with_one_slice_id_into_units_store_it_once(database: Any) -> None:
+    """Appends racing with one caller-chosen slice id into several units: one claim wins, the rest refused."""
     units = MemoryUnitRepository(database)
     outcomes = await asyncio.gather(
         *(units.append(f"unit-{i}", turn(str(i)), "s", core_id="c", slice_id="contended") for i in range(6)),

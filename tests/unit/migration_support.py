@@ -46,6 +46,7 @@ def shipped_before(first: Path) -> tuple[Path, ...]:
 
 ERASURE_TOMBSTONES = migration_file("erasure_tombstones")
 UNSUMMARIZED = migration_file("unsummarized")
+CLAIMS = migration_file("slice_id_claims")
 RECALL_INDEXES = migration_file("recall_indexes")
 
 

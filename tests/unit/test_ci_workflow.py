@@ -94,3 +94,33 @@ def test_the_image_job_builds_the_dockerfile_and_checks_the_compose_profiles(
     script = scripts(workflow["jobs"]["image"])
 
     assert "docker build" in script and "docker compose --profile services config" in script
+
+
+def test_the_sharded_job_shards_before_migrate_and_runs_the_suite_and_the_routing_checks(
+    workflow: dict[str, Any],
+) -> None:
+    """The real-cluster check of docs/sharding.md: its recipe, in its order, then the checks."""
+    steps = [step.get("run", "") for step in workflow["jobs"]["sharded"]["steps"]]
+    order = [
+        "scripts/sharded-cluster up",
+        "scripts/sharded-cluster shard partner",
+        "partner-repo --db partner migrate",
+        "scripts/sharded-checks explain partner",
+        "scripts/sharded-checks move-chunk partner",
+        "pytest -m integration",
+    ]
+
+    positions = [next(i for i, run in enumerate(steps) if command in run) for command in order]
+    assert positions == sorted(positions)
+    job = workflow["jobs"]["sharded"]
+    suite = next(step for step in job["steps"] if "pytest -m integration" in step.get("run", ""))
+    assert suite["env"]["PARTNER_REPO_TEST_SHARDED"] == "1"
+    assert workflow["jobs"]["sharded"]["env"]["MONGODB_URI"].startswith("mongodb://127.0.0.1:27017")
+
+
+def test_the_sharded_jobs_scripts_parse(tmp_path: Path) -> None:
+    import py_compile
+    import subprocess
+
+    subprocess.run(["bash", "-n", str(ROOT / "scripts" / "sharded-cluster")], check=True)
+    py_compile.compile(str(ROOT / "scripts" / "sharded-checks"), cfile=str(tmp_path / "c.pyc"), doraise=True)

@@ -51,6 +51,15 @@ async def test_failing_the_same_slice_again_updates_its_letter(memory_db: Any) -
     assert (letter.first_failed_at, letter.failed_at) == (T0, T0 + timedelta(minutes=9))
 
 
+async def test_one_slice_id_in_two_units_gets_a_letter_per_unit(memory_db: Any) -> None:
+    await letter_for(memory_db, "indexer", "s1", unit_id="u1")
+    await letter_for(memory_db, "indexer", "s1", unit_id="u2", minutes=1)
+    letters = DeadLetterRepository(memory_db)
+
+    assert [(x.unit_id, x.slice_id) for x in await letters.list()] == [("u1", "s1"), ("u2", "s1")]
+    assert await letters.remove((await letters.list())[0]) and len(await letters.list()) == 1
+
+
 async def test_letters_are_listed_oldest_first_and_filtered_by_group_and_consumer(memory_db: Any) -> None:
     await letter_for(memory_db, "b", "s2", minutes=2)
     await letter_for(memory_db, "a", "s1", minutes=1)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from migration_support import (
+    CLAIMS,
     ERASURE_INDEXES,
     ERASURE_TOMBSTONES,
     INDEXES,
@@ -27,6 +28,7 @@ SWAP = load(SLICE_INDEX)
 ERASURE = load(ERASURE_INDEXES)
 TOMBSTONES = load(ERASURE_TOMBSTONES)
 SUMMARIES = load(UNSUMMARIZED)
+CLAIMING = load(CLAIMS)
 RECALL = load(RECALL_INDEXES)
 
 
@@ -52,6 +54,9 @@ def test_the_migrations_together_create_exactly_the_indexes_the_library_declares
         for collection, added in specs(migration.INDEXES).items():
             composed[collection] = composed.get(collection, []) + added
     composed[UNITS] = composed[UNITS] + [SUMMARIES.INDEX.document]
+    lookup = CLAIMING.LOOKUP_INDEX.document
+    composed[UNITS] = [lookup if i == CLAIMING.UNIQUE_INDEX.document else i for i in composed[UNITS]]
+    composed["slice_id_claims"] = [CLAIMING.CLAIM_INDEX.document]
 
     assert composed == specs(ALL_INDEXES)
 

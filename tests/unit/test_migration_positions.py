@@ -10,7 +10,16 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from migration_support import POSITIONS, bound, fresh_database, load, names, shipped_before, shipped_from
+from migration_support import (
+    CLAIMS,
+    POSITIONS,
+    bound,
+    fresh_database,
+    load,
+    names,
+    shipped_before,
+    shipped_from,
+)
 from rolling_support import RecordingSummarizer
 
 from partner_repo import MemoryCoreRepository, MemoryUnitRepository, Message, RollingService, run_migrations
@@ -437,14 +446,15 @@ async def test_backward_leaves_no_mark_for_0_3_and_keeps_what_0_3_ignores() -> N
         cores=[core_of_0_3("s1", msgs(30, 41)), core_of_0_3("s9", [], core_id="d")],
         units=[unit, tombstone],
     )
-    await run_migrations(database)
+    # not as far as the slice-id claims: reverting them rebuilds a partial unique index, whose filter
+    # mongomock ignores over the tombstones (a server honours it)
+    reverted = shipped_from(POSITIONS)[: -len(shipped_from(CLAIMS))]
+    await run_migrations(database, distance=len(reverted))
     await rolling(database).roll("c", now=LATER)  # a 0.4 roll moves the mark and window_start
     clears_mark = {"_id": "s9", "erased_at": RECENT, "taken_until": 3, "taken_count": 0}
     await database[UNITS].insert_one(clears_mark)  # the tombstone a 0.4 clear leaves for a unit not created
     rolled = await stored(database, UNITS, "s1")
     start = (await stored(database, CORES, "c"))["window_start"]
-
-    reverted = shipped_from(POSITIONS)
 
     run = await run_migrations(database, backward=True, distance=len(reverted))
 

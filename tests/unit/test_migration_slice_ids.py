@@ -11,6 +11,7 @@ from migration_support import SLICE_IDS, bound, fresh_database, load, names, shi
 from partner_repo import MemoryUnitRepository, Message, UnitChecker, run_migrations
 from partner_repo.indexes import UNITS
 from partner_repo.storage import bson_size
+from partner_repo.units.claims import SliceIdClaims
 
 T0 = datetime(2024, 5, 1, 9, 0, tzinfo=UTC)
 MIGRATION = load(SLICE_IDS)
@@ -85,16 +86,16 @@ async def test_forward_changes_nothing_a_unit_holds_and_keeps_its_version() -> N
     }
 
 
-async def test_forward_moves_the_unique_index_to_slice_ids() -> None:
-    database = await database_of_0_1()
+async def test_forward_moves_the_unique_index_to_slice_ids_and_on_to_slice_id_claims() -> None:
+    database = await database_of_0_1(unit_of_0_1("a", ["a1", "a2"]))
     assert "slice_id_unique" in await database[UNITS].index_information()
 
     await run_migrations(database)
 
     information = await database[UNITS].index_information()
-    assert "slice_id_unique" not in information
-    assert information["slice_ids_unique"]["unique"] is True
-    assert information["slice_ids_unique"]["partialFilterExpression"] == {"slice_ids": {"$type": "string"}}
+    assert "slice_id_unique" not in information and "slice_ids_unique" not in information
+    assert "unique" not in information["slice_ids"]
+    assert await SliceIdClaims(database).holders(["a1", "a2"]) == {"a1": "a", "a2": "a"}
 
 
 async def test_a_rerun_writes_nothing() -> None:

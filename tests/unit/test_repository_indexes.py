@@ -7,11 +7,12 @@ from typing import Any
 import pytest
 
 from partner_repo import in_memory_database, init_repository
-from partner_repo.indexes import ALL_INDEXES, CORES, UNIT_INDEXES, UNITS
+from partner_repo.indexes import ALL_INDEXES, CORES, SHARD_KEYS, UNIT_INDEXES, UNITS
+from partner_repo.topology import index_refusal
 
 REQUIRED_UNIT_INDEXES = {
     "core_updated": [("core_id", 1), ("updated_at", -1)],
-    "slice_ids_unique": [("slice_ids", 1)],
+    "slice_ids": [("slice_ids", 1)],
     "slice_created": [("slices.created_at", 1), ("slices.id", 1)],
     "core_slice_created": [("core_id", 1), ("slices.created_at", 1), ("slices.id", 1)],
 }
@@ -26,8 +27,7 @@ async def test_init_repository_creates_the_unit_indexes(memory_db: Any) -> None:
 
     for name, expected in REQUIRED_UNIT_INDEXES.items():
         assert keys(info[name]) == expected, name
-    assert info["slice_ids_unique"].get("unique") is True
-    assert not any(info[name].get("unique") for name in REQUIRED_UNIT_INDEXES if name != "slice_ids_unique")
+    assert not any(info[name].get("unique") for name in REQUIRED_UNIT_INDEXES)
 
 
 async def test_init_repository_creates_every_declared_index(memory_db: Any) -> None:
@@ -39,15 +39,17 @@ async def test_init_repository_creates_every_declared_index(memory_db: Any) -> N
     assert {UNITS, CORES} <= set(ALL_INDEXES)
 
 
-def test_the_slice_id_index_is_unique_and_partial_on_existing_ids() -> None:
-    """Without the filter every unit with no slices would index a null key, and the second one would collide.
+@pytest.mark.parametrize("collection", sorted(SHARD_KEYS))
+def test_no_index_of_a_shardable_collection_is_one_its_shard_key_forbids(collection: str) -> None:
+    """A unique index the shard key does not prefix blocks ``shardCollection`` (docs/sharding.md)."""
+    refused = [index_refusal(m.document, SHARD_KEYS[collection]) for m in ALL_INDEXES[collection]]
 
-    mongomock drops ``partialFilterExpression`` from ``index_information``, so the declaration is checked
-    here, the command sent to a server in the wire tests, and the server's behaviour in the contract tests.
-    """
-    (model,) = [m.document for m in UNIT_INDEXES if m.document["name"] == "slice_ids_unique"]
-    assert model["unique"] is True
-    assert model["partialFilterExpression"] == {"slice_ids": {"$type": "string"}}
+    assert refused == [None] * len(ALL_INDEXES[collection])
+
+
+def test_the_slice_id_index_only_finds_units_and_is_not_unique() -> None:
+    (model,) = [m.document for m in UNIT_INDEXES if m.document["name"] == "slice_ids"]
+    assert "unique" not in model and "partialFilterExpression" not in model
 
 
 async def test_init_repository_is_idempotent() -> None:

@@ -1,4 +1,6 @@
-"""The unique slice-id index, checked against MongoDB's documented index-key rules (``index_semantics``).
+"""The unique slice-id indexes of 0.1 and 0.3 (replaced by slice-id claims since, see docs/sharding.md),
+checked against MongoDB's documented index-key rules (``index_semantics``): a database not migrated yet still
+has one.
 
 Neither mongomock (no unique multikey) nor SecantusDB (no null key for a missing element field) shows what a
 real server refuses here, so these tests read the definitions as the manual does.
@@ -14,10 +16,10 @@ from index_semantics import NULL, collisions
 from migration_support import SLICE_IDS, SLICE_INDEX, load
 
 from partner_repo import MemoryUnit, MemoryUnitRepository, Message, normalize_unit
-from partner_repo.indexes import UNIT_INDEXES, UNITS
+from partner_repo.indexes import UNITS
 from partner_repo.storage import unit_document
 
-LIBRARY_INDEX = next(m.document for m in UNIT_INDEXES if m.document.get("unique"))
+INDEX_OF_0_3 = load(SLICE_INDEX).NEW_INDEX.document
 INDEX_OF_0_1 = load(SLICE_INDEX).OLD_INDEX.document
 slice_ids_of = load(SLICE_IDS).slice_ids_of
 
@@ -35,20 +37,20 @@ def test_the_index_of_0_1_gives_slices_without_an_id_a_shared_null_key() -> None
     assert found == [(NULL, "one", "two")]
 
 
-def test_units_holding_slices_without_an_id_never_collide_on_the_librarys_index() -> None:
+def test_units_holding_slices_without_an_id_never_collide_on_the_index_of_0_3() -> None:
     assert (
-        collisions([unit("one", "a", None), unit("two", "b", None), unit("three", None)], LIBRARY_INDEX) == []
+        collisions([unit("one", "a", None), unit("two", "b", None), unit("three", None)], INDEX_OF_0_3) == []
     )
 
 
-def test_units_without_slices_are_left_out_of_the_librarys_index() -> None:
-    assert collisions([unit("empty-1"), unit("empty-2")], LIBRARY_INDEX) == []
-    unfiltered = {**LIBRARY_INDEX, "partialFilterExpression": None}
+def test_units_without_slices_are_left_out_of_the_index_of_0_3() -> None:
+    assert collisions([unit("empty-1"), unit("empty-2")], INDEX_OF_0_3) == []
+    unfiltered = {**INDEX_OF_0_3, "partialFilterExpression": None}
     assert collisions([unit("empty-1"), unit("empty-2")], unfiltered) != []  # why the filter is there
 
 
-def test_a_slice_id_in_two_units_still_collides_on_the_librarys_index() -> None:
-    assert collisions([unit("one", "a", "shared"), unit("two", "shared")], LIBRARY_INDEX) == [
+def test_a_slice_id_in_two_units_still_collides_on_the_index_of_0_3() -> None:
+    assert collisions([unit("one", "a", "shared"), unit("two", "shared")], INDEX_OF_0_3) == [
         ("shared", "one", "two")
     ]
 
@@ -60,7 +62,7 @@ def test_a_slice_id_in_two_units_still_collides_on_the_librarys_index() -> None:
         max_size=5,
     )
 )
-def test_the_librarys_index_collides_exactly_on_ids_held_by_two_units(
+def test_the_index_of_0_3_collides_exactly_on_ids_held_by_two_units(
     layouts: list[list[str | None]],
 ) -> None:
     documents = [unit(f"u{n}", *ids) for n, ids in enumerate(layouts)]
@@ -69,7 +71,7 @@ def test_the_librarys_index_collides_exactly_on_ids_held_by_two_units(
         for slice_id in document["slice_ids"]:
             holders.setdefault(slice_id, set()).add(document["_id"])
 
-    shared = {key for key, _, _ in collisions(documents, LIBRARY_INDEX)}
+    shared = {key for key, _, _ in collisions(documents, INDEX_OF_0_3)}
 
     assert shared == {slice_id for slice_id, owners in holders.items() if len(owners) > 1}
 
@@ -85,7 +87,7 @@ async def test_every_write_path_stores_exactly_the_ids_of_the_units_slices(memor
     async for document in memory_db[UNITS].find({}):
         assert document["slice_ids"] == [s["id"] for s in document["slices"]]
         assert all(isinstance(i, str) for i in document["slice_ids"])
-        assert collisions([document], LIBRARY_INDEX) == []
+        assert collisions([document], INDEX_OF_0_3) == []
 
 
 def test_the_stored_form_of_a_normalized_unit_lists_its_slice_ids() -> None:

@@ -97,6 +97,16 @@ def head(
     }
 
 
+DUPLICATE_KEY = {"n": 0, "writeErrors": [{"index": 0, "code": 11000, "errmsg": "E11000 duplicate key error"}]}
+
+
+def the_claim(request: Request) -> dict[str, Any]:
+    """The claim an insert into ``slice_id_claims`` writes, without its time."""
+    assert command(request) == "insert" and request.doc["insert"] == "slice_id_claims"
+    (document,) = request.doc["documents"]
+    return {k: v for k, v in plain(document).items() if k != "claimed_at"}
+
+
 def the_update(request: Request) -> dict[str, Any]:
     assert command(request) == "update" and request.doc["update"] == "memory_units"
     (statement,) = request.doc["updates"]
@@ -198,8 +208,14 @@ async def test_a_retried_append_with_a_stored_slice_id_returns_it_without_pushin
     call = asyncio.create_task(units.append("u", NEW, "s", core_id="c", slice_id="turn-9", created_at=T0))
 
     find = await wire.receives()
-    assert plain(find.doc["filter"]) == {"$or": [{"_id": "u"}, {"slice_ids": "turn-9"}]}
+    assert plain(find.doc["filter"]) == {"_id": "u"}  # the head, by the shard key: no query by slice id
     find.replies(cursor(head(version=9, message_count=42)))
+    claimed = await wire.receives()
+    assert the_claim(claimed) == {"_id": "turn-9", "unit_id": "u"}
+    claimed.replies(DUPLICATE_KEY)  # the first attempt claimed it
+    holder = await wire.receives()
+    assert command(holder) == "find" and plain(holder.doc["filter"]) == {"_id": "turn-9"}
+    holder.replies(cursor({"_id": "turn-9", "unit_id": "u"}))  # its own claim: go on
     update = await wire.receives()
     assert the_update(update)["q"] == {"_id": "u", "version": 9, "slice_ids": {"$ne": "turn-9"}}
     update.replies({"n": 0, "nModified": 0})  # the unit already holds turn-9: the first attempt landed
@@ -212,7 +228,7 @@ async def test_a_retried_append_with_a_stored_slice_id_returns_it_without_pushin
 
     piece = await call
     assert (piece.id, piece.start_index, piece.end_index) == ("turn-9", 40, 42)
-    assert wire.round_trips == 3
+    assert wire.round_trips == 5
     assert await wire.nothing_more_was_sent()
 
 
@@ -239,12 +255,18 @@ async def test_a_slice_id_held_by_another_unit_is_refused_without_a_write(wire: 
     units = MemoryUnitRepository(wire.database)
     call = asyncio.create_task(units.append("u", NEW, "s", core_id="c", slice_id="taken"))
 
-    find = await wire.receives()
-    find.replies(cursor(head(), {**head(), "_id": "other"}))
+    (await wire.receives()).replies(cursor(head()))
+    claimed = await wire.receives()
+    assert the_claim(claimed) == {"_id": "taken", "unit_id": "u"}
+    claimed.replies(DUPLICATE_KEY)
+    (await wire.receives()).replies(cursor({"_id": "taken", "unit_id": "other"}))
+    resolved = await wire.receives()  # who holds it is read from the claim's unit, by its id
+    assert plain(resolved.doc["filter"]) == {"_id": "other", "slice_ids": "taken"}
+    resolved.replies(cursor({"_id": "other"}))
 
-    with pytest.raises(DuplicateSliceId, match="'other'"):
+    with pytest.raises(DuplicateSliceId, match=r"'taken' is already used by unit 'other'$"):
         await call
-    assert wire.round_trips == 1
+    assert wire.round_trips == 4
     assert await wire.nothing_more_was_sent()
 
 
@@ -390,15 +412,18 @@ async def test_a_caller_chosen_slice_id_never_uses_the_remembered_head(wire: Wir
     await append_once(wire, units)
     call = asyncio.create_task(units.append("u", NEW, "s", core_id="c", slice_id="turn-9", created_at=T0))
 
-    find = await wire.receives()  # the id must still be checked against every other unit
-    assert plain(find.doc["filter"]) == {"$or": [{"_id": "u"}, {"slice_ids": "turn-9"}]}
+    find = await wire.receives()  # the head is read again: the id is claimed, then pushed guarded by it
+    assert plain(find.doc["filter"]) == {"_id": "u"}
     find.replies(cursor(head(version=8, message_count=42, slice_count=13)))
+    claimed = await wire.receives()
+    assert the_claim(claimed) == {"_id": "turn-9", "unit_id": "u"}
+    claimed.replies({"n": 1})
     update = await wire.receives()
     assert the_update(update)["q"] == {"_id": "u", "version": 8, "slice_ids": {"$ne": "turn-9"}}
     update.replies({"n": 1, "nModified": 1})
 
     assert (await call).start_index == 42
-    assert wire.round_trips == 2 + 2
+    assert wire.round_trips == 2 + 3
     assert await wire.nothing_more_was_sent()
 
 
@@ -446,7 +471,7 @@ async def test_save_replaces_only_the_version_it_read(wire: Wire, matched: int, 
 # -- indexes ------------------------------------------------------------------------------------------------
 
 
-async def test_init_repository_asks_for_a_unique_partial_slice_id_index(wire: Wire) -> None:
+async def test_init_repository_asks_for_no_unique_slice_id_index_and_for_the_claims_index(wire: Wire) -> None:
     call = asyncio.create_task(init_repository(wire.database))
     created: dict[str, list[dict[str, Any]]] = {}
     while not call.done():
@@ -466,9 +491,8 @@ async def test_init_repository_asks_for_a_unique_partial_slice_id_index(wire: Wi
     await call
 
     by_name = {index["name"]: index for index in created["memory_units"]}
-    slice_index = by_name["slice_ids_unique"]
-    assert slice_index["key"] == {"slice_ids": 1}
-    assert slice_index["unique"] is True
-    assert slice_index["partialFilterExpression"] == {"slice_ids": {"$type": "string"}}
+    assert by_name["slice_ids"] == {"name": "slice_ids", "key": {"slice_ids": 1}}
+    assert not any(index.get("unique") for index in created["memory_units"])
+    assert created["slice_id_claims"] == [{"name": "unit", "key": {"unit_id": 1}}]
     assert by_name["core_updated"]["key"] == {"core_id": 1, "updated_at": -1}
     assert "memory_cores" in created
