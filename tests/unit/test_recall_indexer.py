@@ -165,7 +165,7 @@ async def test_a_term_only_the_old_summary_had_no_longer_counts(memory_db: Any) 
 
     vocabulary, _ = await index_state(memory_db)
     assert not any(value == "zeppelin" for _, _, value in vocabulary)
-    assert [piece.sources for piece in await history.recall().recall("agent", "zeppelin")] == []  # the word is gone: nothing is about it
+    assert [piece.sources for piece in await history.recall().recall("agent", "zeppelin")] == []
 
 
 async def test_on_erased_removes_the_erased_units_slices_and_every_count_of_them(memory_db: Any) -> None:
