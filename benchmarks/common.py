@@ -44,6 +44,12 @@ class Scale:
     admin_page: int
     admin_repeats: int
     peer_sizes: tuple[int, ...]
+    locomo_conversations: int
+    """LoCoMo conversations to run (0: all)."""
+    locomo_questions: int
+    """Questions asked per conversation (0: all)."""
+    recall_scale_sizes: tuple[int, ...]
+    recall_scale_queries: int
 
 
 FULL = Scale(
@@ -75,6 +81,10 @@ FULL = Scale(
     admin_page=50,
     admin_repeats=3,
     peer_sizes=(10, 100, 1_000, 5_000),
+    locomo_conversations=0,
+    locomo_questions=0,
+    recall_scale_sizes=(100, 1_000, 10_000),
+    recall_scale_queries=20,
 )
 
 QUICK = Scale(
@@ -106,6 +116,10 @@ QUICK = Scale(
     admin_page=10,
     admin_repeats=2,
     peer_sizes=(10, 40),
+    locomo_conversations=1,
+    locomo_questions=6,
+    recall_scale_sizes=(50, 100),
+    recall_scale_queries=5,
 )
 
 

@@ -15,7 +15,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from benchmarks import peers_report
+from benchmarks import peers_report, recall_report
 from benchmarks.common import Row, SectionResult, package_versions, verdict
 
 PACKAGES = (
@@ -37,6 +37,8 @@ PACKAGES = (
 NOTE = "Absolute times vary by machine and load; the ratios (and command/byte counts) are the claim."
 README_START = "<!-- benchmarks:start -->"
 README_END = "<!-- benchmarks:end -->"
+LOCOMO_START = "<!-- locomo-table:start -->"
+LOCOMO_END = "<!-- locomo-table:end -->"
 
 
 @dataclass(frozen=True)
@@ -64,6 +66,8 @@ HEADLINES = (
     Headline("concurrency", r"^32 writers, 1 unit$", "-> scripted"),  # racing writers lose nothing
     Headline("admin", r"^find, page of"),  # a deep admin page costs what the first does
     Headline("peers", r"^turn write"),  # a turn's write against the stores a service could pick instead
+    Headline("recall-locomo", r"^evidence recall at \d+ messages: partner-repo", "embedded"),  # LoCoMo
+    Headline("recall-scale", r"^round trips"),  # a recall's round trips do not grow with the history
 )
 """The headline figures: the README shows these rows, docs/benchmarks.md every row."""
 
@@ -133,6 +137,33 @@ _SECTION_TEXT = """\
    measured, then the next whole roll cycle, the same turns for every peer, divided by its turns. Per
    operation: round trips, BSON bytes sent and received, client process CPU, and each over partner-repo's.
    The peers install with `pip install -e '.[bench]'`; one that is not installed is skipped with the reason.
+7. **Recall on LoCoMo** (Maharana et al., "Evaluating Very Long-Term Conversational Memory of LLM Agents",
+   ACL 2024; read from `../shared/data/locomo/`, `--locomo PATH` or `PARTNER_REPO_LOCOMO`, never copied into
+   the repository): each conversation is recorded through the public API into a core of its own, on a fresh
+   database (in memory: mongomock scans whole collections, so one database per conversation keeps each scan
+   to one conversation), each session's turns at that session's date (`speaker_a` as the user, `speaker_b`
+   as the assistant, named; a shared photo's caption appended; the turn's `dia_id` in the metadata, for
+   scoring only), `RollingService.record_and_roll` with the `ExtractiveSummarizer` and `trigger_limit` 36,
+   an idle roll at each session gap (when the idle scheduler would run) and one after the last session,
+   every roll through `RecallIndexer.consume`. Every question of categories 1-4 that names evidence is asked
+   with `recall(limit=10, max_messages=20 or 60)`; evidence recall is the share of its evidence turns among
+   the returned messages (targets: >= 0.70 at 20, >= 0.85 at 60). The baselines run in the same process on
+   the same turn texts with the same tokenizer: the last N turns, BM25 over single turns, BM25 over 12-turn
+   windows (k1 1.2, b 0.75). `--recall-doc docs/recall.md` writes the table into that page. Without the data
+   the quick scale runs a tiny synthetic conversation instead (and says so); the full scale fails its targets.
+8. **Recall cost vs history**: one core grown to 100, 1,000 and 10,000 slices (8 messages of Zipf-vocabulary
+   words each; units stored with `insert_many`, every slice through the real `RecallIndexer` into a staged
+   store written in bulk, checked by the smoke test to write what `consume` writes), then the same queries
+   at each size: latency p50/p95, round trips (commands sent, counted with command monitoring, on a server;
+   driver calls in memory), bytes (sent and received on a server; the returned documents' BSON in memory),
+   the documents each aggregation's `$match` selects (what an indexed server reads) and, on a server, each
+   aggregation's plan (`explain`). Claim: flat within 2x from 1,000 to 10,000. Round trips and bytes are
+   flat by construction; latency is bound to the backend: mongomock scans, and so does a server whose plan
+   is a collection scan. SecantusDB (0.7.0b3, the test server) does use its indexes for a plain filter
+   (`_id`, or fields all in one index), but plans a collection scan for any filter with an `$or`, or with a
+   field outside the index (such as `_id` `$in` plus `erased_at` `$exists`); all three recall aggregations
+   have one, so there its latency grows with the collections. MongoDB answers an `$or` whose clauses all
+   have an index with index scans; no MongoDB server was at hand to measure it.
 """.splitlines()
 
 
@@ -208,6 +239,9 @@ def markdown(results: list[SectionResult], data: dict[str, Any]) -> str:
         "python -m benchmarks --quick    # tiny sizes, seconds: every path, no meaningful figures",
         "python -m benchmarks --sections wire,overhead --output out.json --check  # 1 if a target is missed",
         "MONGODB_URI=mongodb://... python -m benchmarks   # adds a real server where a section supports it",
+        "python -m benchmarks --sections recall-locomo --check   # LoCoMo; --locomo PATH: read it there",
+        "python -m benchmarks --sections recall-locomo --recall-doc docs/recall.md  # its table, there",
+        "python -m benchmarks --sections recall-scale --uri mongodb://...   # recall latency on a server",
         "```",
         "",
         "`--markdown docs/benchmarks.md --readme README.md` rewrites this page and the README's headline",
@@ -228,6 +262,7 @@ def markdown(results: list[SectionResult], data: dict[str, Any]) -> str:
         "Versions: " + ", ".join(f"{name} {v}" for name, v in data["versions"].items() if v) + ".",
         "",
         *_peers_part(results, "## Peers"),
+        *_locomo_part(results, data),
         "## What each section measures",
         "",
         *_SECTION_TEXT,
@@ -280,6 +315,12 @@ def _peers_part(results: list[SectionResult], heading: str) -> list[str]:
     return [heading, "", tables, ""] if tables else []
 
 
+def _locomo_part(results: list[SectionResult], data: dict[str, Any]) -> list[str]:
+    """The LoCoMo table between its markers (nothing when the run has no recall-locomo section)."""
+    table = locomo_table(results, data)
+    return ["## Recall on LoCoMo", "", LOCOMO_START, table, LOCOMO_END, ""] if table else []
+
+
 def replace_between_markers(text: str, body: str, start: str = README_START, end: str = README_END) -> str:
     """``text`` with what lies between the two marker lines replaced by ``body``."""
     if start not in text or end not in text or text.index(start) > text.index(end):
@@ -287,6 +328,17 @@ def replace_between_markers(text: str, body: str, start: str = README_START, end
     head, rest = text.split(start, 1)
     _, tail = rest.split(end, 1)
     return f"{head}{start}\n{body.strip()}\n{end}{tail}"
+
+
+def locomo_table(results: list[SectionResult], data: dict[str, Any]) -> str | None:
+    """The run's LoCoMo table (None: the run measured no LoCoMo)."""
+    return recall_report.markdown_table(results, summary_line(data))
+
+
+def replace_locomo_table(text: str, table: str) -> str:
+    """``text`` with what lies between its LoCoMo markers (:data:`LOCOMO_START`, :data:`LOCOMO_END`)
+    replaced by ``table`` (docs/recall.md's ``## LoCoMo`` section has them)."""
+    return replace_between_markers(text, table, LOCOMO_START, LOCOMO_END)
 
 
 def summary_line(data: dict[str, Any]) -> str:

@@ -11,6 +11,7 @@ import argparse
 import asyncio
 import json
 import logging
+import os
 import sys
 import time
 from collections.abc import Awaitable, Callable, Sequence
@@ -19,15 +20,28 @@ from pathlib import Path
 
 from rich.console import Console
 
-from benchmarks import admin_scale, concurrency, listener_bench, overhead, peers, turn_cost, wire_cost
+from benchmarks import (
+    admin_scale,
+    concurrency,
+    listener_bench,
+    overhead,
+    peers,
+    recall_locomo,
+    recall_scale,
+    turn_cost,
+    wire_cost,
+)
 from benchmarks.common import FULL, QUICK, Scale, SectionResult
+from benchmarks.locomo_data import ENVIRONMENT
 from benchmarks.report import (
     default_output,
     document,
+    locomo_table,
     markdown,
     print_tables,
     readme_excerpt,
     replace_between_markers,
+    replace_locomo_table,
     write,
 )
 
@@ -39,6 +53,8 @@ SECTIONS: dict[str, Callable[[Scale], Awaitable[list[SectionResult]]]] = {
     "concurrency": concurrency.run,
     "admin": admin_scale.run,
     "peers": peers.run,
+    "recall-locomo": recall_locomo.run,
+    "recall-scale": recall_scale.run,
 }
 
 
@@ -61,6 +77,20 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
         "--from-json", type=Path, help="render the tables of an earlier run's JSON file instead of measuring"
     )
     parser.add_argument("--check", action="store_true", help="exit with status 1 when a target is missed")
+    parser.add_argument(
+        "--uri", help="a MongoDB server for the sections that support one (the same as MONGODB_URI=...)"
+    )
+    parser.add_argument(
+        "--locomo",
+        type=Path,
+        help=f"the LoCoMo conversations (default: ${ENVIRONMENT}, else ../shared/data/locomo/ beside the "
+        "project)",
+    )
+    parser.add_argument(
+        "--recall-doc",
+        type=Path,
+        help="also put the LoCoMo table between the locomo-table markers of this page (e.g. docs/recall.md)",
+    )
     arguments = parser.parse_args(argv)
     chosen = [name.strip() for name in arguments.sections.split(",") if name.strip()]
     unknown = [name for name in chosen if name not in SECTIONS]
@@ -82,6 +112,10 @@ async def run_sections(names: Sequence[str], scale: Scale, console: Console) -> 
 
 def main(argv: Sequence[str] | None = None) -> int:
     arguments = parse(argv)
+    if arguments.uri:
+        os.environ["MONGODB_URI"] = arguments.uri
+    if arguments.locomo is not None:
+        os.environ[ENVIRONMENT] = str(arguments.locomo)
     scale = QUICK if arguments.quick else FULL
     console = Console() if sys.stdout.isatty() else Console(width=130)
     logging.basicConfig(level=logging.WARNING)
@@ -109,6 +143,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         text = arguments.readme.read_text(encoding="utf-8")
         write(arguments.readme, replace_between_markers(text, readme_excerpt(results, data)))
         console.print(f"README headline table: {arguments.readme}")
+    if arguments.recall_doc is not None:
+        table = locomo_table(results, data)
+        if table is None:
+            console.print("no recall-locomo section in this run: the LoCoMo table was left as it was")
+        else:
+            text = arguments.recall_doc.read_text(encoding="utf-8")
+            write(arguments.recall_doc, replace_locomo_table(text, table))
+            console.print(f"LoCoMo table: {arguments.recall_doc}")
     missed = data["targets"]["missed"]
     console.print(f"targets met: {data['targets']['met']}, missed: {len(missed)}")
     return 1 if arguments.check and missed else 0

@@ -20,13 +20,19 @@ from typing import Any
 import pytest
 from pymongo.errors import DuplicateKeyError, OperationFailure
 
-from benchmarks import peers
-from benchmarks.backends import scripted_server
+from benchmarks import peers, recall_locomo
+from benchmarks.backends import memory_database, scripted_server
 from benchmarks.common import QUICK, SectionResult
+from benchmarks.locomo_data import ENVIRONMENT, data_path, files
 from benchmarks.peer_drivers import PartnerRepoPeer, RawDriverPeer, Stores
 from benchmarks.peers_report import markdown_tables
+from benchmarks.recall_scale import CORE, History
+from benchmarks.recall_staging import StagedIndex
+from benchmarks.report import locomo_table, replace_locomo_table
 from benchmarks.run import SECTIONS
-from partner_repo import driver
+from partner_repo import RollingResult, driver
+from partner_repo.indexes import RECALL_SLICES, RECALL_VOCABULARY
+from partner_repo.recall import RecallIndexer
 
 pytestmark = pytest.mark.benchmark_smoke
 
@@ -201,3 +207,92 @@ async def test_peers_skip_a_peer_that_is_not_installed_and_say_why(monkeypatch: 
     assert "not installed (No module named 'absent')" in skipped.value and "[bench]" in skipped.value
     assert "Skipped Absent peer: not installed" in markdown_tables([result])
     assert [p["key"] for p in result.raw["peers"] if p["operations"]] == ["partner-repo", "raw-driver"]
+
+
+async def test_recall_on_locomo_scores_recall_and_the_baselines_on_the_same_questions() -> None:
+    [result] = await run_once("recall-locomo")
+    recall = result.raw["recall"]
+
+    assert list(recall) == [
+        "partner-repo recall",
+        "recency (last N turns)",
+        "BM25, single turns",
+        "BM25, 12-turn windows",
+    ]
+    counts = {method: [recall[method][str(b)]["n"] for b in (20, 60)] for method in recall}
+    assert len({tuple(c) for c in counts.values()}) == 1 and counts["partner-repo recall"][0] > 0
+    assert all(0.0 <= recall[m][b]["all"] <= 1.0 for m in recall for b in ("20", "60"))
+    assert "Maharana et al." in result.raw["citation"] and "ACL 2024" in result.raw["citation"]
+    if not files(data_path()):  # the tiny synthetic stand-in ran: say so, judge nothing
+        assert "synthetic" in result.raw["source"] and result.raw["judged"] is False
+
+
+async def test_recall_on_locomo_runs_on_a_synthetic_conversation_without_the_data(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv(ENVIRONMENT, str(tmp_path / "absent"))
+
+    [result] = await recall_locomo.run(QUICK)
+
+    assert "synthetic" in result.raw["source"] and not result.raw["judged"]
+    assert [row.passed for row in result.rows] == [None] * len(result.rows)
+    # the synthetic conversation is shorter than 60 turns: its last 60 hold every evidence turn
+    assert result.raw["recall"]["recency (last N turns)"]["60"]["all"] == 1.0
+    assert result.raw["recall"]["partner-repo recall"]["20"]["n"] == 4
+
+
+async def test_without_the_data_a_full_run_misses_the_locomo_targets_and_says_where_it_looked(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv(ENVIRONMENT, str(tmp_path / "absent"))
+
+    [result] = await recall_locomo.run(replace(QUICK, name="full"))
+
+    assert [row.passed for row in result.rows] == [False, False]
+    assert all(str(tmp_path / "absent") in row.value for row in result.rows)
+
+
+async def test_the_locomo_table_goes_between_its_markers() -> None:
+    [result] = await run_once("recall-locomo")
+    data = {"generated_at": "2026-01-01T00:00:00", "command": "python -m benchmarks", "scale": "quick"}
+    data |= {"duration_seconds": 1.0, "machine": {"cpu": "x", "machine": "x", "cpu_count": 2}}
+    data["machine"] |= {"memory_gib": 1, "python": "CPython"}
+    table = locomo_table([result], data)
+    page = "# Recall\n\n## LoCoMo\n\n<!-- locomo-table:start -->\nold\n<!-- locomo-table:end -->\n\nAfter.\n"
+
+    written = replace_locomo_table(page, table or "")
+
+    assert table is not None and "| **partner-repo recall** | 20 |" in table
+    assert "old" not in written and written.endswith("<!-- locomo-table:end -->\n\nAfter.\n")
+    assert "LoCoMo (Maharana et al., " in written
+
+
+async def test_recall_scale_makes_three_round_trips_whatever_the_history() -> None:
+    [result] = await run_once("recall-scale")
+
+    assert {point["round_trips"] for point in result.raw["points"]} == {3.0}
+    assert [point["slices"] for point in result.raw["points"]] == list(QUICK.recall_scale_sizes)
+
+
+async def test_the_staged_index_writes_what_consume_writes() -> None:
+    unit, spans = History().unit(0)
+    results = [RollingResult.from_slice(unit.id, CORE, piece, span) for piece, span in spans[:12]]
+    async with memory_database() as consumed, memory_database() as bulk:
+        indexer = RecallIndexer(consumed)
+        staged = StagedIndex(bulk)
+        for result in results:
+            await indexer.consume(result)
+        for result in results[:5]:
+            await staged.indexer.consume(result)
+        await staged.flush(bulk)  # twice: the second flush replaces vocabulary entries the first wrote
+        for result in results[5:]:
+            await staged.indexer.consume(result)
+        await staged.flush(bulk)
+
+        for collection in (RECALL_SLICES, RECALL_VOCABULARY):
+            assert await _index(bulk, collection) == await _index(consumed, collection), collection
+
+
+async def _index(database: Any, collection: str) -> list[dict[str, Any]]:
+    documents = await database[collection].find({}, {"indexed_at": 0}).to_list(None)
+    return sorted(documents, key=lambda document: repr(document["_id"]))

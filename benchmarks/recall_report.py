@@ -1,0 +1,60 @@
+"""The LoCoMo table, from a run's recall-locomo section: docs/benchmarks.md shows it, and ``--recall-doc
+PATH`` puts it between the LoCoMo markers of that page (:func:`benchmarks.report.replace_locomo_table`:
+docs/recall.md's ``## LoCoMo`` section)."""
+
+from __future__ import annotations
+
+from benchmarks.common import SectionResult
+
+
+def markdown_table(results: list[SectionResult], measured: str) -> str | None:
+    """The LoCoMo table of the run, ``measured`` saying when and where (None when the run has no
+    recall-locomo section that measured)."""
+    found = [r for r in results if r.key == "recall-locomo" and r.raw.get("recall")]
+    if not found:
+        return None
+    raw = found[0].raw
+    categories = raw["categories"]
+    recall = raw["recall"]
+    first = next(iter(recall.values()))[str(raw["budgets"][0])]
+    header = ["Method", "Returned messages"]
+    header += [f"{name} ({first[name]['n']})" for name in categories.values()]
+    header += [f"all ({first['n']})", "Target"]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for method, budgets in recall.items():
+        for budget in raw["budgets"]:
+            figures = budgets[str(budget)]
+            ours = method.startswith("partner-repo")
+            target = raw["targets"][str(budget)]
+            cells = [f"**{method}**" if ours else method, str(budget)]
+            cells += [f"{figures[name]['mean']:.3f}" for name in categories.values()]
+            mean = f"{figures['all']:.3f}"
+            cells.append(f"**{mean}**" if ours else mean)
+            verdict = ("PASS" if figures["all"] >= target else "FAIL") if raw["judged"] else "not judged"
+            cells.append(f">= {target:.2f}: {verdict}" if ours else "")
+            lines.append("| " + " | ".join(cells) + " |")
+    conversations = raw["conversations"]
+    turns = sum(c["turns"] for c in conversations)
+    sessions = sum(c["sessions"] for c in conversations)
+    slices = sum(c["slices"] for c in conversations)
+    latency = raw["recall_latency_ms"]
+    return "\n".join(
+        [
+            f"Evidence recall on LoCoMo ({raw['citation']}): the share of each question's "
+            "evidence turns among the messages returned, by question category (number of questions in "
+            f"brackets). {len(conversations)} conversations ({', '.join(c['name'] for c in conversations)}), "
+            f"{turns:,} turns in {sessions} sessions, indexed as {slices} slices; every question of "
+            f"categories 1-4 that names evidence. partner-repo recall is `recall(limit={raw['limit']}, "
+            "max_messages=N)` with the offline defaults (no network, no model); the baselines use the same "
+            "turn texts and the same tokenizer.",
+            "",
+            *lines,
+            "",
+            f"{measured} Backend: {found[0].backend}. Recall latency there: p50 "
+            f"{latency['p50']:.0f} ms, p95 {latency['p95']:.0f} ms over {latency['n']:,} recalls. "
+            "Reproduce with `python -m benchmarks --sections recall-locomo --check` (docs/benchmarks.md).",
+        ]
+    )
+
+
+__all__ = ["markdown_table"]
