@@ -1,0 +1,68 @@
+"""On a real MongoDB every aggregation of a recall starts from an index: the lookup from the vocabulary's
+``_id`` (or its words index), the candidates from the core's multikey indexes, the messages from the units'
+``_id``. Each aggregation the library sends is captured by command monitoring and asked again as ``explain``,
+so the test checks what is sent, not a copy of it. SecantusDB plans them as collection scans (the one gap
+list, ``tests/emulator_gaps.py``); the GitHub workflow runs this against MongoDB."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from conftest import real_database
+from pymongo import monitoring
+from test_admin_query_plans import assert_index_served
+
+from partner_repo import close_database, init_repository
+from tests.recall_support import CONVERSATION, History
+
+pytestmark = pytest.mark.integration
+
+
+class Aggregations(monitoring.CommandListener):
+    """The ``aggregate`` commands the client sends, as sent."""
+
+    def __init__(self) -> None:
+        self.sent: list[dict[str, Any]] = []
+
+    def started(self, event: monitoring.CommandStartedEvent) -> None:
+        if event.command_name == "aggregate":
+            self.sent.append(dict(event.command))
+
+    def succeeded(self, event: monitoring.CommandSucceededEvent) -> None:
+        pass
+
+    def failed(self, event: monitoring.CommandFailedEvent) -> None:
+        pass
+
+
+@pytest.fixture
+async def recorded() -> AsyncIterator[tuple[Any, Aggregations]]:
+    aggregations = Aggregations()
+    database = await real_database(event_listeners=[aggregations])
+    await init_repository(database)
+    try:
+        await History(database).rolls("agent", CONVERSATION)
+        aggregations.sent.clear()
+        await (
+            History(database)
+            .recall(search=False)
+            .recall("agent", "Which whales did we see near the lighthouse?")
+        )
+        yield database, aggregations
+    finally:
+        await database.client.drop_database(database.name)
+        await close_database(database)
+
+
+async def test_every_aggregation_of_a_recall_starts_from_an_index(recorded: tuple[Any, Aggregations]) -> None:
+    database, aggregations = recorded
+    assert [command["aggregate"] for command in aggregations.sent] == [
+        "recall_vocabulary",
+        "recall_slices",
+        "memory_units",
+    ]
+    for command in aggregations.sent:
+        explain = {"aggregate": command["aggregate"], "pipeline": command["pipeline"], "cursor": {}}
+        assert_index_served(dict(await database.command({"explain": explain, "verbosity": "queryPlanner"})))
