@@ -23,7 +23,7 @@ from partner_repo.errors import InvalidInput
 from partner_repo.models import Message
 from partner_repo.recall.cues import DateCue, date_cues
 from partner_repo.recall.scoring import CHANNELS, Candidate, RecallWeights, rank
-from partner_repo.recall.search import SearchSupport, probe, text_pipeline, vector_pipeline
+from partner_repo.recall.search import SearchSupport, text_pipeline, vector_pipeline
 from partner_repo.recall.store import (
     CHANNEL_LIMIT_FLOOR,
     COMMON_TERM_SLICES,
@@ -217,7 +217,7 @@ class MemoryRecall:
     async def _search_support(self) -> SearchSupport:
         """What the server offers, probed on the first recall and remembered."""
         if self._support is None:
-            self._support = await probe(self._store.slices)
+            self._support = await self._store.search_support()
         return self._support
 
     def _search_channels(

@@ -25,6 +25,7 @@ from typing import Any
 
 from partner_repo import driver
 from partner_repo.indexes import RECALL_SLICES, RECALL_VOCABULARY
+from partner_repo.recall.search import SearchSupport, probe
 from partner_repo.recall.terms import terms
 
 TERM = "term"
@@ -94,8 +95,7 @@ class RecallStore:
     """Reads and writes the recall collections of one database."""
 
     def __init__(self, database: Any) -> None:
-        self.slices = database[RECALL_SLICES]
-        self._slices = self.slices
+        self._slices = database[RECALL_SLICES]
         self._vocabulary = database[RECALL_VOCABULARY]
 
     # -- writing --------------------------------------------------------------------------------------------
@@ -256,6 +256,10 @@ class RecallStore:
         ]
         found = await driver.aggregate_list(self._slices, pipeline)
         return {name: list(rows) for name, rows in (found[0] if found else {}).items()}
+
+    async def search_support(self) -> SearchSupport:
+        """Which MongoDB Search indexes the server offers on the slices (:func:`.search.probe`)."""
+        return await probe(self._slices)
 
     async def search(self, pipeline: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """The slices a MongoDB Search pipeline (:mod:`.search`) finds, in its order."""

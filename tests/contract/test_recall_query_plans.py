@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 from conftest import real_database
-from pymongo import monitoring
 from test_admin_query_plans import assert_index_served
+from test_causal_pages_contract import Aggregates
 
 from partner_repo import close_database, init_repository
 from tests.recall_support import CONVERSATION, History
@@ -20,26 +20,9 @@ from tests.recall_support import CONVERSATION, History
 pytestmark = pytest.mark.integration
 
 
-class Aggregations(monitoring.CommandListener):
-    """The ``aggregate`` commands the client sends, as sent."""
-
-    def __init__(self) -> None:
-        self.sent: list[dict[str, Any]] = []
-
-    def started(self, event: monitoring.CommandStartedEvent) -> None:
-        if event.command_name == "aggregate":
-            self.sent.append(dict(event.command))
-
-    def succeeded(self, event: monitoring.CommandSucceededEvent) -> None:
-        pass
-
-    def failed(self, event: monitoring.CommandFailedEvent) -> None:
-        pass
-
-
 @pytest.fixture
-async def recorded() -> AsyncIterator[tuple[Any, Aggregations]]:
-    aggregations = Aggregations()
+async def recorded() -> AsyncIterator[tuple[Any, Aggregates]]:
+    aggregations = Aggregates()
     database = await real_database(event_listeners=[aggregations])
     await init_repository(database)
     try:
@@ -56,7 +39,7 @@ async def recorded() -> AsyncIterator[tuple[Any, Aggregations]]:
         await close_database(database)
 
 
-async def test_every_aggregation_of_a_recall_starts_from_an_index(recorded: tuple[Any, Aggregations]) -> None:
+async def test_every_aggregation_of_a_recall_starts_from_an_index(recorded: tuple[Any, Aggregates]) -> None:
     database, aggregations = recorded
     assert [command["aggregate"] for command in aggregations.sent] == [
         "recall_vocabulary",
