@@ -191,12 +191,14 @@ class ListenerCheckpoints:
         """
         fields = dict(vitals or {})
         newest = fields.pop("last_delivered_slice_at", None)
+        if newest is not None:
+            # Written first, so a status read that sees this beat's ``last_delivered_at`` also sees the slice
+            # it stands for. Harmless if the lease is gone: the slice was delivered, and the value only grows.
+            await self.save_last_delivered(newest)
         result = await self._collection.update_one(
             {"_id": self._group_key(), "owner": owner},
             {"$inc": {"beat": 1}, "$set": {**fields, "beat_at": utc_now()}},
         )
-        if result.matched_count and newest is not None:
-            await self.save_last_delivered(newest)
         return bool(result.matched_count)
 
     async def lease_state(self) -> tuple[str | None, int]:

@@ -56,6 +56,32 @@ async def _reported(database: Any) -> bool:
     return found.source is not None and found.last_delivered_at is not None
 
 
+async def test_a_heartbeat_stores_the_delivered_slice_before_when_it_was_delivered(memory_db: Any) -> None:
+    """A status read between a beat's writes never shows a delivery without the slice it stands for."""
+    checkpoints = ListenerCheckpoints(memory_db, "default")
+    await checkpoints.open_group("beginning")
+    assert await checkpoints.claim("me")
+    seen: list[tuple[Any, Any]] = []
+    collection = checkpoints._collection
+    update_one = collection.update_one
+
+    async def watched(*args: Any, **kwargs: Any) -> Any:
+        result = await update_one(*args, **kwargs)
+        stored = await collection.find_one({"group": "default"})
+        seen.append((stored.get("last_delivered_at"), stored.get("last_delivered_slice_at")))
+        return result
+
+    collection.update_one = watched
+    try:
+        delivered = {"last_delivered_at": utc_now(), "last_delivered_slice_at": T0}
+        assert await checkpoints.beat("me", delivered)
+    finally:
+        collection.update_one = update_one
+
+    assert seen[-1][0] is not None
+    assert all(slice_at is not None for at, slice_at in seen if at is not None)
+
+
 async def test_slices_appended_while_stopped_are_pending_for_every_consumer(memory_db: Any) -> None:
     units = MemoryUnitRepository(memory_db)
     await append(units, "u1")
