@@ -25,11 +25,10 @@ from collections.abc import Collection, Iterable
 from datetime import datetime, timedelta
 from typing import Any
 
-from pymongo.errors import DuplicateKeyError
-
 from partner_repo.clock import utc_now
 from partner_repo.errors import DuplicateSliceId
 from partner_repo.indexes import SLICE_ID_CLAIMS, UNITS
+from partner_repo.storage import insert_new
 
 ORPHAN_GRACE = timedelta(hours=1)
 """How old a claim its unit does not hold must be before ``repair`` releases it: far beyond the time any
@@ -46,9 +45,11 @@ class SliceIdClaims:
     async def claim(self, unit_id: str, slice_ids: Iterable[str], *, at: datetime | None = None) -> None:
         """Claim each id for ``unit_id`` (ids it already holds a claim on are kept as they are).
 
-        :class:`DuplicateSliceId` (nothing more claimed) when another unit holds a claim on one of them.
-        One read by ``_id`` for several ids, then an insert per id not claimed yet; a single id is inserted
-        straight away (its first use costs one round trip)."""
+        :class:`DuplicateSliceId` when another unit holds a claim on one of them (found first: nothing is
+        claimed; found by the insert, raced by a concurrent writer: the others of that insert stay claimed
+        for ``unit_id``, as a crash would leave them: its retry finds them its own, ``repair`` releases them
+        if none comes). One read by ``_id`` for several ids, then one unordered insert of those not claimed
+        yet: a unit of hundreds of slices costs two round trips, not hundreds; a single id costs one."""
         wanted = list(dict.fromkeys(slice_ids))
         if not wanted:
             return
@@ -56,11 +57,9 @@ class SliceIdClaims:
         for slice_id in wanted:
             await self._refuse_foreign(slice_id, unit_id, holders.get(slice_id))
         stamp = at or utc_now()
-        for slice_id in (s for s in wanted if s not in holders):
-            try:
-                await self._claims.insert_one({"_id": slice_id, "unit_id": unit_id, "claimed_at": stamp})
-            except DuplicateKeyError:
-                await self._refuse_foreign(slice_id, unit_id, await self._holder(slice_id))
+        claims = [{"_id": s, "unit_id": unit_id, "claimed_at": stamp} for s in wanted if s not in holders]
+        for slice_id in await insert_new(self._claims, claims):
+            await self._refuse_foreign(slice_id, unit_id, await self._holder(slice_id))
 
     async def holders(self, slice_ids: Collection[str]) -> dict[str, str]:
         """Slice id -> the unit that claimed it, for those of ``slice_ids`` that are claimed."""

@@ -20,6 +20,7 @@ from partner_repo import (
     MAX_DOCUMENT_BYTES,
     ConflictError,
     DuplicateSliceId,
+    MemorySlice,
     MemoryUnit,
     MemoryUnitRepository,
     Message,
@@ -466,6 +467,33 @@ async def test_save_replaces_only_the_version_it_read(wire: Wire, matched: int, 
     else:
         with pytest.raises(ConflictError, match="changed since version 5"):
             await call
+
+
+async def test_saving_a_unit_of_many_slices_claims_their_ids_in_one_read_and_one_insert(wire: Wire) -> None:
+    said = [Message(role="user", content=f"m{n}") for n in range(300)]
+    pieces = [
+        MemorySlice(id=f"s{n}", start_index=n, end_index=n + 1, summary=f"s{n}", created_at=T0)
+        for n in range(300)
+    ]
+    unit = MemoryUnit(
+        id="u", core_id="c", conversation_messages=said, slices=pieces, updated_at=T0, version=5
+    )
+    call = asyncio.create_task(MemoryUnitRepository(wire.database).save(unit))
+
+    holders = await wire.receives()
+    assert command(holders) == "find" and holders.doc["find"] == "slice_id_claims"
+    assert holders.doc["filter"] == {"_id": {"$in": [f"s{n}" for n in range(300)]}}
+    holders.replies(cursor({"_id": "s0", "unit_id": "u"}))  # a claim of its own from an earlier try
+    insert = await wire.receives()
+    assert command(insert) == "insert" and insert.doc["ordered"] is False
+    assert [d["_id"] for d in insert.doc["documents"]] == [f"s{n}" for n in range(1, 300)]
+    assert {d["unit_id"] for d in insert.doc["documents"]} == {"u"}
+    insert.replies({"n": 299})
+    (await wire.receives()).replies({"n": 1, "nModified": 1})
+
+    assert (await call).version == 6
+    assert wire.round_trips == 3
+    assert await wire.nothing_more_was_sent()
 
 
 # -- indexes ------------------------------------------------------------------------------------------------
