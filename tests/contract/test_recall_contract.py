@@ -172,8 +172,8 @@ async def test_a_recall_is_three_aggregations_and_its_replies_stay_flat_as_the_h
     """Every slice of both cores matches every query, so the small core already fills each channel's
     quota: what the large one adds is history, not matches."""
     database, commands = watched
-    await build(database, "small", 20)
-    await build(database, "large", 200)
+    await build(database, "small", 10)
+    await build(database, "large", 100)
     recall = MemoryRecall(database, clock=lambda: NOW)
     await recall.recall("small", "anything")  # the one MongoDB Search probe this MemoryRecall makes
 
