@@ -3,9 +3,9 @@
 A stored unit also carries ``message_count``, ``slice_count``, ``slice_ids`` and ``size_bytes``. The counts
 and the size let ``append`` work in O(increment): it learns where the new messages start and exactly how many
 bytes its push adds (an array element's key is its index, so the size depends on the counts) without reading
-the messages. ``slice_ids`` holds the id of every slice and nothing else, so the unique index on it never
-sees a null key (an index on ``slices.id`` gives a slice without an id a null key, and two such units
-collide). Every write path keeps them exact (``save`` recomputes them, ``append`` increments them).
+the messages. ``slice_ids`` holds the id of every slice and nothing else, so the index on it, which finds
+the unit of a slice id, never holds a null key (an index on ``slices.id`` gives a slice without an id one).
+Every write path keeps them exact (``save`` recomputes them, ``append`` increments them).
 
 An erased unit leaves a *tombstone* under its id: ``{_id, erased_at}`` and nothing else (no ``core_id``, no
 slices, so every query by core or slice id skips it). It keeps a stalled roller from creating the unit again

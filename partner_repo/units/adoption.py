@@ -59,7 +59,7 @@ class UnitAdoption:
     async def _store_normalized(self, raw: Mapping[str, Any]) -> None:
         version = raw.get("version")
         unit = normalize_unit(unit_from_document({**raw, "version": version or 0}))
-        await self._claims.claim(unit.id, [s.id for s in unit.complete_slices() if s.id])
+        await self._claims.claim_unit(unit)
         stored = unit.model_copy(update={"version": (version or 0) + 1})
         document = unit_document(stored)
         refuse_too_large(stored.id, document["size_bytes"], self._max_bytes)

@@ -98,7 +98,7 @@ class UnitAppender:
                 return stored
 
         deadline = time.monotonic() + APPEND_PATIENCE_S
-        unclaimed = given_id is not None and not request.fresh_slice_id
+        to_claim = None if request.fresh_slice_id else given_id  # a caller's own id: claimed once, below
         for attempt in itertools.count():
             if attempt and request.created_at is None:
                 # A slice without a caller-given time is created when it is stored. Re-stamping a retry also
@@ -123,9 +123,9 @@ class UnitAppender:
                 raise InvalidInput(
                     f"unit {unit_id!r} belongs to core {head.core_id!r}, not {request.core_id!r}"
                 )
-            if unclaimed and given_id is not None:  # a caller's own id, claimed once the append is valid
-                await self._claims.claim(unit_id, [given_id])
-                unclaimed = False
+            if to_claim is not None:  # once the append is known to be valid
+                await self._claims.claim(unit_id, [to_claim])
+                to_claim = None
             if head is None:
                 stored = await self._create_with(request, piece)
             else:

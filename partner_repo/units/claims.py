@@ -28,6 +28,7 @@ from typing import Any
 from partner_repo.clock import utc_now
 from partner_repo.errors import DuplicateSliceId
 from partner_repo.indexes import SLICE_ID_CLAIMS, UNITS
+from partner_repo.models import MemoryUnit
 from partner_repo.storage import insert_new
 
 ORPHAN_GRACE = timedelta(hours=1)
@@ -60,6 +61,10 @@ class SliceIdClaims:
         claims = [{"_id": s, "unit_id": unit_id, "claimed_at": stamp} for s in wanted if s not in holders]
         for slice_id in await insert_new(self._claims, claims):
             await self._refuse_foreign(slice_id, unit_id, await self._holder(slice_id))
+
+    async def claim_unit(self, unit: MemoryUnit) -> None:
+        """Claim every id of ``unit``'s slices for it (``save`` and adoption: a whole unit is written)."""
+        await self.claim(unit.id, [s.id for s in unit.complete_slices() if s.id])
 
     async def holders(self, slice_ids: Collection[str]) -> dict[str, str]:
         """Slice id -> the unit that claimed it, for those of ``slice_ids`` that are claimed."""

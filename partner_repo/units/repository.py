@@ -318,7 +318,7 @@ class MemoryUnitRepository:
         if not isinstance(unit, MemoryUnit):
             raise InvalidInput(f"save expects a MemoryUnit, got {type(unit).__name__}")
         normalized = normalize_unit(revalidated(unit), now=now)
-        await self._claims.claim(normalized.id, [s.id for s in normalized.complete_slices() if s.id])
+        await self._claims.claim_unit(normalized)
         stored: MemoryUnit = normalized.model_copy(update={"version": unit.version + 1})
         document = unit_document(stored)
         refuse_too_large(stored.id, document["size_bytes"], self._max_bytes)
