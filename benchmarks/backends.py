@@ -20,7 +20,8 @@ from typing import Any, TypeVar
 
 from pymongo import monitoring
 
-from partner_repo import driver, in_memory_database, init_repository, mask_uri
+from partner_repo import in_memory_database, init_repository, mask_uri
+from partner_repo.mongo import driver
 
 ROOT = Path(__file__).resolve().parent.parent
 T = TypeVar("T")
@@ -77,12 +78,12 @@ async def memory_database() -> AsyncIterator[Any]:
 
 
 DRIVER_NAME = "Motor" if driver.STACK == "motor" else "PyMongo async"
-"""The driver of the installed stack (partner_repo.driver), as the tables name it."""
+"""The driver of the installed stack (partner_repo.mongo._driver), as the tables name it."""
 
 
 def describe(backend: str, uri: str | None = None) -> str:
     if backend == "memory":
-        shape = "mongomock-motor" if driver.STACK == "motor" else "partner_repo.embedded over mongomock"
+        shape = "mongomock-motor" if driver.STACK == "motor" else "partner_repo.mongo's embedded mongomock"
         return f"embedded ({shape}, in process)"
     if backend == "wire":
         server = "scripted standalone MongoDB (mockupdb + mongomock store, separate process)"

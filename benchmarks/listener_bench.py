@@ -21,8 +21,8 @@ from benchmarks.backends import describe, memory_database
 from benchmarks.common import Row, Scale, SectionResult, percentile
 from benchmarks.workload import conversation
 from partner_repo import MemoryUnitRepository
+from partner_repo.events import RollingResult
 from partner_repo.listener import AfterRollingRegistry, RollingListener
-from partner_repo.rolling.result import RollingResult
 
 UNITS = 10
 DELIVERY_TIMEOUT_S = 120.0

@@ -29,8 +29,8 @@ from benchmarks.backends import describe, memory_database, mongodb_uri, motor_da
 from benchmarks.common import Row, Scale, SectionResult, percentile
 from benchmarks.workload import conversation
 from partner_repo import MemoryUnitRepository
+from partner_repo.events import RollingResult
 from partner_repo.listener import AfterRollingRegistry, RollingListener
-from partner_repo.rolling.result import RollingResult
 
 TITLE = "3. Listener parallel delivery (consumer taking 50 ms a slice)"
 TARGET_CONCURRENCY = 32

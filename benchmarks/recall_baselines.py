@@ -7,9 +7,9 @@ Each baseline returns the ``dia_id`` of at most ``budget`` turns for a question:
 - **BM25, 12-turn windows**: the conversation cut into consecutive windows of 12 turns, ranked by BM25, each
   window's turns taken whole, best window first, until the budget is spent.
 
-A turn's text is what the recall index reads of a message (:func:`partner_repo.recall.weights.message_text`:
+A turn's text is what the recall index reads of a message (:func:`partner_repo.recall._weights.message_text`:
 the speaker's name and the content, a shared photo's caption included), tokenized by
-:func:`partner_repo.recall.terms.terms`.
+:func:`partner_repo.recall._terms.terms`.
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 
 from benchmarks.locomo_data import Conversation
-from partner_repo.recall.terms import terms
-from partner_repo.recall.weights import message_text
+from partner_repo.recall._terms import terms
+from partner_repo.recall._weights import message_text
 
 K1 = 1.2
 B = 0.75

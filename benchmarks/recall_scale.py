@@ -42,9 +42,9 @@ from benchmarks.monitor import WireMeter
 from benchmarks.recall_explain import CallCounter, explain_plans, matched
 from benchmarks.recall_staging import StagedIndex
 from partner_repo import MemorySlice, MemoryUnit, Message, RollingResult
-from partner_repo.indexes import UNITS
+from partner_repo.mongo._indexes import UNITS
+from partner_repo.mongo._storage import unit_document
 from partner_repo.recall import MemoryRecall
-from partner_repo.storage import unit_document
 
 FLAT_TARGET = 2.0
 VOCABULARY = 20_000

@@ -5,7 +5,7 @@ on a server, one ``update_one`` each in memory, where mongomock scans the whole 
 for a live stream of rolls, too slow to build a 10,000-slice history for a benchmark, especially in memory.
 :class:`StagedIndex` runs the real :class:`~partner_repo.recall.RecallIndexer` (its terms, weights, topics,
 the same lookups of term frequencies and topic roots) against a store kept in this process, with
-:class:`~partner_repo.recall.store.RecallStore`'s semantics (a vocabulary entry holds the keys of its
+:class:`~partner_repo.recall._store.RecallStore`'s semantics (a vocabulary entry holds the keys of its
 slices, each once, in the order they came), then writes in bulk: new slice documents with ``insert_many``,
 the vocabulary of the staged cores replaced by one ``delete_many`` and ``insert_many``.
 
@@ -19,9 +19,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from partner_repo.indexes import RECALL_SLICES, RECALL_VOCABULARY
+from partner_repo.mongo._indexes import RECALL_SLICES, RECALL_VOCABULARY
 from partner_repo.recall import RecallIndexer
-from partner_repo.recall.store import CORE, NODE, TERM, Lookup, _vocabulary_fields, slice_key, vocabulary_id
+from partner_repo.recall._store import CORE, NODE, TERM, Lookup, _vocabulary_fields, slice_key, vocabulary_id
 
 BATCH = 500
 
@@ -60,7 +60,7 @@ def _stored(entry: dict[str, Any]) -> dict[str, Any]:
 
 
 class _StagedStore:
-    """The part of :class:`~partner_repo.recall.store.RecallStore` the indexer calls, in memory."""
+    """The part of :class:`~partner_repo.recall._store.RecallStore` the indexer calls, in memory."""
 
     def __init__(self) -> None:
         self.indexed: set[tuple[str, str]] = set()

@@ -42,7 +42,7 @@ from bson.errors import InvalidDocument
 from pydantic import AfterValidator, BaseModel, ConfigDict, StrictStr, TypeAdapter, ValidationError
 from pymongo.errors import WriteError
 
-from partner_repo import driver
+from partner_repo.mongo import driver
 
 UNITS = "memory_units"
 BACKUP = "migration_backup_20261129120000_normalize_units"

@@ -1,9 +1,9 @@
 """Create every index partner-repo relies on; Backward drops exactly these.
 
-Frozen on purpose: ``INDEXES`` is a copy of ``partner_repo.indexes.ALL_INDEXES`` as of partner-repo 0.1.0,
-not an import, so this migration keeps creating the same indexes after the library's set changes (a new index
-ships with its own migration; a unit test checks that the migrations together create exactly the library's
-set).
+Frozen on purpose: ``INDEXES`` is a copy of ``partner_repo.mongo._indexes.ALL_INDEXES`` as of partner-repo
+0.1.0, not an import, so this migration keeps creating the same indexes after the library's set changes (a new
+index ships with its own migration; a unit test checks that the migrations together create exactly the
+library's set).
 
 It runs after the normalization migration: the unique slice-id index cannot be built while two units hold
 slices without an id (both index a null ``slices.id``), and normalization gives every slice an id.
@@ -13,7 +13,8 @@ Index builds ignore the migration's session: MongoDB refuses ``createIndexes`` o
 transaction is safe; with ``--allow-index-dropping`` never passed, nothing else is dropped.
 
 On a collection sharded before ``migrate`` (docs/sharding.md) an index it cannot have (0.1's unique
-``slice_id_unique``) is not requested (``partner_repo.topology``): a later migration replaces it anyway.
+``slice_id_unique``) is not requested (``partner_repo.mongo._topology``): a later migration replaces it
+anyway.
 """
 
 # No `from __future__ import annotations`: Beanie loads this file outside sys.modules, where pydantic could
@@ -25,8 +26,8 @@ from beanie import Document, free_fall_migration
 from pymongo import ASCENDING, DESCENDING, IndexModel
 from pymongo.errors import OperationFailure
 
-from partner_repo import driver
-from partner_repo.topology import topology_of
+from partner_repo.mongo import driver
+from partner_repo.mongo._topology import topology_of
 
 log = logging.getLogger("partner_repo.migrations.create_indexes")
 

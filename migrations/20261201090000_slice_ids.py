@@ -31,7 +31,7 @@ import bson
 from beanie import Document, free_fall_migration
 from pymongo.errors import DuplicateKeyError
 
-from partner_repo import driver
+from partner_repo.mongo import driver
 
 UNITS = "memory_units"
 ATTEMPTS = 50

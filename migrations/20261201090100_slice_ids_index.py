@@ -5,7 +5,7 @@ The new index is ``slice_ids_unique`` on ``slice_ids``, unique, with the partial
 array, which would otherwise index one ``undefined`` key that every such unit shares. Its keys are ids only,
 so a slice without an id (written by another tool) never gives a null key.
 
-Frozen on purpose: both definitions are copies, not imports of ``partner_repo.indexes``.
+Frozen on purpose: both definitions are copies, not imports of ``partner_repo.mongo._indexes``.
 
 A migration of its own, apart from the writes of the previous one: index builds ignore the migration's session
 (MongoDB refuses ``createIndexes`` on an existing collection and every ``dropIndexes`` inside a transaction),
@@ -15,8 +15,8 @@ Both steps are idempotent. A slice id held by two units makes the build fail; th
 stays as it is, and rerunning the migration builds the new index).
 
 Backward drops ``slice_ids_unique`` and recreates ``slice_id_unique`` as 0.1.0 had it. On a collection
-sharded before ``migrate`` neither unique index can exist (``partner_repo.topology``): the drop still runs,
-the build is skipped, and ``20261204090000_slice_id_claims`` keeps slice ids unique instead.
+sharded before ``migrate`` neither unique index can exist (``partner_repo.mongo._topology``): the drop still
+runs, the build is skipped, and ``20261204090000_slice_id_claims`` keeps slice ids unique instead.
 """
 
 # No `from __future__ import annotations`: Beanie loads this file outside sys.modules, where pydantic could
@@ -28,8 +28,8 @@ from beanie import Document, free_fall_migration
 from pymongo import ASCENDING, IndexModel
 from pymongo.errors import OperationFailure
 
-from partner_repo import driver
-from partner_repo.topology import topology_of
+from partner_repo.mongo import driver
+from partner_repo.mongo._topology import topology_of
 
 UNITS = "memory_units"
 

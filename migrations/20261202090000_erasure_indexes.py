@@ -8,7 +8,7 @@
 - ``listener_checkpoints.unit`` and ``rolling_dead_letters.unit`` on ``unit_id``: an erasure removes every
   group's progress on its units and their dead letters without scanning either collection.
 
-Frozen on purpose: the definitions are copies, not imports of ``partner_repo.indexes``. Each build is
+Frozen on purpose: the definitions are copies, not imports of ``partner_repo.mongo._indexes``. Each build is
 idempotent and runs outside the migration's session (MongoDB refuses ``createIndexes`` on an existing
 collection inside a transaction); no partial filter, so the in-memory backend builds them as a server does.
 """
@@ -22,7 +22,7 @@ from beanie import Document, free_fall_migration
 from pymongo import ASCENDING, IndexModel
 from pymongo.errors import OperationFailure
 
-from partner_repo import driver
+from partner_repo.mongo import driver
 
 INDEXES: dict[str, list[IndexModel]] = {
     "listener_checkpoints": [IndexModel([("unit_id", ASCENDING)], name="unit")],

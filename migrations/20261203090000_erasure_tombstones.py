@@ -7,7 +7,7 @@ commit cannot bring an erased unit's progress back). ``erased_ttl`` on ``erased_
 removes them 7 days (604,800 seconds) after the erasure; the index is partial on ``erased_at`` existing, so
 it holds the tombstones only, never a key for each unit or checkpoint.
 
-Frozen on purpose: the definitions are copies, not imports of ``partner_repo.indexes``. Each build is
+Frozen on purpose: the definitions are copies, not imports of ``partner_repo.mongo._indexes``. Each build is
 idempotent and runs outside the migration's session (MongoDB refuses ``createIndexes`` on an existing
 collection inside a transaction). No data changes: tombstones written before the index exists are removed
 once it is built (the server's TTL monitor, every 60 seconds, removes whatever is already past its time).
@@ -22,7 +22,7 @@ from beanie import Document, free_fall_migration
 from pymongo import ASCENDING, IndexModel
 from pymongo.errors import OperationFailure
 
-from partner_repo import driver
+from partner_repo.mongo import driver
 
 RETENTION_SECONDS = 7 * 24 * 60 * 60
 

@@ -62,7 +62,7 @@ import bson
 from beanie import Document, free_fall_migration
 from pymongo.errors import WriteError
 
-from partner_repo import driver
+from partner_repo.mongo import driver
 
 UNITS = "memory_units"
 CORES = "memory_cores"

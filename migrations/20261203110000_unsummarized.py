@@ -29,7 +29,7 @@ from beanie import Document, free_fall_migration
 from pymongo import ASCENDING, IndexModel
 from pymongo.errors import OperationFailure
 
-from partner_repo import driver
+from partner_repo.mongo import driver
 
 UNITS = "memory_units"
 PLACEHOLDER = "no summary, due to exception"

@@ -2,7 +2,7 @@
 
 ``slice_ids_unique`` (unique, on ``slice_ids``) cannot exist on a collection sharded by ``{_id: "hashed"}``: a
 unique index must be prefixed by the shard key, so ``shardCollection`` fails while it exists. Slice ids stay
-unique through ``slice_id_claims`` instead (``partner_repo.units.claims``): one document per claimed id,
+unique through ``slice_id_claims`` instead (``partner_repo.units._claims``): one document per claimed id,
 ``{_id: slice id, unit_id, claimed_at}``, written before the unit.
 
 Forward, each step idempotent and safe with services running:
@@ -29,9 +29,9 @@ from beanie import Document, free_fall_migration
 from pymongo import ASCENDING, IndexModel
 from pymongo.errors import BulkWriteError, OperationFailure
 
-from partner_repo import driver
 from partner_repo.clock import utc_now
-from partner_repo.topology import topology_of
+from partner_repo.mongo import driver
+from partner_repo.mongo._topology import topology_of
 
 UNITS = "memory_units"
 CLAIMS = "slice_id_claims"

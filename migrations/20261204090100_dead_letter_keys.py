@@ -18,7 +18,7 @@ from typing import Any
 
 from beanie import Document, free_fall_migration
 
-from partner_repo import driver
+from partner_repo.mongo import driver
 
 LETTERS = "rolling_dead_letters"
 

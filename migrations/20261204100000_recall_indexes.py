@@ -14,7 +14,7 @@ The recall index is derived data in two collections of its own, written by the `
 Every filter starts with the core, so a recall reads only its core's keys. No data changes: the index's
 documents are built by the consumer (a listener group started from the beginning backfills them).
 
-Frozen on purpose: the definitions are copies, not imports of ``partner_repo.indexes``. Each build is
+Frozen on purpose: the definitions are copies, not imports of ``partner_repo.mongo._indexes``. Each build is
 idempotent and runs outside the migration's session (MongoDB refuses ``createIndexes`` on an existing
 collection inside a transaction); no partial filter, so the in-memory backend builds them as a server does.
 """
@@ -28,7 +28,7 @@ from beanie import Document, free_fall_migration
 from pymongo import ASCENDING, DESCENDING, IndexModel
 from pymongo.errors import OperationFailure
 
-from partner_repo import driver
+from partner_repo.mongo import driver
 
 INDEXES: dict[str, list[IndexModel]] = {
     "recall_slices": [

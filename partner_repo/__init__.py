@@ -7,42 +7,27 @@ from __future__ import annotations
 
 from importlib.metadata import PackageNotFoundError, version
 
-from partner_repo.admin.check import (
+from partner_repo import _moved
+from partner_repo.admin import (
     CheckReport,
+    DayCount,
+    InvariantViolation,
+    MemoryStats,
     RepairReport,
+    SliceDetail,
+    SlicePage,
+    SliceQueries,
+    SliceView,
     UnitChecker,
     UnitRepair,
     UnitRepairFailure,
-    UnitViolations,
-)
-from partner_repo.admin.inspection import InvariantViolation
-from partner_repo.admin.queries import SliceQueries
-from partner_repo.admin.views import (
-    DayCount,
-    MemoryStats,
-    SliceDetail,
-    SlicePage,
-    SliceView,
     UnitSize,
     UnitView,
+    UnitViolations,
 )
 from partner_repo.clock import to_utc_ms, utc_now
-from partner_repo.cores.repository import DEFAULT_CORE_ID, MemoryCoreRepository
-from partner_repo.cores.state import WindowState
-from partner_repo.cores.window import roll_chat_messages
-from partner_repo.database import (
-    DOCUMENT_MODELS,
-    Connecting,
-    Database,
-    MongoDatabase,
-    close_database,
-    connect,
-    ensure_indexes,
-    in_memory_database,
-    init_repository,
-)
-from partner_repo.erasure.eraser import ErasureReport, MemoryEraser
-from partner_repo.erasure.requests import ErasureRequest
+from partner_repo.cores import DEFAULT_CORE_ID, MemoryCoreRepository, WindowState, roll_chat_messages
+from partner_repo.erasure import ErasureReport, ErasureRequest, MemoryEraser
 from partner_repo.errors import (
     ChangeStreamUnavailable,
     ConflictError,
@@ -62,13 +47,15 @@ from partner_repo.errors import (
     UnreadableUnit,
     WindowTooLarge,
 )
-from partner_repo.importing.importer import ImportIssue, ImportReport, import_partner_state, partner_unit
+from partner_repo.events import Erasure, ErasureAware, MemoryUnitRef, RollingResult
+from partner_repo.importing import ImportIssue, ImportReport, import_partner_state, partner_unit
 from partner_repo.listener import (
     AfterRolling,
     AfterRollingRegistry,
     Backoff,
     DeadLetter,
     DeadLetterRepository,
+    ErasureLog,
     GroupCheckpoint,
     ListenerCheckpoints,
     ListenerLag,
@@ -80,9 +67,7 @@ from partner_repo.listener import (
     load_consumer,
     replay_dead_letters,
 )
-from partner_repo.listener.erasure_log import Erasure, ErasureAware, ErasureLog
-from partner_repo.masking import mask_library_logs, mask_uri
-from partner_repo.migrating.runner import (
+from partner_repo.migrating import (
     MigrationRun,
     MigrationStatus,
     default_migrations_path,
@@ -90,19 +75,35 @@ from partner_repo.migrating.runner import (
     run_migrations,
 )
 from partner_repo.models import MemoryCore, MemorySlice, MemoryUnit, Message, Role
+from partner_repo.mongo import (
+    DOCUMENT_MODELS,
+    MAX_DOCUMENT_BYTES,
+    MAX_MESSAGE_BYTES,
+    MAX_SUMMARY_BYTES,
+    Connecting,
+    Database,
+    MongoDatabase,
+    close_database,
+    connect,
+    ensure_indexes,
+    in_memory_database,
+    init_repository,
+    mask_library_logs,
+    mask_uri,
+)
 from partner_repo.normalization import new_slice_id, normalize_unit
 from partner_repo.recall import ActivatedSlice, MemoryRecall, RecallIndexer
-from partner_repo.rolling.config import RollingConfig
-from partner_repo.rolling.increment import resolve_chat_increment
-from partner_repo.rolling.result import MemoryUnitRef, RollingResult
-from partner_repo.rolling.resummarize import ResummarizedSlice, ResummarizeReport
-from partner_repo.rolling.service import RollingService
-from partner_repo.rolling.summarizer import (
+from partner_repo.rolling import (
     SUMMARY_ON_EMPTY,
     SUMMARY_ON_EXCEPTION,
     ExtractiveSummarizer,
+    ResummarizedSlice,
+    ResummarizeReport,
+    RollingConfig,
+    RollingService,
     Summarizer,
     extractive_summarizer,
+    resolve_chat_increment,
 )
 from partner_repo.settings import (
     PartnerRepoSettings,
@@ -111,16 +112,10 @@ from partner_repo.settings import (
     load_settings,
     settings_for,
 )
-from partner_repo.storage import MAX_DOCUMENT_BYTES, MAX_MESSAGE_BYTES, MAX_SUMMARY_BYTES
-from partner_repo.units.repository import (
-    HEAD_CACHE_SIZE,
-    MemoryUnitRepository,
-    UnitFingerprint,
-    UnitHead,
-    UnitOutline,
-)
+from partner_repo.units import HEAD_CACHE_SIZE, MemoryUnitRepository, UnitFingerprint, UnitHead, UnitOutline
 
-mask_library_logs()  # records of every partner_repo logger are scrubbed of credentials (partner_repo.masking)
+mask_library_logs()  # records of every partner_repo logger are scrubbed of credentials (partner_repo.mongo)
+_moved.install()  # 0.4's module paths stay importable as aliases (partner_repo._moved)
 
 try:
     __version__ = version("partner-repo")

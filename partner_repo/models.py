@@ -30,7 +30,12 @@ from pydantic.dataclasses import dataclass
 
 from partner_repo.clock import UtcDatetime
 from partner_repo.encoding import require_encodable, storable_json_object
-from partner_repo.indexes import CORE_INDEXES, CORES, UNIT_INDEXES, UNITS
+
+UNITS = "memory_units"
+"""The collection of :class:`MemoryUnit` documents (Beanie needs it on the document; its indexes, and every
+other collection's, are :mod:`partner_repo.mongo`'s)."""
+CORES = "memory_cores"
+"""The collection of :class:`MemoryCore` documents."""
 
 Role = Literal["user", "assistant", "system", "tool"]
 """Partner's three message roles and ``tool`` (a tool's answer to a call); anything else is rejected."""
@@ -258,7 +263,6 @@ class MemoryUnit(_PlainConstruction):
 
     class Settings:
         name = UNITS
-        indexes = UNIT_INDEXES
         validate_on_save = True
         bson_encoders = MESSAGE_ENCODERS
 
@@ -271,7 +275,7 @@ class MemoryCore(_PlainConstruction):
     """Per agent: the current memory session and the live chat window shared by every service process.
 
     ``lease_owner``/``lease_beat``/``lease_ttl_ms`` make rolling single-flight across processes without
-    comparing clocks (see :mod:`partner_repo.cores.lease`). ``session_continues`` names the unit the current
+    comparing clocks (see :mod:`partner_repo.cores._lease`). ``session_continues`` names the unit the current
     session's unit continues when a roll opened it because the previous one was full (None after an idle
     refresh: a new conversation session starts afresh).
     ``idle_rolled`` is set once an idle roll has covered the window's last interaction and cleared by the next
@@ -298,5 +302,4 @@ class MemoryCore(_PlainConstruction):
 
     class Settings:
         name = CORES
-        indexes = CORE_INDEXES
         bson_encoders = MESSAGE_ENCODERS

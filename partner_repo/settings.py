@@ -19,14 +19,18 @@ from typing import Any, Literal
 
 from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
-from pymongo import ReadPreference
 
-from partner_repo.connection import DEFAULTS, database_name_problem
-from partner_repo.database import MongoDatabase, connect
 from partner_repo.durations import parse_duration
 from partner_repo.errors import InvalidInput, InvalidSettings
-from partner_repo.masking import mask_uri
-from partner_repo.rolling.config import DEFAULT_TRIGGER_BYTES, DEFAULT_UNIT_SOFT_LIMIT_BYTES, RollingConfig
+from partner_repo.mongo import (
+    DEFAULTS,
+    MongoDatabase,
+    ReadPreference,
+    connect,
+    database_name_problem,
+    mask_uri,
+)
+from partner_repo.rolling import DEFAULT_TRIGGER_BYTES, DEFAULT_UNIT_SOFT_LIMIT_BYTES, RollingConfig
 
 URI_SCHEMES = ("mongodb://", "mongodb+srv://")
 ROLLING_FIELDS = tuple(field.name for field in fields(RollingConfig))
@@ -37,7 +41,7 @@ IN_MEMORY_FALLBACK = (
     "process exits; set MONGODB_URI, or call connect() for the in-memory database on purpose"
 )
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("partner_repo.settings")
 
 ReadPreferenceName = Literal["primary", "primaryPreferred", "secondary", "secondaryPreferred", "nearest"]
 
@@ -196,8 +200,8 @@ class PartnerRepoSettings(BaseSettings):
         return RollingConfig(**{field: getattr(self, f"rolling_{field}") for field in ROLLING_FIELDS})
 
     def client_options(self) -> dict[str, Any]:
-        """The client options these settings give (:mod:`partner_repo.connection` puts them over its defaults
-        and under whatever the URI sets)."""
+        """The client options these settings give (:mod:`partner_repo.mongo._connection` puts them over its
+        defaults and under whatever the URI sets)."""
         options: dict[str, Any] = {
             "w": int(self.write_concern) if self.write_concern.isdigit() else self.write_concern,
             "wTimeoutMS": self.write_timeout_ms,

@@ -16,8 +16,9 @@ from typing import Any
 
 import pytest
 
-from partner_repo import close_database, driver, in_memory_database, init_repository
-from partner_repo.indexes import SHARD_KEYS
+from partner_repo import close_database, in_memory_database, init_repository
+from partner_repo.mongo import driver
+from partner_repo.mongo._indexes import SHARD_KEYS
 from tests.emulator_gaps import gap_for
 from tests.skip_summary import pytest_terminal_summary  # noqa: F401  (a hook: the skips summed up by reason)
 
@@ -151,7 +152,7 @@ class YieldingCollection:
                 return YieldingCursor(attribute(*args, **kwargs))
 
             return cursor
-        if name == "aggregate":  # a coroutine, as in PyMongo async (partner_repo.driver awaits either shape)
+        if name == "aggregate":  # a coroutine, as in PyMongo async (partner_repo.mongo.driver awaits both)
 
             async def aggregating(*args: Any, **kwargs: Any) -> YieldingCursor:
                 self.calls.append(name)

@@ -20,7 +20,7 @@ from partner_repo import (
     RollingResult,
     RollingService,
 )
-from partner_repo.indexes import RECALL_SLICES, RECALL_VOCABULARY
+from partner_repo.mongo._indexes import RECALL_SLICES, RECALL_VOCABULARY
 from partner_repo.recall import MemoryRecall, RecallIndexer, Topic, TopicExtractor, TopicRequest
 from tests.erasure_support import CrashingDatabase
 

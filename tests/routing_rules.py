@@ -10,11 +10,11 @@ cluster refuses outright, and they are reported as such:
   the full shard key;
 - an ``updateOne``, ``deleteOne`` or ``findAndModify`` not pinned to one shard (allowed only from MongoDB 7,
   by a two-phase protocol the library does not rely on: docs/sharding.md);
-- a unique index the shard key does not prefix (:func:`partner_repo.topology.index_refusal`);
+- a unique index the shard key does not prefix (:func:`partner_repo.mongo._topology.index_refusal`);
 - creating a collection or an index inside a transaction (a cross-shard transaction cannot).
 
-The shard keys are the documented ones (``partner_repo.indexes.SHARD_KEYS``: ``_id`` hashed); every other
-collection is unsharded.
+The shard keys are the documented ones (``partner_repo.mongo._indexes.SHARD_KEYS``: ``_id`` hashed); every
+other collection is unsharded.
 """
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from partner_repo.indexes import SHARD_KEYS
-from partner_repo.topology import index_refusal
+from partner_repo.mongo._indexes import SHARD_KEYS
+from partner_repo.mongo._topology import index_refusal
 
 Kind = Literal["one", "some", "all", "unsharded", "admin", "refused"]
 """Where a command goes: one shard, several (each named by the key), every shard, the primary shard of an

@@ -30,8 +30,9 @@ from benchmarks.recall_scale import CORE, History
 from benchmarks.recall_staging import StagedIndex
 from benchmarks.report import locomo_table, replace_locomo_table
 from benchmarks.run import SECTIONS
-from partner_repo import RollingResult, driver
-from partner_repo.indexes import RECALL_SLICES, RECALL_VOCABULARY
+from partner_repo import RollingResult
+from partner_repo.mongo import driver
+from partner_repo.mongo._indexes import RECALL_SLICES, RECALL_VOCABULARY
 from partner_repo.recall import RecallIndexer
 
 pytestmark = pytest.mark.benchmark_smoke

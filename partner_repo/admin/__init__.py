@@ -1,1 +1,47 @@
-"""Operator tooling: read-only queries over slices and units, and the invariant check/repair."""
+"""Operator tooling: read-only queries over slices and units, and the invariant check/repair.
+
+The front doors are :class:`SliceQueries` (``_queries``: lists, details, stats and windows of slices, with
+their filters, cursors and views) and :class:`UnitChecker` (``_check``: check and repair, with the pure
+``_inspection`` of one unit and the slice-id walks of ``_slice_ids``).
+"""
+
+from partner_repo.admin._check import (
+    CheckReport,
+    RepairReport,
+    UnitChecker,
+    UnitRepair,
+    UnitRepairFailure,
+    UnitViolations,
+)
+from partner_repo.admin._inspection import InvariantViolation, normalization_violations
+from partner_repo.admin._queries import DEFAULT_LIMIT, MAX_LIMIT, SliceQueries
+from partner_repo.admin._views import (
+    DayCount,
+    MemoryStats,
+    SliceDetail,
+    SlicePage,
+    SliceView,
+    UnitSize,
+    UnitView,
+)
+
+__all__ = [
+    "CheckReport",
+    "DEFAULT_LIMIT",
+    "DayCount",
+    "InvariantViolation",
+    "MAX_LIMIT",
+    "MemoryStats",
+    "RepairReport",
+    "SliceDetail",
+    "SlicePage",
+    "SliceQueries",
+    "SliceView",
+    "UnitChecker",
+    "UnitRepair",
+    "UnitRepairFailure",
+    "UnitSize",
+    "UnitView",
+    "UnitViolations",
+    "normalization_violations",
+]

@@ -17,7 +17,7 @@ from pathlib import Path
 import click
 from pydantic.fields import FieldInfo
 
-from partner_repo.cli.app import main
+from partner_repo.cli._app import main
 from partner_repo.settings import PartnerRepoSettings
 
 WIDTH = 100

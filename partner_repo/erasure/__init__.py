@@ -1,11 +1,13 @@
 """Erasure: forgetting a core's memory, resumably, fenced against racing rolls.
 
-The front door is :class:`MemoryEraser` (``eraser``); the pending requests and the ids each will erase are
-kept by ``requests``. Finished erasures are appended to the listener's erasure log, so every consumer group
-hears of them.
+The front door is :class:`MemoryEraser` (``_eraser``); what an erasure would remove is counted by
+``_preview``, the pending requests and the ids each will erase are kept by ``_requests``, and the tombstones
+an erasure leaves are ``_tombstones``'. Finished erasures are appended to the listener's erasure log, so every
+consumer group hears of them.
 """
 
-from partner_repo.erasure.eraser import ErasureReport, MemoryEraser
-from partner_repo.erasure.requests import ErasureRequest
+from partner_repo.erasure._eraser import LEASE_WAIT, ErasureReport, MemoryEraser
+from partner_repo.erasure._preview import ErasurePreview
+from partner_repo.erasure._requests import ErasureRequest
 
-__all__ = ["ErasureReport", "ErasureRequest", "MemoryEraser"]
+__all__ = ["ErasurePreview", "ErasureReport", "ErasureRequest", "LEASE_WAIT", "MemoryEraser"]

@@ -13,8 +13,8 @@ except ImportError as exc:  # pragma: no cover - the test extra installs it
         "partner_repo.langchain needs langchain-core: pip install 'partner-repo[langchain]'"
     ) from exc
 
-from partner_repo.langchain.history import PartnerChatMessageHistory
-from partner_repo.langchain.messages import (
+from partner_repo.langchain._history import PartnerChatMessageHistory
+from partner_repo.langchain._messages import (
     from_langchain,
     messages_from_langchain,
     messages_to_langchain,

@@ -1,29 +1,38 @@
 """AfterRolling dispatch: the consumer registry and the listener that delivers every roll to it."""
 
-from partner_repo.listener.checkpoints import GroupCheckpoint, ListenerCheckpoints, UnitProgress
-from partner_repo.listener.dead_letters import (
-    DeadLetter,
-    DeadLetterRepository,
+from partner_repo.listener._listener import DEFAULT_POLL_INTERVAL, RollingListener
+from partner_repo.listener.delivery import (
+    AfterRolling,
+    AfterRollingRegistry,
+    Backoff,
     ReplayReport,
+    load_consumer,
     replay_dead_letters,
 )
 from partner_repo.listener.examples import LoggingConsumer, PrintConsumer
-from partner_repo.listener.listener import RollingListener
-from partner_repo.listener.loading import load_consumer
-from partner_repo.listener.metrics import ListenerMetrics
-from partner_repo.listener.observer import ListenerObserver
-from partner_repo.listener.progress import ListenerLag
-from partner_repo.listener.registry import AfterRolling, AfterRollingRegistry
-from partner_repo.listener.retry import Backoff
-from partner_repo.listener.status import ConsumerStatus, GroupStatus, listener_status
+from partner_repo.listener.observing import ListenerMetrics, ListenerObserver
+from partner_repo.listener.state import (
+    ConsumerStatus,
+    DeadLetter,
+    DeadLetterRepository,
+    ErasureLog,
+    GroupCheckpoint,
+    GroupStatus,
+    ListenerCheckpoints,
+    ListenerLag,
+    UnitProgress,
+    listener_status,
+)
 
 __all__ = [
     "AfterRolling",
     "AfterRollingRegistry",
     "Backoff",
     "ConsumerStatus",
+    "DEFAULT_POLL_INTERVAL",
     "DeadLetter",
     "DeadLetterRepository",
+    "ErasureLog",
     "GroupCheckpoint",
     "GroupStatus",
     "ListenerCheckpoints",

@@ -9,8 +9,7 @@ import logging
 import sys
 from typing import TextIO
 
-from partner_repo.listener.erasure_log import Erasure
-from partner_repo.rolling.result import RollingResult
+from partner_repo.events import Erasure, RollingResult
 
 
 def describe_result(result: RollingResult) -> str:
@@ -51,7 +50,7 @@ class LoggingConsumer:
 
     def __init__(self, name: str = "log", logger: logging.Logger | None = None) -> None:
         self.name = name
-        self._logger = logger or logging.getLogger(__name__)
+        self._logger = logger or logging.getLogger("partner_repo.listener.examples")
 
     async def consume(self, result: RollingResult) -> None:
         self._logger.info("rolled: %s", describe_result(result))

@@ -1,8 +1,8 @@
 """Running the schema migrations (the scripts in the top-level ``migrations/``, shipped as
-``partner_repo.migrations``): the runner (``runner``) and how a failed one is explained (``failures``).
+``partner_repo.migrations``): the runner (``_runner``) and how a failed one is explained (``_failures``).
 """
 
-from partner_repo.migrating.runner import (
+from partner_repo.migrating._runner import (
     MigrationRun,
     MigrationStatus,
     default_migrations_path,

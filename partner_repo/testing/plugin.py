@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from partner_repo.database import Database, close_database, connect
+from partner_repo.mongo import Database, close_database, connect
 
 
 def _async_fixture() -> Callable[[Any], Any]:

@@ -10,7 +10,7 @@ it checks, exactly:
 - a session is a unit and the units continuing it (``previous_unit_id``); within it, messages are in record
   order, none twice. Sessions are ordered by their first write;
 - a session after the first starts with exactly the retained context of the session before: Partner's rule
-  (``partner_repo/cores/window.py``) applied to the roll that stored the previous session's last slice, i.e.
+  (``partner_repo/cores/_window.py``) applied to the roll that stored the previous session's last slice, i.e.
   the last ``rolling_size // max(retain_divisor, 1)`` positions that slice ends, unless a clear took them out
   of the window before the session stored anything (then nothing is repeated; either, when that clear and the
   session's first write overlap on the wire). Rolls that stored nothing keep the window as it was (Partner's

@@ -12,10 +12,10 @@ import pytest
 from conftest import real_database
 
 from partner_repo import MemoryUnitRepository, Message, close_database, init_repository
-from partner_repo.admin.cursor import SliceKey
-from partner_repo.admin.filters import SliceFilter
-from partner_repo.admin.windows import ALL_TIME, Window
-from partner_repo.indexes import UNITS
+from partner_repo.admin._cursor import SliceKey
+from partner_repo.admin._filters import SliceFilter
+from partner_repo.admin._windows import ALL_TIME, Window
+from partner_repo.mongo._indexes import UNITS
 
 pytestmark = pytest.mark.integration
 

@@ -18,10 +18,11 @@ from click.testing import CliRunner
 from conftest import requires_mongodb
 from pymongo import ReadPreference, monitoring
 
-from partner_repo import MemoryUnitRepository, Message, SliceQueries, driver, init_repository
-from partner_repo.admin.cursor import CursorCodec
-from partner_repo.admin.filters import SliceFilter
+from partner_repo import MemoryUnitRepository, Message, SliceQueries, init_repository
+from partner_repo.admin._cursor import CursorCodec
+from partner_repo.admin._filters import SliceFilter
 from partner_repo.cli import main
+from partner_repo.mongo import driver
 
 T0 = datetime(2024, 5, 1, 9, 0, tzinfo=UTC)
 SLICES = 7

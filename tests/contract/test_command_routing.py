@@ -43,9 +43,9 @@ from partner_repo import (
     init_repository,
     run_migrations,
 )
-from partner_repo.indexes import SHARD_KEYS
-from partner_repo.listener.status import listener_status
-from partner_repo.topology import Topology
+from partner_repo.listener.state._status import listener_status
+from partner_repo.mongo._indexes import SHARD_KEYS
+from partner_repo.mongo._topology import Topology
 from tests.conftest import requires_mongodb
 from tests.routing_rules import TARGETED, Route, route
 
@@ -109,7 +109,7 @@ async def as_documented(database: Any) -> Topology:
 def recorded() -> Recorder:
     recorder = Recorder()
     with pytest.MonkeyPatch.context() as patch:
-        for module in ("partner_repo.topology", "partner_repo.database"):
+        for module in ("partner_repo.mongo._topology", "partner_repo.mongo._database"):
             patch.setattr(f"{module}.topology_of", as_documented)
         asyncio.run(_main_flows(recorder))
     kinds = Counter((flow, r.kind) for flow, r, _ in recorder.routes())

@@ -10,7 +10,8 @@ from conftest import requires_mongodb
 from pymongo import AsyncMongoClient
 from pymongo.errors import InvalidOperation
 
-from partner_repo import Message, RollingService, close_database, connect, driver
+from partner_repo import Message, RollingService, close_database, connect
+from partner_repo.mongo import driver
 
 pytestmark = pytest.mark.integration
 

@@ -34,7 +34,7 @@ from partner_repo import (
     RollingResult,
     RollingService,
 )
-from partner_repo.indexes import CHECKPOINTS, CORES, ERASURES, UNITS
+from partner_repo.mongo._indexes import CHECKPOINTS, CORES, ERASURES, UNITS
 from tests.erasure_support import T0, Crash, CrashingDatabase, letter_on, progress_on, remember, unit_ids_of
 
 until = partial(conftest.until, within=15.0)

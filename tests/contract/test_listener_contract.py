@@ -34,7 +34,7 @@ from partner_repo import (
     driver,
     init_repository,
 )
-from partner_repo.listener.status import listener_status
+from partner_repo.listener.state._status import listener_status
 
 T0 = datetime(2024, 7, 1, 9, 0, tzinfo=UTC)
 until = partial(conftest.until, within=15.0)  # a real replica set may take longer to deliver than the fakes

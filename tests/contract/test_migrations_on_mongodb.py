@@ -27,9 +27,9 @@ from partner_repo import (
     migration_status,
     run_migrations,
 )
-from partner_repo.admin.inspection import normalization_violations
-from partner_repo.indexes import ALL_INDEXES, CORES, UNITS
-from partner_repo.storage import bson_size
+from partner_repo.admin._inspection import normalization_violations
+from partner_repo.mongo._indexes import ALL_INDEXES, CORES, UNITS
+from partner_repo.mongo._storage import bson_size
 
 pytestmark = pytest.mark.integration
 

@@ -20,8 +20,8 @@ from partner_repo import (
     RollingConfig,
     RollingService,
 )
-from partner_repo.cores.lease import CoreLease
-from partner_repo.indexes import CORES
+from partner_repo.cores._lease import CoreLease
+from partner_repo.mongo._indexes import CORES
 
 CONFIG = RollingConfig(trigger_limit=8, retain_divisor=4)
 

@@ -21,8 +21,8 @@ from partner_repo import (
     close_database,
     init_repository,
 )
-from partner_repo.indexes import UNITS, UNSUMMARIZED_INDEX
-from partner_repo.units.summaries import UnitSummaries, unsummarized_query
+from partner_repo.mongo._indexes import UNITS, UNSUMMARIZED_INDEX
+from partner_repo.units._summaries import UnitSummaries, unsummarized_query
 
 pytestmark = pytest.mark.integration
 

@@ -23,7 +23,7 @@ from partner_repo import (
     RollingService,
     resolve_chat_increment,
 )
-from partner_repo.cores.lease import CoreLease
+from partner_repo.cores._lease import CoreLease
 
 IDLE = timedelta(hours=1)
 

@@ -41,7 +41,7 @@ from partner_repo import (
     connect,
     resolve_chat_increment,
 )
-from partner_repo.indexes import CHECKPOINTS, UNITS
+from partner_repo.mongo._indexes import CHECKPOINTS, UNITS
 
 pytestmark = pytest.mark.integration
 

@@ -16,7 +16,7 @@ import click
 import pytest
 
 from partner_repo.cli import main
-from partner_repo.cli.runtime import Connection
+from partner_repo.cli._runtime import Connection
 
 
 def commands_open(monkeypatch: pytest.MonkeyPatch, database: Any) -> Any:

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from partner_repo import ConflictError, MemoryUnitRepository, Message
-from partner_repo.indexes import UNITS
+from partner_repo.mongo._indexes import UNITS
 
 
 def turn(label: str) -> list[Message]:
@@ -36,8 +36,8 @@ def ticking_clock(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     def clock() -> datetime:
         return start + timedelta(milliseconds=next(ticks))
 
-    monkeypatch.setattr("partner_repo.units.increment.utc_now", clock)
-    monkeypatch.setattr("partner_repo.units.append.utc_now", clock)
+    monkeypatch.setattr("partner_repo.units._increment.utc_now", clock)
+    monkeypatch.setattr("partner_repo.units._append.utc_now", clock)
     yield  # the clock is the repository's until the test ends
 
 
@@ -171,7 +171,7 @@ async def test_an_append_that_keeps_losing_gives_up_after_its_patience_and_write
     units = MemoryUnitRepository(racy_db)
     await units.append("u", turn("start"), "start", core_id="c")
     before = await racy_db[UNITS].find_one({"_id": "u"})
-    monkeypatch.setattr("partner_repo.units.append.APPEND_PATIENCE_S", 0.05)
+    monkeypatch.setattr("partner_repo.units._append.APPEND_PATIENCE_S", 0.05)
 
     async def always_beaten(*args: Any, **kwargs: Any) -> Any:
         return types.SimpleNamespace(matched_count=0, modified_count=0)  # another writer got there first
@@ -207,7 +207,7 @@ async def test_a_repository_goes_back_to_one_round_trip_once_the_contention_is_o
     await mine.append("u", turn("a"), "a", core_id="c")
     await theirs.append("u", turn("b"), "b", core_id="c")
     await mine.append("u", turn("c"), "c", core_id="c")
-    monkeypatch.setattr("partner_repo.units.heads.CONTENDED_S", 0.0)
+    monkeypatch.setattr("partner_repo.units._heads.CONTENDED_S", 0.0)
     collection = racy_db[UNITS]
     collection.calls.clear()
 

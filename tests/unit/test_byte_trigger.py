@@ -19,8 +19,8 @@ from partner_repo import (
     RollingService,
     WindowTooLarge,
 )
-from partner_repo.indexes import CORES
-from partner_repo.storage import messages_bytes
+from partner_repo.mongo._indexes import CORES
+from partner_repo.mongo._storage import messages_bytes
 
 MIB = 1024 * 1024
 

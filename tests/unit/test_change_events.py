@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from partner_repo.listener.change_stream import parse_event
+from partner_repo.listener.stream._change_stream import parse_event
 
 CREATED = datetime(2024, 5, 1, 9, 0)  # naive, as a driver without tz_aware returns it
 

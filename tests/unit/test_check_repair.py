@@ -16,8 +16,8 @@ from partner_repo import (
     UnitChecker,
     UnitViolations,
 )
-from partner_repo.indexes import UNITS
-from partner_repo.storage import bson_size
+from partner_repo.mongo._indexes import UNITS
+from partner_repo.mongo._storage import bson_size
 
 
 def codes(report: UnitViolations) -> set[str]:

@@ -15,11 +15,11 @@ from admin_support import at, seed_unit
 from cli_support import commands_open
 from click.testing import CliRunner, Result
 
-import partner_repo.importing.importer as importer
+import partner_repo.importing._importer as importer
 from partner_repo import SliceQueries, in_memory_database, init_repository
-from partner_repo.admin.check import UnitChecker
+from partner_repo.admin._check import UnitChecker
 from partner_repo.cli import main
-from partner_repo.rolling.service import RollingService
+from partner_repo.rolling._service import RollingService
 
 CONSUMER = "partner_repo.listener.examples:print_consumer"
 NOT_UTF8 = "x\udcff"  # what Python makes of the bytes x\xff in sys.argv

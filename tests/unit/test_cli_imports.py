@@ -14,23 +14,25 @@ ENTRY_POINTS = {"__init__", "__main__", "reference"}
 
 
 def cli_imports() -> dict[str, set[str]]:
-    """For each module of ``partner_repo.cli``, the other modules of it that it imports (anywhere in it)."""
+    """For each module of ``partner_repo.cli``, the other modules of it that it imports (anywhere in it),
+    named without the leading underscore of a private module (``_runtime`` is ``runtime``)."""
     graph: dict[str, set[str]] = {}
     for file in CLI.glob("*.py"):
         imported: set[str] = set()
         for node in ast.walk(ast.parse(file.read_text())):
             if isinstance(node, ast.ImportFrom) and node.module:
                 if node.module.startswith("partner_repo.cli."):
-                    imported.add(node.module.removeprefix("partner_repo.cli."))
+                    imported.add(node.module.removeprefix("partner_repo.cli.").lstrip("_"))
                 elif node.module == "partner_repo.cli":
                     imported |= {alias.name for alias in node.names}
             elif isinstance(node, ast.Import):
                 imported |= {
-                    alias.name.removeprefix("partner_repo.cli.")
+                    alias.name.removeprefix("partner_repo.cli.").lstrip("_")
                     for alias in node.names
                     if alias.name.startswith("partner_repo.cli.")
                 }
-        graph[file.stem] = imported & {f.stem for f in CLI.glob("*.py")}
+        names = {f.stem if f.stem.startswith("__") else f.stem.lstrip("_") for f in CLI.glob("*.py")}
+        graph[file.stem if file.stem.startswith("__") else file.stem.lstrip("_")] = imported & names
     return graph
 
 

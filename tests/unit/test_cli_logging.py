@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from partner_repo.cli import main
-from partner_repo.cli.logs import configure_logging
+from partner_repo.cli._logs import configure_logging
 
 SECRET = "s3cr3t-Pa55"
 MIGRATION_LINE = "partner_repo.migrating.runner: migrations forward from the start"

@@ -9,7 +9,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from partner_repo.cli import main, shared
-from partner_repo.cli.runtime import Connection
+from partner_repo.cli._runtime import Connection
 
 CONSUMER = "partner_repo.listener.examples:print_consumer"
 

@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from partner_repo.cli import main
-from partner_repo.cli.runtime import resolve_connection
+from partner_repo.cli._runtime import resolve_connection
 
 SECRET = "s3cr3t-Pa55"
 

@@ -9,8 +9,8 @@ from admin_support import seed_unit
 from bson import Int64, Timestamp
 
 from partner_repo import SliceQueries
-from partner_repo.admin.cursor import MAX_CLUSTER_TIME_BYTES, CursorCodec, ReadTime, SliceKey
-from partner_repo.admin.filters import SliceFilter
+from partner_repo.admin._cursor import MAX_CLUSTER_TIME_BYTES, CursorCodec, ReadTime, SliceKey
+from partner_repo.admin._filters import SliceFilter
 
 T0 = datetime(2024, 3, 1, 9, 0, tzinfo=UTC)
 CLUSTER_TIME = {

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from beanie import Document, init_beanie
 
-import partner_repo.database
+import partner_repo.mongo._database
 from partner_repo import (
     DOCUMENT_MODELS,
     MemoryCore,
@@ -20,7 +20,7 @@ from partner_repo import (
     ensure_indexes,
     in_memory_database,
 )
-from partner_repo.indexes import ALL_INDEXES
+from partner_repo.mongo._indexes import ALL_INDEXES
 
 
 @pytest.fixture
@@ -33,7 +33,7 @@ def closed(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
         client.close = lambda: calls.append(client)  # either shape: close_database awaits only an awaitable
         return client[db_name]
 
-    monkeypatch.setattr(partner_repo.database, "in_memory_database", recording_database)
+    monkeypatch.setattr(partner_repo.mongo._database, "in_memory_database", recording_database)
     return calls
 
 

@@ -13,9 +13,9 @@ from rich.console import Console
 
 from partner_repo import MemoryCoreRepository, SliceQueries, in_memory_database, init_repository
 from partner_repo.cli import main
-from partner_repo.cli.demo import CONFIG, QUESTION, run_demo
-from partner_repo.cli.demo_script import TURNS
-from partner_repo.cli.runtime import Connection
+from partner_repo.cli._demo import CONFIG, QUESTION, run_demo
+from partner_repo.cli._demo_script import TURNS
+from partner_repo.cli._runtime import Connection
 from partner_repo.recall import MemoryRecall
 
 

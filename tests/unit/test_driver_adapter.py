@@ -1,6 +1,6 @@
 """Issue 21: one driver adapter. Every call whose shape differs between Motor and PyMongo's async API goes
-through ``partner_repo.driver``; the library follows the Beanie that is installed; the in-memory backend has
-the installed stack's shape; ``connect()`` takes an application's own client or database."""
+through ``partner_repo.mongo._driver``; the library follows the Beanie that is installed; the in-memory
+backend has the installed stack's shape; ``connect()`` takes an application's own client or database."""
 
 from __future__ import annotations
 
@@ -11,17 +11,18 @@ from typing import Any
 
 import pytest
 
-from partner_repo import MemoryCoreRepository, Message, RollingService, close_database, connect, driver
-from partner_repo.embedded import EmbeddedClient
+from partner_repo import MemoryCoreRepository, Message, RollingService, close_database, connect
+from partner_repo.mongo import driver
+from partner_repo.mongo._embedded import EmbeddedClient
 
 ROOT = Path(__file__).resolve().parents[2]
-ADAPTER = {ROOT / "partner_repo" / "driver.py", ROOT / "partner_repo" / "embedded.py"}
+ADAPTER = {ROOT / "partner_repo" / "mongo" / "_driver.py", ROOT / "partner_repo" / "mongo" / "_embedded.py"}
 DRIVER_SPECIFIC = re.compile(
     r"(?<!driver)\.(?:aggregate|watch|start_session|start_transaction)\(|\.client\.close\("
     r"|get_motor_collection|get_pymongo_collection|AsyncIOMotor|AsyncMongoClient|mongomock_motor|\.delegate\b"
 )
 
-NOT_THE_DRIVERS = {("partner_repo/listener/change_stream.py", "self._units.watch(")}
+NOT_THE_DRIVERS = {("partner_repo/listener/stream/_change_stream.py", "self._units.watch(")}
 """Calls that only look like a driver's: ``MemoryUnitRepository.watch`` goes through the adapter itself."""
 
 

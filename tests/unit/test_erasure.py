@@ -14,7 +14,7 @@ from partner_repo import (
     MemoryCoreRepository,
     MemoryEraser,
 )
-from partner_repo.indexes import ERASURE_REQUESTS
+from partner_repo.mongo._indexes import ERASURE_REQUESTS
 from tests.erasure_support import letter_on, progress_on, remember, unit_ids_of
 
 
@@ -134,8 +134,8 @@ async def test_a_whole_core_without_units_is_still_announced(memory_db: Any) -> 
 async def test_a_large_core_is_erased_in_batches_and_logged_in_parts(
     memory_db: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("partner_repo.erasure.eraser.BATCH", 2)
-    monkeypatch.setattr("partner_repo.listener.erasure_log.PART_UNITS", 2)
+    monkeypatch.setattr("partner_repo.erasure._eraser.BATCH", 2)
+    monkeypatch.setattr("partner_repo.listener.state._erasure_log.PART_UNITS", 2)
     results = await remember(memory_db, "alice", turns=5, refresh=True)
 
     report = await MemoryEraser(memory_db).forget("alice")

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from partner_repo import ErasureLog, MemoryCoreRepository, MemoryEraser, Message
-from partner_repo.indexes import CORES, ERASURE_REQUESTS, ERASURES, UNITS
+from partner_repo.mongo._indexes import CORES, ERASURE_REQUESTS, ERASURES, UNITS
 from tests.erasure_support import T0, Crash, CrashingDatabase, remember, rolling, unit_ids_of
 
 CRASH_POINTS = [
@@ -59,7 +59,7 @@ async def test_the_rerun_continues_the_erasure_the_crash_left_and_says_so(
 async def test_a_part_logged_before_a_crash_is_not_logged_again(
     memory_db: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("partner_repo.listener.erasure_log.PART_UNITS", 1)
+    monkeypatch.setattr("partner_repo.listener.state._erasure_log.PART_UNITS", 1)
     await remember(memory_db, "alice", turns=3, refresh=True)
     await crash_forget(memory_db, ERASURES, "insert_one", 2)  # part 0 logged, part 1 not
 

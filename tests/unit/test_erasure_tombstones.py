@@ -33,8 +33,8 @@ from partner_repo import (
     StaleIncrement,
     UnitChecker,
 )
-from partner_repo.indexes import CHECKPOINTS, TOMBSTONE_RETENTION, UNITS
-from partner_repo.units.append import APPEND_PATIENCE_S
+from partner_repo.mongo._indexes import CHECKPOINTS, TOMBSTONE_RETENTION, UNITS
+from partner_repo.units._append import APPEND_PATIENCE_S
 from tests.erasure_support import T0, remember
 
 WEEK_S = 7 * 24 * 60 * 60

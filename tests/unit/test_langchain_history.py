@@ -29,7 +29,7 @@ from partner_repo import (
     RollingService,
 )
 from partner_repo.langchain import PartnerChatMessageHistory
-from partner_repo.langchain.history import SUMMARIES_HEADER
+from partner_repo.langchain._history import SUMMARIES_HEADER
 
 CALL = {"name": "weather", "args": {"city": "Kyoto"}, "id": "call_1", "type": "tool_call"}
 TURN: list[BaseMessage] = [

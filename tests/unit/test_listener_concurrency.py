@@ -18,8 +18,8 @@ from conftest import until
 from listener_support import QUICK, Recorder, append, quick_listener, registry_of
 
 from partner_repo import InvalidInput, ListenerCheckpoints, MemorySlice, MemoryUnitRepository, RollingResult
-from partner_repo.listener.dead_letters import DeadLetterRepository
-from partner_repo.listener.pipeline import DeliveryPipeline
+from partner_repo.listener.delivery._pipeline import DeliveryPipeline
+from partner_repo.listener.state._dead_letters import DeadLetterRepository
 
 
 @dataclass

@@ -20,7 +20,7 @@ from partner_repo import (
     RollingResult,
     replay_dead_letters,
 )
-from partner_repo.indexes import CHECKPOINTS
+from partner_repo.mongo._indexes import CHECKPOINTS
 from tests.erasure_support import progress_on, remember
 
 

@@ -15,9 +15,9 @@ from listener_support import Recorder, append, quick_listener, registry_of
 
 from partner_repo import InvalidInput, MemoryUnitRepository
 from partner_repo.listener import listener as listener_module
-from partner_repo.listener.metrics import ListenerMetrics
-from partner_repo.listener.observer import ListenerObserver
-from partner_repo.listener.prometheus import MetricsUnavailable, serve_metrics
+from partner_repo.listener.observing._metrics import ListenerMetrics
+from partner_repo.listener.observing._observer import ListenerObserver
+from partner_repo.listener.observing._prometheus import MetricsUnavailable, serve_metrics
 
 
 @pytest.fixture(autouse=True)

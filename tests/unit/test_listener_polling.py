@@ -27,7 +27,7 @@ from partner_repo import (
     RollingResult,
     RollingService,
 )
-from partner_repo.listener.checkpoints import ListenerCheckpoints
+from partner_repo.listener.state._checkpoints import ListenerCheckpoints
 
 
 async def summarize(batch: list[Any]) -> str:

@@ -18,7 +18,7 @@ from partner_repo import (
     RollingService,
     replay_dead_letters,
 )
-from partner_repo.listener.checkpoints import ListenerCheckpoints
+from partner_repo.listener.state._checkpoints import ListenerCheckpoints
 from tests.erasure_support import T0
 
 QUICK = RollingConfig(summarize_attempts=1, retain_divisor=0)

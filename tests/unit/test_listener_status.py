@@ -15,9 +15,9 @@ from listener_support import T0, Recorder, append, quick_listener, registry_of
 
 from partner_repo import ListenerCheckpoints, MemoryUnitRepository
 from partner_repo.cli import main
-from partner_repo.cli.runtime import Connection
+from partner_repo.cli._runtime import Connection
 from partner_repo.clock import utc_now
-from partner_repo.listener.status import GroupStatus, listener_status
+from partner_repo.listener.state._status import GroupStatus, listener_status
 
 
 async def status_of(database: Any, group: str = "default") -> GroupStatus:

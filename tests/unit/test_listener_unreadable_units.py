@@ -22,10 +22,10 @@ from partner_repo import (
     replay_dead_letters,
 )
 from partner_repo.errors import UnreadableUnit
-from partner_repo.listener.pipeline import DeliveryPipeline
-from partner_repo.listener.polling import UnitScanner
-from partner_repo.listener.retry import Backoff
-from partner_repo.storage import slice_document
+from partner_repo.listener.delivery._pipeline import DeliveryPipeline
+from partner_repo.listener.delivery._retry import Backoff
+from partner_repo.listener.stream._polling import UnitScanner
+from partner_repo.mongo._storage import slice_document
 
 DERIVED = {"version": 1, "message_count": 0, "slice_count": 1, "slice_ids": [], "size_bytes": 200}
 OBJECT_ID = ObjectId("65f0c0ffee0000000000beef")

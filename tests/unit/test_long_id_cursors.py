@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from partner_repo import InvalidInput, SliceQueries, in_memory_database, init_repository
-from partner_repo.admin.cursor import MAX_CURSOR_LENGTH, CursorCodec, ReadTime, SliceKey
+from partner_repo.admin._cursor import MAX_CURSOR_LENGTH, CursorCodec, ReadTime, SliceKey
 from partner_repo.models import MAX_ID_LENGTH
 
 FINGERPRINT = "f" * 32

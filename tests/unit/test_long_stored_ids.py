@@ -16,9 +16,9 @@ from typing import Any
 from admin_support import T0, insert_raw, raw_unit
 
 from partner_repo import MemoryUnitRepository, Message, UnitChecker, import_partner_state
-from partner_repo.admin.inspection import ID_TOO_LONG
-from partner_repo.indexes import CORES, UNITS
+from partner_repo.admin._inspection import ID_TOO_LONG
 from partner_repo.models import MAX_ID_LENGTH
+from partner_repo.mongo._indexes import CORES, UNITS
 
 TOO_LONG = "x" * (MAX_ID_LENGTH + 1)
 

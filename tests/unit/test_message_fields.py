@@ -18,8 +18,8 @@ from partner_repo import (
     RollingService,
 )
 from partner_repo.encoding import MAX_METADATA_BYTES
-from partner_repo.indexes import CORES, UNITS
-from partner_repo.storage import bson_size
+from partner_repo.mongo._indexes import CORES, UNITS
+from partner_repo.mongo._storage import bson_size
 from partner_repo.validation import parse_messages
 
 CALL = {"name": "weather", "args": {"city": "Kyoto"}, "id": "call_1", "type": "tool_call"}

@@ -21,7 +21,7 @@ from migration_support import (
 )
 
 from partner_repo import run_migrations
-from partner_repo.indexes import ALL_INDEXES, UNITS
+from partner_repo.mongo._indexes import ALL_INDEXES, UNITS
 
 MIGRATION = load(INDEXES)
 SWAP = load(SLICE_INDEX)
@@ -45,8 +45,8 @@ async def index_names(database: Any) -> dict[str, set[str]]:
 
 
 def test_the_migrations_together_create_exactly_the_indexes_the_library_declares() -> None:
-    """Drift alarm: ``partner_repo.indexes`` changed without a migration. Add a migration that creates the
-    new index (and drops a removed one), then compose the index migrations here."""
+    """Drift alarm: ``partner_repo.mongo._indexes`` changed without a migration. Add a migration that creates
+    the new index (and drops a removed one), then compose the index migrations here."""
     composed = specs(MIGRATION.INDEXES)
     swapped = [SWAP.NEW_INDEX.document if i == SWAP.OLD_INDEX.document else i for i in composed[UNITS]]
     composed[UNITS] = swapped

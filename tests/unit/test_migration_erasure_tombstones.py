@@ -8,7 +8,7 @@ from migration_support import ERASURE_TOMBSTONES, bound, fresh_database, load, s
 from migration_support import names as migration_names
 
 from partner_repo import run_migrations
-from partner_repo.indexes import CHECKPOINTS, UNITS
+from partner_repo.mongo._indexes import CHECKPOINTS, UNITS
 
 MIGRATION = load(ERASURE_TOMBSTONES)
 WEEK_S = 7 * 24 * 60 * 60

@@ -23,9 +23,9 @@ from migration_support import (
 from rolling_support import RecordingSummarizer
 
 from partner_repo import MemoryCoreRepository, MemoryUnitRepository, Message, RollingService, run_migrations
-from partner_repo.indexes import CORES, UNITS
-from partner_repo.rolling.increment import resolve_chat_increment
-from partner_repo.storage import bson_size
+from partner_repo.mongo._indexes import CORES, UNITS
+from partner_repo.mongo._storage import bson_size
+from partner_repo.rolling._increment import resolve_chat_increment
 
 T0 = datetime(2024, 5, 1, 9, 0, tzinfo=UTC)
 RECENT = datetime.now(UTC).replace(microsecond=0)

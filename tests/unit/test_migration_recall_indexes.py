@@ -8,7 +8,7 @@ from migration_support import RECALL_INDEXES, bound, fresh_database, load, shipp
 from migration_support import names as migration_names
 
 from partner_repo import run_migrations
-from partner_repo.indexes import RECALL_SLICES, RECALL_VOCABULARY
+from partner_repo.mongo._indexes import RECALL_SLICES, RECALL_VOCABULARY
 
 MIGRATION = load(RECALL_INDEXES)
 RECALL = (RECALL_SLICES, RECALL_VOCABULARY)

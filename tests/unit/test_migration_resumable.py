@@ -23,9 +23,9 @@ from partner_repo import (
     migration_status,
     run_migrations,
 )
-from partner_repo.admin.inspection import normalization_violations
-from partner_repo.indexes import UNITS
+from partner_repo.admin._inspection import normalization_violations
 from partner_repo.models import MemoryUnit
+from partner_repo.mongo._indexes import UNITS
 
 T0 = datetime(2024, 5, 1, 9, 0, tzinfo=UTC)
 IDS = ("a", "b", "c", "d", "e")

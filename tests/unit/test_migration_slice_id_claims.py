@@ -8,9 +8,9 @@ import pytest
 from migration_support import CLAIMS, bound, fresh_database, names, shipped_before, shipped_from
 
 from partner_repo import MigrationError, run_migrations
-from partner_repo.indexes import SLICE_ID_CLAIMS, UNITS
-from partner_repo.topology import Topology
-from partner_repo.units.claims import SliceIdClaims
+from partner_repo.mongo._indexes import SLICE_ID_CLAIMS, UNITS
+from partner_repo.mongo._topology import Topology
+from partner_repo.units._claims import SliceIdClaims
 
 
 async def database_before_claims(*units: dict[str, Any]) -> Any:
@@ -90,7 +90,7 @@ async def test_backward_is_refused_while_memory_units_is_sharded(monkeypatch: py
     async def sharded(_: Any) -> Topology:
         return Topology(mongos=True, shard_keys={UNITS: {"_id": "hashed"}})
 
-    monkeypatch.setattr("partner_repo.topology.topology_of", sharded)
+    monkeypatch.setattr("partner_repo.mongo._topology.topology_of", sharded)
     with pytest.raises(MigrationError, match="memory_units is sharded"):
         await run_migrations(database, backward=True, distance=len(shipped_from(CLAIMS)))
 

@@ -9,9 +9,9 @@ from typing import Any
 from migration_support import SLICE_IDS, bound, fresh_database, load, names, shipped_from
 
 from partner_repo import MemoryUnitRepository, Message, UnitChecker, run_migrations
-from partner_repo.indexes import UNITS
-from partner_repo.storage import bson_size
-from partner_repo.units.claims import SliceIdClaims
+from partner_repo.mongo._indexes import UNITS
+from partner_repo.mongo._storage import bson_size
+from partner_repo.units._claims import SliceIdClaims
 
 T0 = datetime(2024, 5, 1, 9, 0, tzinfo=UTC)
 MIGRATION = load(SLICE_IDS)

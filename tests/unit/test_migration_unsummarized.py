@@ -17,7 +17,7 @@ from partner_repo import (
     UnitChecker,
     run_migrations,
 )
-from partner_repo.indexes import UNITS
+from partner_repo.mongo._indexes import UNITS
 
 T0 = datetime(2024, 5, 1, 9, 0, tzinfo=UTC)
 

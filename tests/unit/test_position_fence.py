@@ -9,8 +9,8 @@ import pytest
 from rolling_support import numbered
 
 from partner_repo import MemoryUnitRepository, StaleIncrement
-from partner_repo.indexes import UNITS
-from partner_repo.storage import bson_size
+from partner_repo.mongo._indexes import UNITS
+from partner_repo.mongo._storage import bson_size
 
 
 @pytest.fixture

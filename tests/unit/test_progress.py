@@ -16,7 +16,7 @@ import partner_repo
 from partner_repo import UnitChecker, in_memory_database, init_repository, run_migrations
 from partner_repo.cli import main
 from partner_repo.cli import progress as cli_progress
-from partner_repo.indexes import UNITS
+from partner_repo.mongo._indexes import UNITS
 
 Calls = list[tuple[int, int]]
 

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from partner_repo import InvalidInput, RollingResult, in_memory_database, init_repository
-from partner_repo.indexes import RECALL_SLICES, RECALL_VOCABULARY
+from partner_repo.mongo._indexes import RECALL_SLICES, RECALL_VOCABULARY
 from partner_repo.recall import RecallIndexer, Topic, TopicNode, TopicProfile, TopicRequest
 from tests.erasure_support import Crash
 from tests.recall_support import (

@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from partner_repo.recall import RecallWeights, TopicProfile
-from partner_repo.recall.scoring import Candidate, rank
+from partner_repo.recall._scoring import Candidate, rank
 
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
 

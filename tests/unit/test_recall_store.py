@@ -8,7 +8,7 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
-from partner_repo.recall.store import Plan, RecallStore
+from partner_repo.recall._store import Plan, RecallStore
 from tests.recall_support import assert_vocabulary_derives_from_slices, index_state
 
 T0 = datetime(2026, 11, 20, 9, 0, tzinfo=UTC)

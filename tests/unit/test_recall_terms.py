@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from partner_repo.recall.terms import STOPWORDS, term_counts, terms
+from partner_repo.recall._terms import STOPWORDS, term_counts, terms
 
 
 def test_latin_words_are_lower_cased_in_order() -> None:

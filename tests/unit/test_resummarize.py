@@ -20,8 +20,8 @@ from partner_repo import (
     RollingService,
     UnitChecker,
 )
-from partner_repo.indexes import UNITS
-from partner_repo.storage import bson_size
+from partner_repo.mongo._indexes import UNITS
+from partner_repo.mongo._storage import bson_size
 
 QUICK = RollingConfig(summarize_attempts=2, summarize_backoff=timedelta(0), retain_divisor=0)
 

@@ -22,7 +22,7 @@ from partner_repo import (
     RollingService,
     resolve_chat_increment,
 )
-from partner_repo.cores.lease import CoreLease
+from partner_repo.cores._lease import CoreLease
 
 CONFIG = RollingConfig(trigger_limit=6, retain_divisor=3)
 

@@ -15,7 +15,7 @@ from partner_repo import (
     RollingService,
     resolve_chat_increment,
 )
-from partner_repo.units.heads import UnitTail
+from partner_repo.units._heads import UnitTail
 
 A = Message(role="user", content="a")
 B = Message(role="assistant", content="b")

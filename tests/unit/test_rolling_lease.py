@@ -11,7 +11,7 @@ import pytest
 from rolling_support import T0, Ticks, numbered
 
 from partner_repo import InvalidInput, MemoryCoreRepository
-from partner_repo.cores.lease import CoreLease, lease_of
+from partner_repo.cores._lease import CoreLease, lease_of
 from partner_repo.leases import LeaseState, SilenceWatch
 
 MINUTE = timedelta(minutes=1)

@@ -8,7 +8,7 @@ import pytest
 from rolling_support import numbered
 
 from partner_repo import InvalidInput, MemoryCoreRepository, roll_chat_messages
-from partner_repo.cores.window import dropped_count
+from partner_repo.cores._window import dropped_count
 
 WINDOW_SIZES = range(101)
 DIVISORS = range(11)

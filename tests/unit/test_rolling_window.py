@@ -11,8 +11,8 @@ from rolling_support import T0, message, numbered
 
 from partner_repo import InvalidInput, LeaseLost, MemoryCoreRepository, NotFound, WindowState
 from partner_repo.clock import utc_now
-from partner_repo.cores.lease import CoreLease
-from partner_repo.indexes import CORES
+from partner_repo.cores._lease import CoreLease
+from partner_repo.mongo._indexes import CORES
 
 
 @pytest.fixture

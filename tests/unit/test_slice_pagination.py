@@ -18,7 +18,7 @@ from partner_repo import (
     SliceView,
     in_memory_database,
 )
-from partner_repo.admin.cursor import CursorCodec, SliceKey
+from partner_repo.admin._cursor import CursorCodec, SliceKey
 
 
 async def walk(queries: SliceQueries, limit: int, **filters: Any) -> list[SliceView]:

@@ -11,7 +11,7 @@ import pytest
 from admin_support import at, seed_unit
 
 from partner_repo import InvalidInput, MemoryUnitRepository, Message, NotFound, SliceQueries
-from partner_repo.admin.queries import MAX_LIMIT
+from partner_repo.admin._queries import MAX_LIMIT
 
 
 @pytest.fixture

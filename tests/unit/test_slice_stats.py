@@ -9,7 +9,7 @@ import pytest
 from admin_support import T0, insert_raw, raw_unit, seed_unit
 
 from partner_repo import MAX_DOCUMENT_BYTES, InvalidInput, SliceQueries, in_memory_database
-from partner_repo.indexes import UNITS
+from partner_repo.mongo._indexes import UNITS
 
 NOW = T0 + timedelta(hours=3)
 

@@ -12,8 +12,8 @@ from admin_support import T0, seed_unit
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from partner_repo import SliceQueries, driver, in_memory_database, init_repository
-from partner_repo.admin.windows import (
+from partner_repo import SliceQueries, in_memory_database, init_repository
+from partner_repo.admin._windows import (
     ALL_TIME,
     INITIAL_WIDTH,
     MAX_GROWTH,
@@ -22,7 +22,8 @@ from partner_repo.admin.windows import (
     Window,
     WindowWalk,
 )
-from partner_repo.indexes import UNITS
+from partner_repo.mongo import driver
+from partner_repo.mongo._indexes import UNITS
 
 HOUR = timedelta(hours=1)
 

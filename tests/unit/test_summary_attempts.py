@@ -22,7 +22,7 @@ from partner_repo import (
     RollingConfig,
     RollingService,
 )
-from partner_repo.indexes import UNITS
+from partner_repo.mongo._indexes import UNITS
 
 QUICK = {"summarize_backoff": timedelta(0)}
 

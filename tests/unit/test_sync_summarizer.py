@@ -23,7 +23,7 @@ from partner_repo import (
     RollingConfig,
     RollingService,
 )
-from partner_repo.rolling.summarizer import as_async_summarizer
+from partner_repo.rolling._summarizer import as_async_summarizer
 
 
 async def stored_summary(database: Any, service: RollingService) -> str:

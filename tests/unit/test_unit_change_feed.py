@@ -8,10 +8,10 @@ from typing import Any
 from listener_support import T0, Recorder, append, messages, quick_listener, registry_of
 
 from partner_repo import ListenerCheckpoints, MemoryUnitRepository
-from partner_repo.listener.dead_letters import DeadLetterRepository
-from partner_repo.listener.pipeline import DeliveryPipeline
-from partner_repo.listener.polling import UnitScanner
-from partner_repo.listener.retry import Backoff
+from partner_repo.listener.delivery._pipeline import DeliveryPipeline
+from partner_repo.listener.delivery._retry import Backoff
+from partner_repo.listener.state._dead_letters import DeadLetterRepository
+from partner_repo.listener.stream._polling import UnitScanner
 
 
 async def fingerprints(units: MemoryUnitRepository) -> dict[str, Any]:

@@ -22,7 +22,7 @@ from partner_repo import (
     RollingConfig,
     RollingService,
 )
-from partner_repo.storage import MAX_DOCUMENT_BYTES, bson_size
+from partner_repo.mongo._storage import MAX_DOCUMENT_BYTES, bson_size
 
 LONE_SURROGATE = "half an emoji: \ud83d"
 

@@ -9,8 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from partner_repo import mask_uri, masking
-from partner_repo.masking import SecretsFilter, remember_secrets, scrub
+from partner_repo import mask_uri
+from partner_repo.mongo import _masking as masking
+from partner_repo.mongo._masking import SecretsFilter, remember_secrets, scrub
 
 SECRET = "pa55w0rd"
 

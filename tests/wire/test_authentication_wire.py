@@ -7,7 +7,8 @@ from bson import Timestamp
 from mockupdb import MockupDB, Request
 from wire_support import HELLO, server_fixture
 
-from partner_repo import ConnectionFailed, connect, masking
+from partner_repo import ConnectionFailed, connect
+from partner_repo.mongo import _masking as masking
 
 AUTH_FAILED = {
     "ok": 0,

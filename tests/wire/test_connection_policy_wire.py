@@ -26,7 +26,7 @@ from partner_repo import (
     connect,
     connect_from_settings,
 )
-from partner_repo.connection import DEFAULTS
+from partner_repo.mongo._connection import DEFAULTS
 
 FROZEN = ("findAndModify", "update", "insert", "find", "aggregate")
 """What the frozen server never answers: every read and write of the library (setup commands are answered)."""

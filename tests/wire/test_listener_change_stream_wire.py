@@ -35,8 +35,8 @@ from partner_repo import (
     in_memory_database,
     init_repository,
 )
-from partner_repo.indexes import UNITS
-from partner_repo.storage import slice_document
+from partner_repo.mongo._indexes import UNITS
+from partner_repo.mongo._storage import slice_document
 
 pytestmark = pytest.mark.wire
 

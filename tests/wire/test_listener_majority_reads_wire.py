@@ -27,7 +27,7 @@ from partner_repo import (
     in_memory_database,
     init_repository,
 )
-from partner_repo.indexes import UNITS
+from partner_repo.mongo._indexes import UNITS
 
 pytestmark = pytest.mark.wire
 

@@ -17,7 +17,7 @@ from mockupdb import MockupDB, Request
 from wire_support import HELLO, cursor, motor_client, plain, server_fixture
 
 from partner_repo import MigrationError, init_repository, run_migrations
-from partner_repo.indexes import ALL_INDEXES, ERASURES, UNITS
+from partner_repo.mongo._indexes import ALL_INDEXES, ERASURES, UNITS
 from tests.unit.migration_support import INDEXES, SLICE_INDEX, bound, load
 
 pytestmark = pytest.mark.wire

@@ -13,7 +13,7 @@ from mockupdb import MockupDB
 from wire_support import cursor, motor_client, plain, receive, server_fixture
 
 from partner_repo import SliceQueries, to_utc_ms
-from partner_repo.admin.windows import INITIAL_WIDTH
+from partner_repo.admin._windows import INITIAL_WIDTH
 
 pytestmark = pytest.mark.wire
 

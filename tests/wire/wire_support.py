@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from mockupdb import MockupDB, Request
 
-from partner_repo import driver
+from partner_repo.mongo import driver
 
 UNITS_NS = "partner.memory_units"
 HELLO = {"ismaster": True, "minWireVersion": 0, "maxWireVersion": 21}

@@ -1,0 +1,363 @@
+"""UnitChecker: find every unit that breaks the invariants, and repair them in place.
+
+Both walks stream: units are read in ``_id`` order in bounded keyset batches (each its own query with
+``maxTimeMS``, so no server cursor lives for the whole walk), and only the reports of broken units are kept,
+so memory does not grow with the collection. Slice ids shared between units are found first, with one
+aggregation (:mod:`partner_repo.admin._slice_ids`), not a query per unit (each a fan-out on a sharded
+cluster); slice-id claims their unit does not hold are reported too, and ``repair`` releases those it may.
+
+Repair goes through :meth:`MemoryUnitRepository.save`, which normalizes and writes with optimistic
+concurrency: a unit changed by someone else meanwhile is re-read and repaired again, never overwritten. A
+slice id shared by several units stays with the unit whose id sorts first; the others get fresh ids (and
+the report says which). Units are repaired in descending ``_id`` order so that the unit keeping an id is
+saved after the others have let go of it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from partner_repo.admin._inspection import (
+    DUPLICATE_SLICE_ID,
+    ID_TOO_LONG,
+    UNREADABLE,
+    UNVERSIONED,
+    InvariantViolation,
+    abbreviated,
+    inspect_document,
+)
+from partner_repo.admin._slice_ids import OrphanClaim, SharedSliceIds, orphan_claims, shared_slice_ids
+from partner_repo.clock import utc_now
+from partner_repo.errors import ConflictError, DuplicateSliceId, InvalidInput, NotFound, UnitTooLarge
+from partner_repo.models import MAX_ID_LENGTH, MemoryUnit
+from partner_repo.mongo import NOT_ERASED, UNITS, MongoDatabase, live, unit_from_document
+from partner_repo.normalization import new_slice_id
+from partner_repo.progress import Progress
+from partner_repo.units import MemoryUnitRepository, SliceIdClaims
+from partner_repo.validation import require_id
+
+BATCH_UNITS = 100
+"""Units per keyset batch of a walk."""
+REPAIR_ATTEMPTS = 5
+"""How often repair re-reads a unit that another writer changed while it was being repaired."""
+DEFAULT_MAX_TIME_MS = 30_000
+
+
+class UnitViolations(BaseModel):
+    """The violations of one unit. ``repairable`` is False when repair cannot fix them (unreadable data)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    unit_id: str
+    core_id: str | None
+    violations: list[InvariantViolation]
+    repairable: bool
+
+
+class CheckReport(BaseModel):
+    """What ``check`` found: how many units it read, every unit with a problem, and every slice-id claim its
+    unit does not hold (of every core: a claim names no core)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    units_checked: int
+    units: list[UnitViolations]
+    orphan_claims: list[OrphanClaim] = []
+
+    @property
+    def ok(self) -> bool:
+        return not self.units and not self.orphan_claims
+
+
+class UnitRepair(BaseModel):
+    """One repaired unit: what was wrong (now fixed), and the version it was saved as."""
+
+    model_config = ConfigDict(frozen=True)
+
+    unit_id: str
+    core_id: str | None
+    changes: list[InvariantViolation]
+    version: int
+
+
+class UnitRepairFailure(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    unit_id: str
+    core_id: str | None
+    violations: list[InvariantViolation]
+    reason: str
+
+
+class RepairReport(BaseModel):
+    """What ``repair`` did: units read, units repaired with their changes, units it could not repair."""
+
+    model_config = ConfigDict(frozen=True)
+
+    units_checked: int
+    repaired: list[UnitRepair]
+    failed: list[UnitRepairFailure]
+    released_claims: list[OrphanClaim] = []
+
+    @property
+    def ok(self) -> bool:
+        return not self.failed
+
+
+class UnitChecker:
+    """Checks (read-only) and repairs (through the unit repository) the units of one database."""
+
+    def __init__(
+        self,
+        database: MongoDatabase,
+        *,
+        batch_units: int = BATCH_UNITS,
+        max_time_ms: int = DEFAULT_MAX_TIME_MS,
+    ) -> None:
+        for name, value in (("batch_units", batch_units), ("max_time_ms", max_time_ms)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise InvalidInput(f"{name} must be a positive integer, got {value!r}")
+        self._database = database
+        self._units = database[UNITS]
+        self._repository = MemoryUnitRepository(database)
+        self._claims = SliceIdClaims(database)
+        self._batch = batch_units
+        self._max_time_ms = max_time_ms
+
+    async def check(self, core_id: str | None = None, *, progress: Progress | None = None) -> CheckReport:
+        """Every unit (of ``core_id``, or of every core) that breaks an invariant, with what is wrong.
+
+        ``progress`` is told the units checked so far (:data:`~partner_repo.progress.Progress`).
+        """
+        checked = 0
+        found: list[UnitViolations] = []
+        total = await self._count(core_id, progress)
+        shared = await shared_slice_ids(self._database, max_time_ms=self._max_time_ms)
+        async for document in self._walk(core_id, ascending=True):
+            checked += 1
+            report = self._violations(document, shared)
+            if report is not None:
+                found.append(report)
+            if progress is not None:
+                progress(checked, total)
+        orphans = [claim async for claim in self._orphans()]
+        return CheckReport(units_checked=checked, units=found, orphan_claims=orphans)
+
+    async def violations(self, core_id: str | None = None) -> AsyncIterator[UnitViolations]:
+        """The broken units one by one as the walk finds them (``check`` without collecting)."""
+        shared = await shared_slice_ids(self._database, max_time_ms=self._max_time_ms)
+        async for document in self._walk(core_id, ascending=True):
+            report = self._violations(document, shared)
+            if report is not None:
+                yield report
+
+    async def repair(self, core_id: str | None = None, *, progress: Progress | None = None) -> RepairReport:
+        """Normalize every broken unit in place; returns what changed and what could not be repaired.
+
+        ``progress`` is told the units checked (and repaired where broken) so far.
+        """
+        checked = 0
+        repaired: list[UnitRepair] = []
+        failed: list[UnitRepairFailure] = []
+        total = await self._count(core_id, progress)
+        shared = await shared_slice_ids(self._database, max_time_ms=self._max_time_ms)
+        async for document in self._walk(core_id, ascending=False):
+            checked += 1
+            report = self._violations(document, shared)
+            if report is not None:
+                outcome = await self._repair_one(document, report, shared)
+                if isinstance(outcome, UnitRepair):
+                    repaired.append(outcome)
+                else:
+                    failed.append(outcome)
+            if progress is not None:
+                progress(checked, total)
+        released = [o async for o in self._orphans() if o.releasable and await self._claims.release(*o.key)]
+        return RepairReport(units_checked=checked, repaired=repaired, failed=failed, released_claims=released)
+
+    # -- internals -----------------------------------------------------------------------------------------
+
+    async def _count(self, core_id: str | None, progress: Progress | None) -> int:
+        """The units a walk will meet, told to ``progress`` as the start (counted only when it is given)."""
+        if progress is None:
+            return 0
+        total: int = await self._units.count_documents(_scope(core_id), maxTimeMS=self._max_time_ms)
+        progress(0, total)
+        return total
+
+    async def _walk(self, core_id: str | None, *, ascending: bool) -> AsyncIterator[dict[str, Any]]:
+        """Every unit (of a core) by ``_id``: string ids in keyset batches, then any other ids.
+
+        A range on ``_id`` only matches values of its own BSON type, so ids of another type (units written
+        by other tools, unreadable as units) are read separately instead of being silently skipped.
+        """
+        base = _scope(core_id)
+        beyond, direction = ("$gt", 1) if ascending else ("$lt", -1)
+        last: str | None = None
+        while True:
+            ids: dict[str, Any] = {"$type": "string"}
+            if last is not None:
+                ids[beyond] = last
+            cursor = (
+                self._units.find({**base, "_id": ids})
+                .sort("_id", direction)
+                .limit(self._batch)
+                .max_time_ms(self._max_time_ms)
+            )
+            seen = 0
+            async for document in cursor:
+                seen += 1
+                last = document["_id"]
+                yield document
+            if seen < self._batch:
+                break
+        others = self._units.find({**base, "_id": {"$not": {"$type": "string"}}}).sort("_id", direction)
+        async for document in others.batch_size(self._batch).max_time_ms(self._max_time_ms):
+            yield document
+
+    def _orphans(self) -> AsyncIterator[OrphanClaim]:
+        return orphan_claims(self._database, utc_now(), batch=self._batch, max_time_ms=self._max_time_ms)
+
+    def _violations(self, document: dict[str, Any], shared: SharedSliceIds) -> UnitViolations | None:
+        inspection = inspect_document(document)
+        violations = list(inspection.violations)
+        if inspection.unit is not None:
+            for slice_id, other in _shared_ids(inspection.unit, shared):
+                detail = f"slice id {slice_id!r} is also used by unit {other!r}"
+                violations.append(InvariantViolation(code=DUPLICATE_SLICE_ID, detail=detail))
+        if not violations:
+            return None
+        return UnitViolations(
+            unit_id=str(document["_id"]),
+            core_id=_text_or_none(document.get("core_id")),
+            violations=violations,
+            repairable=inspection.repairable,
+        )
+
+    async def _repair_one(
+        self, document: dict[str, Any], report: UnitViolations, shared: SharedSliceIds
+    ) -> UnitRepair | UnitRepairFailure:
+        unit_id = report.unit_id
+
+        def done(changes: list[InvariantViolation], version: Any) -> UnitRepair:
+            number = version if isinstance(version, int) and not isinstance(version, bool) else 0
+            return UnitRepair(unit_id=unit_id, core_id=report.core_id, changes=changes, version=number)
+
+        def failure(reason: str) -> UnitRepairFailure:
+            return UnitRepairFailure(
+                unit_id=unit_id, core_id=report.core_id, violations=report.violations, reason=reason
+            )
+
+        if not report.repairable:
+            if any(p.code == UNREADABLE for p in report.violations):
+                return failure("the stored document is not a valid unit; fix or delete it by hand")
+            return failure(
+                f"a unit's own, core or previous unit id longer than {MAX_ID_LENGTH} characters cannot be "
+                "renamed in place; copy the unit under a shorter id by hand"
+            )
+        current = report
+        adopted = False
+        try:
+            for _ in range(REPAIR_ATTEMPTS):
+                if any(p.code == UNVERSIONED for p in current.violations):
+                    if adopted:
+                        return failure(
+                            "the unit has no version although its derived fields are set, so no save can be "
+                            "guarded; set its version to 1 by hand and run repair again"
+                        )
+                    await self._repository.head(unit_id)  # completes a unit written by another tool, guarded
+                    adopted = True
+                else:
+                    unit = unit_from_document(document)
+                    kept = _release_shared_ids(unit, shared)
+                    renamed = _shorten_slice_ids(unit) + [change for change, _, _ in kept]
+                    try:
+                        stored = await self._repository.save(unit)
+                    except DuplicateSliceId as exc:
+                        return failure(f"{exc}; repair or fix that unit first, then run repair again")
+                    except ConflictError:
+                        pass  # changed meanwhile: re-read and look again
+                    else:
+                        for _, slice_id, keeper in kept:  # the unit keeping the id gets its claim
+                            shared.let_go(slice_id, unit_id)
+                            await self._claims.transfer(slice_id, unit_id, keeper)
+                        renaming = (DUPLICATE_SLICE_ID, ID_TOO_LONG)
+                        fixed = [p for p in current.violations if p.code not in renaming]
+                        return done(fixed + renamed, stored.version)
+                document = await self._reload(unit_id)
+                latest = self._violations(document, shared)
+                if latest is None:  # fixed by the completion above, or by another writer
+                    return done(report.violations if adopted else [], document.get("version"))
+                current = latest
+        except NotFound:
+            return failure("the unit was deleted while it was being repaired")
+        except DuplicateSliceId as exc:
+            return failure(f"{exc}; repair or fix that unit first, then run repair again")
+        except UnitTooLarge as exc:
+            return failure(str(exc))
+        return failure(f"the unit kept changing during {REPAIR_ATTEMPTS} repair attempts; run repair again")
+
+    async def _reload(self, unit_id: str) -> dict[str, Any]:
+        document = await self._units.find_one(live({"_id": unit_id}), max_time_ms=self._max_time_ms)
+        if document is None:
+            raise NotFound(f"no unit {unit_id!r}")
+        return dict(document)
+
+
+def _scope(core_id: str | None) -> dict[str, Any]:
+    """The filter of every unit (erased units' tombstones left out), or of one core's units (which a
+    tombstone, without a core id, is never among)."""
+    return dict(NOT_ERASED) if core_id is None else {"core_id": require_id(core_id, "core_id")}
+
+
+def _shared_ids(unit: MemoryUnit, shared: SharedSliceIds) -> list[tuple[str, str]]:
+    """(slice id, other unit id) for each of the unit's slice ids that another unit also uses."""
+    return shared.of(unit.id, sorted({s.id for s in unit.complete_slices() if s.id}))
+
+
+def _release_shared_ids(
+    unit: MemoryUnit, shared: SharedSliceIds
+) -> list[tuple[InvariantViolation, str, str]]:
+    """Fresh ids for slices whose ids a unit with a smaller id also uses (that unit keeps them): each change,
+    with the id let go and the unit keeping it."""
+    changes: list[tuple[InvariantViolation, str, str]] = []
+    lost: dict[str, str] = {}
+    for slice_id, other in _shared_ids(unit, shared):
+        if other < unit.id:
+            lost[slice_id] = min(other, lost.get(slice_id, other))
+    for piece in unit.slices:
+        if piece is not None and piece.id in lost:
+            fresh, keeper = new_slice_id(), lost[piece.id]
+            detail = f"slice id {piece.id!r} (kept by unit {keeper!r}) is now {fresh!r}"
+            changes.append((InvariantViolation(code=DUPLICATE_SLICE_ID, detail=detail), piece.id, keeper))
+            piece.id = fresh
+    return changes
+
+
+def _shorten_slice_ids(unit: MemoryUnit) -> list[InvariantViolation]:
+    """Fresh ids for slices whose ids are over the id limit (written by another tool)."""
+    changes: list[InvariantViolation] = []
+    for piece in unit.slices:
+        if piece is not None and piece.id is not None and len(piece.id) > MAX_ID_LENGTH:
+            fresh = new_slice_id()
+            detail = f"slice id {abbreviated(piece.id)} is now {fresh!r}"
+            changes.append(InvariantViolation(code=ID_TOO_LONG, detail=detail))
+            piece.id = fresh
+    return changes
+
+
+def _text_or_none(value: Any) -> str | None:
+    return None if value is None else str(value)
+
+
+__all__ = [
+    "CheckReport",
+    "RepairReport",
+    "UnitChecker",
+    "UnitViolations",
+    "UnitRepair",
+    "UnitRepairFailure",
+]

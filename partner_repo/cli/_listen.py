@@ -1,0 +1,148 @@
+"""``partner-repo listen``: run a RollingListener with consumers loaded from import paths.
+
+Runs until SIGINT/SIGTERM, then stops cleanly: in-flight deliveries finish (up to the drain timeout) and the
+group's checkpoint is saved, so the next ``listen`` of the group resumes where this one stopped. With
+``--metrics-port`` it also serves Prometheus metrics (the ``metrics`` extra).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+import click
+
+from partner_repo.cli._consumers import consumer_option, consumer_registry, recall_option, with_recall
+from partner_repo.cli._output import Seconds
+from partner_repo.cli._runtime import connection, fail, run_async
+from partner_repo.cli._signals import stop_on_signals
+from partner_repo.listener import DEFAULT_POLL_INTERVAL, RollingListener
+from partner_repo.listener.observing import (
+    ListenerMetrics,
+    MetricsUnavailable,
+    require_prometheus,
+    serve_metrics,
+)
+from partner_repo.settings import load_settings
+
+log = logging.getLogger("partner_repo.cli.listen")
+"""The command's own lines (started, stopping, stopped) are log records, so ``--log-format json`` keeps
+stderr all JSON for a log shipper."""
+
+
+@click.command("listen")
+@consumer_option("An AfterRolling consumer (an object, or a class built without arguments); repeatable.")
+@recall_option
+@click.option("--group", default="default", show_default=True, help="Listener group (its own checkpoint).")
+@click.option(
+    "--start-from",
+    type=click.Choice(["beginning", "now"]),
+    default="beginning",
+    show_default=True,
+    help="For a new group: deliver the stored history first, or only what is appended from now on.",
+)
+@click.option(
+    "--poll-interval",
+    type=Seconds(positive=True),
+    default=DEFAULT_POLL_INTERVAL,
+    show_default=True,
+    help="Seconds between polls where change streams are unavailable.",
+)
+@click.option(
+    "--source",
+    type=click.Choice(["auto", "polling"]),
+    default="auto",
+    show_default=True,
+    help="auto: the change stream on a replica set, polling elsewhere.",
+)
+@click.option(
+    "--max-attempts",
+    type=click.IntRange(min=1),
+    default=5,
+    show_default=True,
+    help="Attempts per delivery before a dead letter is written.",
+)
+@click.option(
+    "--drain-timeout",
+    type=Seconds(),
+    default=30.0,
+    show_default=True,
+    help="Seconds stop waits for in-flight deliveries.",
+)
+@click.option(
+    "--concurrency",
+    type=click.IntRange(min=1, max=1024),
+    default=None,
+    help="Slices of different units each consumer is handed at once; a unit's go one at a time, in order "
+    "[default: PARTNER_REPO_LISTENER_CONCURRENCY, 1].",
+)
+@click.option(
+    "--metrics-port",
+    type=click.IntRange(min=0, max=65535),
+    default=None,
+    help="Serve Prometheus metrics at http://0.0.0.0:PORT/metrics (needs the metrics extra).",
+)
+@click.pass_context
+def listen(
+    ctx: click.Context,
+    consumer_paths: tuple[str, ...],
+    recall: bool,
+    group: str,
+    start_from: str,
+    poll_interval: float,
+    source: str,
+    max_attempts: int,
+    drain_timeout: float,
+    concurrency: int | None,
+    metrics_port: int | None,
+) -> None:
+    """Deliver every roll to the given consumers until SIGINT/SIGTERM.
+
+    Backfill the recall index of every slice already stored with a group of its own from the beginning:
+    partner-repo listen --group recall --start-from beginning --recall.
+    """
+    target = connection(ctx, "daemon")
+    registry = consumer_registry(consumer_paths, recall=recall)
+    if metrics_port is not None:
+        try:
+            require_prometheus()  # before connecting: the option cannot work as the install stands
+        except MetricsUnavailable as exc:
+            fail(f"--metrics-port: {exc}")
+
+    async def work() -> None:
+        metrics = ListenerMetrics() if metrics_port is not None else None
+        database = await target.open()
+        listener = RollingListener(
+            database,
+            with_recall(registry, database, recall),
+            group=group,
+            poll_interval=poll_interval,
+            start_from=start_from,  # type: ignore[arg-type]
+            source=source,  # type: ignore[arg-type]
+            max_attempts=max_attempts,
+            drain_timeout=drain_timeout,
+            concurrency=concurrency or load_settings().listener_concurrency,
+            observer=metrics,
+        )
+        server = None if metrics is None or metrics_port is None else serve_metrics(metrics, metrics_port)
+        stop = asyncio.Event()
+        with stop_on_signals(stop):
+            try:
+                await listener.start()
+                names = ", ".join(c.name for c in registry.consumers())
+                log.info("listening as group %r for %s; stop with Ctrl-C or SIGTERM", group, names)
+                if server is not None:
+                    log.info("metrics at http://0.0.0.0:%s/metrics", server.port)
+                await stop.wait()
+                log.info("stopping: finishing in-flight deliveries")
+            finally:
+                drained = await listener.stop()
+                if server is not None:
+                    server.close()
+        lag = listener.lag()
+        state = (
+            "checkpoint saved" if drained else "unfinished deliveries are delivered again at the next start"
+        )
+        log.info("stopped: %d delivered, %d dead-lettered; %s", lag.delivered, lag.dead_lettered, state)
+
+    run_async(work)

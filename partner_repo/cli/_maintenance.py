@@ -1,0 +1,181 @@
+"""``partner-repo check``, ``repair`` and ``import-state DIR``: keeping memory sound and bringing it in.
+
+``check`` exits 1 when a unit breaks an invariant, ``repair`` when a unit could not be repaired; both print
+what they found (``--json`` for scripts). ``import-state`` exits 0 even when it skipped items: they are
+reported, never fatal. All three show a progress bar on stderr when it is a terminal.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+
+import click
+from rich.table import Table
+
+from partner_repo.admin import CheckReport, InvariantViolation, RepairReport, UnitChecker
+from partner_repo.cli._output import console, echo_json, json_option
+from partner_repo.cli._progress import counted_progress, progress_bar
+from partner_repo.cli._runtime import EXIT_NOT_FOUND, connection, fail, run_async
+from partner_repo.cli._slices import open_admin, require_core, usage_errors
+from partner_repo.cores import DEFAULT_CORE_ID
+from partner_repo.importing import ImportIssue, ImportReport, import_partner_state, state_directory_problem
+from partner_repo.mongo import MongoDatabase
+
+_core_option = click.option("--core", "core_id", default=None, help="Only this core's units.")
+
+
+@click.command()
+@_core_option
+@json_option
+@click.pass_context
+def check(ctx: click.Context, core_id: str | None, as_json: bool) -> None:
+    """Report every unit that breaks the invariants (exit 1 if any does)."""
+
+    async def work() -> CheckReport:
+        with usage_errors(), counted_progress("checking units", _check_interrupted) as progress:
+            database = await open_admin(ctx)
+            report = await UnitChecker(database).check(core_id, progress=progress)
+        await _known_core(database, core_id, report.units_checked)
+        return report
+
+    report = run_async(work)
+    if as_json:
+        echo_json(report)
+    else:
+        out = console()
+        if report.units:
+            found = ((u.unit_id, u.core_id, v) for u in report.units for v in u.violations)
+            out.print(_violations_table("units breaking the invariants", found))
+        out.print(f"checked {report.units_checked} unit(s): {len(report.units)} with violations")
+        for claim in report.orphan_claims:
+            when = "repair releases it" if claim.releasable else "too recent: a write may be on its way"
+            out.print(f"slice id {claim.slice_id!r}: claimed by unit {claim.unit_id!r}, not held ({when})")
+        if any(u.repairable for u in report.units) or any(c.releasable for c in report.orphan_claims):
+            out.print("run `partner-repo repair` to normalize them")
+    if not report.ok:
+        ctx.exit(EXIT_NOT_FOUND)
+
+
+@click.command()
+@_core_option
+@json_option
+@click.pass_context
+def repair(ctx: click.Context, core_id: str | None, as_json: bool) -> None:
+    """Normalize every broken unit in place (exit 1 if some could not be repaired)."""
+    target = connection(ctx, "write")
+
+    async def work() -> RepairReport:
+        with usage_errors(), progress_bar("repairing units") as progress:
+            database = await target.open()
+            report = await UnitChecker(database).repair(core_id, progress=progress)
+        await _known_core(database, core_id, report.units_checked)
+        return report
+
+    report = run_async(work)
+    if as_json:
+        echo_json(report)
+    else:
+        out = console()
+        if report.repaired:
+            changed = ((u.unit_id, u.core_id, c) for u in report.repaired for c in u.changes)
+            out.print(_violations_table("repaired", changed))
+        if report.failed:
+            failed = Table(title="not repaired", title_justify="left")
+            for name in ("unit", "core", "reason"):
+                failed.add_column(name, overflow="fold", no_wrap=name != "reason")
+            for failure in report.failed:
+                failed.add_row(failure.unit_id, failure.core_id or "-", failure.reason)
+            out.print(failed)
+        out.print(
+            f"checked {report.units_checked} unit(s): {len(report.repaired)} repaired, "
+            f"{len(report.failed)} not repaired, {len(report.released_claims)} slice-id claim(s) released"
+        )
+    if not report.ok:
+        ctx.exit(EXIT_NOT_FOUND)
+
+
+@click.command("import-state")
+@click.argument("directory", type=click.Path(file_okay=False, path_type=Path))
+@click.option("--core", "core_id", default=DEFAULT_CORE_ID, show_default=True, help="Core to import into.")
+@json_option
+@click.pass_context
+def import_state(ctx: click.Context, directory: Path, core_id: str, as_json: bool) -> None:
+    """Import Partner's memory from its state DIRECTORY (core/memory.json, core/memory/memory-unit*.json)."""
+    if not directory.is_dir():
+        raise click.BadParameter(f"{directory} is not a directory", param_hint="DIRECTORY")
+    if (problem := state_directory_problem(directory)) is not None:
+        fail(problem)
+    target = connection(ctx, "write")
+
+    async def work() -> ImportReport:
+        with usage_errors(), counted_progress("importing unit files", _import_interrupted) as progress:
+            database = await target.open()
+            return await import_partner_state(directory, database, core_id=core_id, progress=progress)
+
+    report = run_async(work)
+    if as_json:
+        echo_json(report)
+        return
+    out = console()
+    out.print(
+        f"imported {report.units_imported} new unit(s), {report.messages_imported} message(s), "
+        f"{report.slices_imported} slice(s) into core {report.core_id!r}; "
+        f"{report.units_unchanged} unit(s) already present"
+    )
+    if report.session_id is not None:
+        state = "set to" if report.session_set else "left as is; memory.json names"
+        out.print(f"memory session {state} {report.session_id}")
+    for title, issues in (("skipped", report.skipped), ("notes", report.warnings)):
+        if issues:
+            out.print(_issues_table(title, issues))
+    if report.unknown_keys:
+        out.print(_unknown_keys_table(report.unknown_keys))
+
+
+async def _known_core(database: MongoDatabase, core_id: str | None, units_checked: int) -> None:
+    """:class:`NotFound` for a ``--core`` that names no core (no core document, no unit): a typo, most
+    likely, which "checked 0 unit(s)" would pass over."""
+    if core_id is not None and not units_checked:
+        await require_core(database, core_id)
+
+
+def _check_interrupted(done: int, total: int) -> str:
+    return (
+        f"checked {done} of {total} unit(s) (check only reads: nothing changed); run it again to check them "
+        "all, from the start"
+    )
+
+
+def _import_interrupted(done: int, total: int) -> str:
+    return (
+        f"went through {done} of {total} unit file(s); run the same command again to continue: the units "
+        "already imported are left as they are (counted as already present)"
+    )
+
+
+def _violations_table(title: str, rows: Iterable[tuple[str, str | None, InvariantViolation]]) -> Table:
+    table = Table(title=title, title_justify="left")
+    for name in ("unit", "core", "code", "detail"):
+        table.add_column(name, overflow="fold", no_wrap=name != "detail")
+    for unit_id, core_id, violation in rows:
+        table.add_row(unit_id, core_id or "-", violation.code, violation.detail)
+    return table
+
+
+def _issues_table(title: str, issues: list[ImportIssue]) -> Table:
+    table = Table(title=f"{title} ({len(issues)})", title_justify="left")
+    for name in ("file", "item", "reason"):
+        table.add_column(name, overflow="fold", no_wrap=name != "reason")
+    for issue in issues:
+        table.add_row(issue.file, issue.item, issue.reason)
+    return table
+
+
+def _unknown_keys_table(unknown: dict[str, list[str]]) -> Table:
+    table = Table(title=f"unknown keys, ignored ({len(unknown)} file(s))", title_justify="left")
+    table.add_column("file", overflow="fold", no_wrap=True)
+    table.add_column("keys", overflow="fold")
+    for file, keys in unknown.items():
+        table.add_row(file, ", ".join(keys))
+    return table

@@ -1,0 +1,318 @@
+"""``partner-repo recall CORE QUERY`` and ``partner-repo recall topics CORE``: recall from the command line.
+
+``recall CORE QUERY`` prints the slices :class:`~partner_repo.recall.MemoryRecall` activates for the query,
+best first, each with its raw messages; ``recall topics CORE`` prints the core's topic tree. Both read the
+index :class:`~partner_repo.recall.RecallIndexer` builds (``partner-repo listen --recall``), with the admin
+read preference.
+
+``recall`` is a group whose default command is ``search``: a first argument that is not ``search`` or
+``topics`` is a core, so ``recall CORE QUERY`` is ``recall search CORE QUERY``. A core named ``search`` or
+``topics`` is reached through the explicit form (``recall search topics QUERY``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+import click
+from rich.console import Console, Group, RenderableType
+from rich.table import Table
+
+from partner_repo.cli._output import ISO_DATETIME, console, echo_json, fields, json_option, plain, short, when
+from partner_repo.cli._runtime import run_async
+from partner_repo.cli._slices import open_admin, require_core, speaker, usage_errors
+from partner_repo.clock import utc_now
+from partner_repo.recall import (
+    MAX_LIMIT,
+    MAX_MESSAGES,
+    ActivatedSlice,
+    DateCue,
+    MemoryRecall,
+    TopicNode,
+    date_cues,
+)
+
+DEFAULT_COMMAND = "search"
+MESSAGE_WIDTH = 500
+"""A raw message longer than this is cut in the table (``--json`` gives it whole)."""
+INDEX_HINT = "partner-repo listen --group recall --recall"
+
+
+class RecallGroup(click.Group):
+    """``recall``: a first argument that names no subcommand (nor asks for help) goes to ``search``."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if args and args[0] not in self.commands and args[0] not in ctx.help_option_names:
+            args = [DEFAULT_COMMAND, *args]
+        return super().parse_args(ctx, args)
+
+
+if TYPE_CHECKING:
+    _ZoneParam = click.ParamType[ZoneInfo]
+else:  # click < 8.2 has no generic ParamType
+    _ZoneParam = click.ParamType
+
+
+class TimeZone(_ZoneParam):
+    """An IANA time zone name (``UTC``, ``Europe/Paris``, ``Asia/Shanghai``)."""
+
+    name = "ZONE"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> ZoneInfo:
+        if isinstance(value, ZoneInfo):
+            return value
+        try:
+            return ZoneInfo(str(value).strip())
+        except (ZoneInfoNotFoundError, ValueError):
+            self.fail(
+                f"{value!r} is not a time zone name (e.g. UTC, Europe/Paris, Asia/Shanghai)", param, ctx
+            )
+
+
+@click.group(cls=RecallGroup, subcommand_metavar="CORE QUERY | COMMAND [ARGS]...")
+def recall() -> None:
+    """Recall what a core's memory says about a query: recall CORE QUERY, or recall topics CORE.
+
+    A first argument other than search or topics is a core: recall CORE QUERY is recall search CORE QUERY
+    (for a core named search or topics, write recall search CORE QUERY). Reads the index that listen --recall
+    builds.
+    """
+
+
+@recall.command(DEFAULT_COMMAND)
+@click.argument("core_id", metavar="CORE")
+@click.argument("query")
+@click.option(
+    "--since",
+    type=ISO_DATETIME,
+    default=None,
+    help="Only slices whose conversation went on at or after this (UTC unless it has an offset).",
+)
+@click.option(
+    "--until",
+    type=ISO_DATETIME,
+    default=None,
+    help="Only slices whose conversation began before this (UTC unless it has an offset).",
+)
+@click.option(
+    "--limit", type=click.IntRange(1, MAX_LIMIT), default=10, show_default=True, help="Most slices."
+)
+@click.option(
+    "--max-messages",
+    type=click.IntRange(1, MAX_MESSAGES),
+    default=40,
+    show_default=True,
+    help="Most raw messages, all slices together.",
+)
+@click.option(
+    "--tz",
+    type=TimeZone(),
+    default="UTC",
+    show_default=True,
+    help="The zone the query's dates (yesterday, last week, May 7, 昨天) are read in and days are shown in.",
+)
+@click.option("--why", is_flag=True, help="Show what each part of a score added, and the query's date cues.")
+@json_option
+@click.pass_context
+def search(
+    ctx: click.Context,
+    core_id: str,
+    query: str,
+    since: datetime | None,
+    until: datetime | None,
+    limit: int,
+    max_messages: int,
+    tz: ZoneInfo,
+    why: bool,
+    as_json: bool,
+) -> None:
+    """The slices of CORE that QUERY is about, best first, each with its raw messages.
+
+    A query naming nothing the index knows (no word, topic or date of it) gets the newest slices (found by
+    recent).
+    """
+
+    async def work() -> tuple[list[ActivatedSlice], bool]:
+        with usage_errors():
+            database = await open_admin(ctx)
+            recaller = MemoryRecall(database, tz=tz)
+            found = await recaller.recall(
+                core_id,
+                query,
+                limit=limit,
+                max_messages=max_messages,
+                since=since,
+                until=until,
+                now=now,
+                explain=why,
+            )
+            if found:
+                return found, True
+            indexed = bool(await recaller.topics(core_id))
+            if not indexed:
+                await require_core(database, core_id)
+            return found, indexed
+
+    now = utc_now()
+    found, indexed = run_async(work)
+    cues = date_cues(query, now=now, tz=tz)
+    if as_json:
+        echo_json(
+            {
+                "core_id": core_id,
+                "query": query,
+                "now": plain(now),
+                "tz": tz.key,
+                "since": plain(since),
+                "until": plain(until),
+                "date_cues": [_cue_json(cue) for cue in cues],
+                "slices": [activated_json(piece) for piece in found],
+            }
+        )
+        return
+    out = console()
+    if why:
+        out.print(_cues_line(cues, tz))
+    if not found:
+        out.print(_nothing(core_id, query, indexed, since, until))
+        return
+    messages = sum(len(piece.messages) for piece in found)
+    out.print(
+        f"recalled {len(found)} slice(s), {messages} message(s) of core {core_id!r} for {short(query, 80)!r}"
+    )
+    for number, piece in enumerate(found, 1):
+        out.print(activated_view(piece, number, tz, why=why))
+
+
+@recall.command("topics")
+@click.argument("core_id", metavar="CORE")
+@json_option
+@click.pass_context
+def topics(ctx: click.Context, core_id: str, as_json: bool) -> None:
+    """The topic tree of CORE: every topic path with the number of indexed slices under it."""
+
+    async def work() -> list[TopicNode]:
+        with usage_errors():
+            database = await open_admin(ctx)
+            nodes = await MemoryRecall(database).topics(core_id)
+            if not nodes:
+                await require_core(database, core_id)
+            return nodes
+
+    nodes = run_async(work)
+    if as_json:
+        echo_json(
+            {
+                "core_id": core_id,
+                "topics": [{"path": n.path, "depth": n.depth, "slices": n.slices} for n in nodes],
+            }
+        )
+        return
+    out = console()
+    if not nodes:
+        out.print(_not_indexed(core_id))
+        return
+    out.print(f"topics of core {core_id!r}")
+    out.print(topic_tree(nodes))
+    out.print(f"{len(nodes)} topic(s) over {sum(n.slices for n in nodes if n.depth == 1)} slice(s)")
+
+
+def topic_tree(nodes: Sequence[TopicNode]) -> Table:
+    """The paths as a tree: each node's own name, indented two spaces a level, and its slice count."""
+    table = Table()
+    table.add_column("topic", overflow="fold")
+    table.add_column("slices", justify="right", no_wrap=True)
+    for node in nodes:
+        name = node.path.split("->")[-1]
+        table.add_row("  " * (node.depth - 1) + name, str(node.slices))
+    return table
+
+
+def activated_view(piece: ActivatedSlice, number: int, tz: ZoneInfo, *, why: bool = False) -> RenderableType:
+    """One recalled slice: its ids, day, topic, how it was found and its summary, then its raw messages."""
+    heading = f"[bold]#{number}[/]  score {piece.score:.3f}, found by {', '.join(piece.sources)}"
+    rows = [
+        ("slice", piece.slice_id),
+        ("unit", piece.unit_id),
+        ("day", _span(piece, tz)),
+        ("topic", piece.topic),
+        ("summary", piece.summary),
+    ]
+    if why and piece.why is not None:
+        rows.append(("why", _why(piece.why)))
+    table = Table(show_edge=False, box=None, padding=(0, 1), pad_edge=False)
+    table.add_column("#", justify="right", style="dim", no_wrap=True)
+    table.add_column("role", no_wrap=True)
+    table.add_column("content", overflow="fold")
+    for position, message in zip(piece.positions, piece.messages, strict=True):
+        table.add_row(str(position), speaker(message), short(message.content, MESSAGE_WIDTH))
+    return Group(heading, fields(*rows), table, "")
+
+
+def activated_json(piece: ActivatedSlice) -> dict[str, Any]:
+    """A recalled slice for scripts: every field of :class:`ActivatedSlice`, each message with its
+    position."""
+    return {
+        "slice_id": piece.slice_id,
+        "unit_id": piece.unit_id,
+        "core_id": piece.core_id,
+        "summary": piece.summary,
+        "day": plain(piece.day),
+        "began_at": plain(piece.began_at),
+        "ended_at": plain(piece.ended_at),
+        "topic": piece.topic,
+        "sources": list(piece.sources),
+        "score": piece.score,
+        "why": piece.why,
+        "messages": [
+            {"position": position, **plain(message)}
+            for position, message in zip(piece.positions, piece.messages, strict=True)
+        ],
+    }
+
+
+def print_recalled(out: Console, found: Sequence[ActivatedSlice], tz: ZoneInfo) -> None:
+    """Each recalled slice as ``recall`` prints it (the demo's recall)."""
+    for number, piece in enumerate(found, 1):
+        out.print(activated_view(piece, number, tz))
+
+
+def _span(piece: ActivatedSlice, tz: ZoneInfo) -> str:
+    """The slice's conversation in ``tz``: ``2026-12-02 09:14 to 10:02 UTC`` (the end's day too if it
+    differs)."""
+    began, ended = piece.began_at.astimezone(tz), piece.ended_at.astimezone(tz)
+    end = f"{ended:%H:%M}" if ended.date() == began.date() else f"{ended:%Y-%m-%d %H:%M}"
+    return f"{began:%Y-%m-%d %H:%M} to {end} {tz.key}"
+
+
+def _why(parts: dict[str, float]) -> str:
+    return " + ".join(f"{name} {value:.3f}" for name, value in parts.items())
+
+
+def _cue_json(cue: DateCue) -> dict[str, str]:
+    return {"text": cue.text, "start": cue.start.isoformat(), "end": cue.end.isoformat()}
+
+
+def _cues_line(cues: Sequence[DateCue], tz: ZoneInfo) -> str:
+    if not cues:
+        return "date cues: none in the query"
+    read = ", ".join(
+        f"{cue.text!r} = {cue.start.isoformat()}"
+        + ("" if (cue.end - cue.start).days == 1 else f" to {cue.end.isoformat()} (exclusive)")
+        for cue in cues
+    )
+    return f"date cues ({tz.key}): {read}"
+
+
+def _not_indexed(core_id: str) -> str:
+    return f"core {core_id!r} has no indexed slices yet; index them with:\n  {INDEX_HINT}"
+
+
+def _nothing(core_id: str, query: str, indexed: bool, since: datetime | None, until: datetime | None) -> str:
+    if not indexed:
+        return f"nothing recalled: {_not_indexed(core_id)}"
+    window = (f" since {when(since)}" if since else "") + (f" before {when(until)}" if until else "")
+    return f"nothing recalled from core {core_id!r} for {short(query, 80)!r}{window}"

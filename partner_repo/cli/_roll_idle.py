@@ -1,0 +1,126 @@
+"""``partner-repo roll-idle``: run the idle scheduler as a process of its own (or one pass with ``--once``).
+
+Runs until SIGINT/SIGTERM, finishing the roll in progress; any number of these (and of service processes
+rolling by count) may share a database, the rolling lease gives each core to one roller at a time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import replace
+from datetime import timedelta
+
+import click
+
+from partner_repo.cli._consumers import importable_from_working_directory
+from partner_repo.cli._output import Duration
+from partner_repo.cli._runtime import connection, note_interruption, run_async
+from partner_repo.cli._signals import stop_on_signals
+from partner_repo.errors import InvalidInput
+from partner_repo.events import RollingResult
+from partner_repo.plugins import import_object
+from partner_repo.rolling import RollingService, Summarizer, extractive_summarizer
+from partner_repo.settings import load_settings
+
+log = logging.getLogger("partner_repo.cli.roll_idle")
+"""The scheduler's own lines (started, stopped) are log records, like those of ``listen``."""
+
+
+@click.command("roll-idle")
+@click.option("--once", is_flag=True, help="Do one pass over the idle cores and exit.")
+@click.option(
+    "--idle-after",
+    type=Duration(),
+    default=None,
+    help="How long without interaction before a window is rolled: seconds, PT30M or HH:MM:SS "
+    "[default: PARTNER_REPO_ROLLING_IDLE_AFTER].",
+)
+@click.option(
+    "--check-interval",
+    type=Duration(positive=True),
+    default=None,
+    help="How long between passes, in the same forms [default: PARTNER_REPO_ROLLING_CHECK_INTERVAL].",
+)
+@click.option(
+    "--retain-divisor",
+    type=click.IntRange(min=0),
+    default=None,
+    help="The window keeps 1/N of what was rolled [default: PARTNER_REPO_ROLLING_RETAIN_DIVISOR].",
+)
+@click.option(
+    "--summarizer",
+    "summarizer_path",
+    default=None,
+    metavar="MODULE:NAME",
+    help="A callable (messages) -> str, async or sync [default: the offline extractive summarizer].",
+)
+@click.pass_context
+def roll_idle(
+    ctx: click.Context,
+    once: bool,
+    idle_after: timedelta | None,
+    check_interval: timedelta | None,
+    retain_divisor: int | None,
+    summarizer_path: str | None,
+) -> None:
+    """Roll every idle chat window into memory (and start a new memory session for it)."""
+    target = connection(ctx, "write" if once else "daemon")
+    summarizer = load_summarizer(summarizer_path) if summarizer_path else extractive_summarizer
+    config = load_settings().rolling_config()  # PARTNER_REPO_ROLLING_* from the environment; options win
+    if idle_after is not None:
+        config = replace(config, idle_after=idle_after)
+    if check_interval is not None:
+        config = replace(config, check_interval=check_interval)
+    if retain_divisor is not None:
+        config = replace(config, retain_divisor=retain_divisor)
+
+    async def work() -> None:
+        service = RollingService(await target.open(), summarizer, config)
+        if once:
+            rolled: list[RollingResult] = []
+
+            def echo(result: RollingResult) -> None:
+                rolled.append(result)
+                _echo(result)
+
+            note_interruption(
+                lambda: (
+                    f"{len(rolled)} idle core(s) rolled, each in full; run it again to roll the cores "
+                    "still idle (a roll cut short is taken up again once its lease expires)"
+                )
+            )
+            results = await service.roll_idle(on_rolled=echo)
+            click.echo(f"{len(results)} idle core(s) rolled", err=True)
+            return
+        stop = asyncio.Event()
+        with stop_on_signals(stop):
+            interval = config.check_interval.total_seconds()
+            log.info("rolling idle cores every %gs; stop with Ctrl-C or SIGTERM", interval)
+            await service.run_idle_scheduler(stop, on_rolled=_echo)
+        log.info("stopped")
+
+    run_async(work)
+
+
+def _echo(result: RollingResult) -> None:
+    piece, unit = result.memory_slice, result.memory_unit
+    summary = " ".join(result.summary.split())
+    click.echo(
+        f"rolled core {unit.core_id}: slice {piece.id} [{piece.start_index}, {piece.end_index}) "
+        f"of unit {unit.id}: {summary[:100]}"
+    )
+
+
+def load_summarizer(path: str) -> Summarizer:
+    """The summarizer ``--summarizer`` names (a module of the working directory too); a usage error when it
+    cannot be loaded or is not callable."""
+    importable_from_working_directory()
+    try:
+        found = import_object(path, what="summarizer")
+    except InvalidInput as exc:
+        raise click.BadParameter(str(exc), param_hint="--summarizer") from None
+    if not callable(found):
+        raise click.BadParameter(f"{path!r} is not callable", param_hint="--summarizer")
+    summarizer: Summarizer = found
+    return summarizer

@@ -1,0 +1,181 @@
+"""Ranking recall's candidates: one pure function from what the channels found to the activated slices.
+
+**Slices.** Each candidate slice was found by one or more channels (``text``, ``search``, ``vector``,
+``topic``, ``parent``, ``related``, ``date``, ``recent``). Its score fuses them with Partner's weights::
+
+    slice = w_text · text / best_text                       (BM25 of the whole slice, normalized)
+          + Σ_channel w_channel · (k + 1) / (k + rank)      (reciprocal rank fusion, 1.0 for a first place)
+          + w_recency · 0.5 ^ (age / half_life)
+          + w_activation · activation + w_independence · independence
+
+The text channel enters by its normalized score rather than its rank: BM25 says by how much one slice beats
+another, and that margin matters when the next step picks messages. A related-topic find is scaled by the
+slice's ``diffusion``.
+
+**Messages.** Recall returns raw messages within a budget (``max_messages``), so the unit of choice is the
+message. A message's score is its own BM25 (from the slice's marks, normalized), plus ``slice_share`` of its
+slice's normalized score, plus ``neighbour`` times the best normalized BM25 of the messages next to it in
+the slice (one further away counts ``second_neighbour`` as much): an answer often sits beside the message
+that names the topic. Messages are taken best first into at most ``limit`` slices (and ``per_unit_cap``
+slices of one unit, when set) until the budget is spent; each slice's messages come back in order.
+The defaults were chosen on LoCoMo (``docs/recall.md``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from partner_repo.recall._topics import TopicProfile
+
+CHANNELS = ("text", "search", "vector", "topic", "parent", "related", "date", "recent")
+
+
+def _default_channels() -> dict[str, float]:
+    return {
+        "text": 1.0,
+        "search": 0.4,
+        "vector": 0.6,
+        "topic": 0.3,
+        "parent": 0.1,
+        "related": 0.2,
+        "date": 0.6,
+        "recent": 0.05,
+    }
+
+
+@dataclass(frozen=True)
+class RecallWeights:
+    """The knobs of :func:`rank` (see the module docstring for where each one enters)."""
+
+    channels: Mapping[str, float] = field(default_factory=_default_channels)
+    rank_constant: int = 10
+    recency: float = 0.05
+    half_life_days: float = 30.0
+    activation: float = 0.05
+    independence: float = 0.02
+    slice_share: float = 0.4
+    neighbour: float = 0.5
+    second_neighbour: float = 0.5
+    per_unit_cap: int | None = None
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One slice a channel found: where it is, what it says, and what ranking needs."""
+
+    unit_id: str
+    slice_id: str
+    summary: str
+    start: int
+    end: int
+    began_at: datetime
+    ended_at: datetime
+    topic: str
+    profile: TopicProfile
+    text: float
+    marks: Mapping[str, Sequence[tuple[int, float]]]
+    ranks: Mapping[str, int]
+
+
+@dataclass(frozen=True)
+class Ranked:
+    """A slice :func:`rank` activated: its score, why, and the offsets of its chosen messages in order."""
+
+    candidate: Candidate
+    score: float
+    why: dict[str, float]
+    offsets: list[int]
+
+
+def rank(
+    candidates: Sequence[Candidate],
+    idf: Mapping[str, float],
+    *,
+    now: datetime,
+    limit: int,
+    max_messages: int,
+    weights: RecallWeights | None = None,
+) -> list[Ranked]:
+    """The activated slices, best first, each with the offsets of its chosen messages (see the module)."""
+    weights = weights or RecallWeights()
+    if not candidates or limit <= 0 or max_messages <= 0:
+        return []
+    best_text = max((candidate.text for candidate in candidates), default=0.0)
+    whys = [_why(candidate, best_text, now, weights) for candidate in candidates]
+    scores = [sum(why.values()) for why in whys]
+    best_slice = max(scores) or 1.0
+    messages = [_message_scores(candidate, idf) for candidate in candidates]
+    best_message = max((max(scores_, default=0.0) for scores_ in messages), default=0.0) or 1.0
+    choices: list[tuple[float, int, int]] = []
+    for index, own in enumerate(messages):
+        normalized = [value / best_message for value in own]
+        share = weights.slice_share * scores[index] / best_slice
+        for offset in range(len(normalized)):
+            near = _neighbourhood(normalized, offset, weights.second_neighbour)
+            value = normalized[offset] + share + weights.neighbour * near
+            choices.append((value, index, offset))
+    choices.sort(key=lambda choice: (-choice[0], -scores[choice[1]], choice[1], choice[2]))
+    taken: dict[int, list[int]] = {}
+    per_unit: dict[str, int] = {}
+    budget = max_messages
+    for _, index, offset in choices:
+        if budget == 0:
+            break
+        if index not in taken:
+            unit_id = candidates[index].unit_id
+            cap = weights.per_unit_cap
+            if len(taken) >= limit or (cap is not None and per_unit.get(unit_id, 0) >= cap):
+                continue
+            taken[index] = []
+            per_unit[unit_id] = per_unit.get(unit_id, 0) + 1
+        taken[index].append(offset)
+        budget -= 1
+    order = sorted(taken, key=lambda index: (-scores[index], index))
+    return [
+        Ranked(candidate=candidates[i], score=round(scores[i], 6), why=whys[i], offsets=sorted(taken[i]))
+        for i in order
+    ]
+
+
+def _why(candidate: Candidate, best_text: float, now: datetime, weights: RecallWeights) -> dict[str, float]:
+    why: dict[str, float] = {}
+    for channel, place in candidate.ranks.items():
+        weight = weights.channels.get(channel, 0.0)
+        if channel == "text":
+            value = weight * (candidate.text / best_text if best_text > 0 else 0.0)
+        else:
+            value = weight * (weights.rank_constant + 1) / (weights.rank_constant + place)
+            if channel == "related":
+                value *= candidate.profile.diffusion
+        if value:
+            why[channel] = round(value, 6)
+    age_days = max((now - candidate.ended_at).total_seconds(), 0.0) / 86400
+    why["recency"] = round(weights.recency * 0.5 ** (age_days / weights.half_life_days), 6)
+    why["activation"] = round(weights.activation * candidate.profile.activation, 6)
+    why["independence"] = round(weights.independence * candidate.profile.independence, 6)
+    return why
+
+
+def _message_scores(candidate: Candidate, idf: Mapping[str, float]) -> list[float]:
+    size = max(candidate.end - candidate.start, 0)
+    scores = [0.0] * size
+    for term, marks in candidate.marks.items():
+        weight = idf.get(term, 0.0)
+        for offset, value in marks:
+            if 0 <= offset < size:
+                scores[int(offset)] += weight * value
+    return scores
+
+
+def _neighbourhood(scores: Sequence[float], offset: int, second: float) -> float:
+    near = 0.0
+    for distance, factor in ((1, 1.0), (2, second)):
+        for other in (offset - distance, offset + distance):
+            if 0 <= other < len(scores):
+                near = max(near, factor * scores[other])
+    return near
+
+
+__all__ = ["CHANNELS", "Candidate", "RecallWeights", "Ranked", "rank"]
