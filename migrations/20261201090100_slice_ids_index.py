@@ -28,8 +28,7 @@ from beanie import Document, free_fall_migration
 from pymongo import ASCENDING, IndexModel
 from pymongo.errors import OperationFailure
 
-from partner_repo.mongo import driver
-from partner_repo.mongo._topology import topology_of
+from partner_repo.mongo import driver, topology_of
 
 UNITS = "memory_units"
 

@@ -30,8 +30,7 @@ from pymongo import ASCENDING, IndexModel
 from pymongo.errors import BulkWriteError, OperationFailure
 
 from partner_repo.clock import utc_now
-from partner_repo.mongo import driver
-from partner_repo.mongo._topology import topology_of
+from partner_repo.mongo import driver, topology_of
 
 UNITS = "memory_units"
 CLAIMS = "slice_id_claims"

@@ -214,7 +214,8 @@ class SliceQueries:
         Empty for an empty range; :class:`NotFound` when the unit does not exist.
         """
         unit_id = require_id(unit_id, "unit_id")
-        first, stop = max(require_int(start, "start"), 0), max(require_int(end, "end"), 0)
+        first = max(require_int(start, "start"), 0)
+        stop = max(require_int(end, "end"), 0)
         if stop <= first:
             return []
         document = await self._units.find_one(

@@ -12,16 +12,12 @@ import contextlib
 import logging
 import time
 from types import TracebackType
-from typing import Any, Literal
+from typing import Any
 
 from partner_repo.errors import InvalidInput, PartnerRepoError
-from partner_repo.listener._options import (
-    MAX_CONCURRENCY,
-    consumer_concurrency,
-    require_count,
-    require_seconds,
-)
+from partner_repo.listener._options import ListenerOptions, SourceChoice, consumer_concurrency
 from partner_repo.listener.delivery import (
+    AfterRolling,
     AfterRollingRegistry,
     Backoff,
     DeliveryPipeline,
@@ -35,6 +31,7 @@ from partner_repo.listener.state import (
     DeadLetter,
     DeadLetterRepository,
     ErasureLog,
+    GroupCheckpoint,
     GroupLease,
     ListenerCheckpoints,
     ListenerLag,
@@ -45,11 +42,8 @@ from partner_repo.listener.state import (
 from partner_repo.listener.stream import GroupSources, UnreadableUnits, take_history_as_delivered
 from partner_repo.mongo import MongoDatabase
 from partner_repo.units import MemoryUnitRepository
-from partner_repo.validation import require_id
 
 logger = logging.getLogger("partner_repo.listener")
-
-SourceChoice = Literal["auto", "polling"]
 
 DEFAULT_POLL_INTERVAL = 1.0
 """Seconds between polling passes (and the longest a change-stream read waits before the idle token is
@@ -91,37 +85,41 @@ class RollingListener:
         concurrency: int = 1,
         observer: ListenerObserver | None = None,
     ) -> None:
-        if not isinstance(registry, AfterRollingRegistry):
-            raise InvalidInput(f"registry must be an AfterRollingRegistry, got {type(registry).__name__}")
-        self._group = require_id(group, "group")
-        self._poll_interval = require_seconds(poll_interval, "poll_interval")
-        self._drain_timeout = require_seconds(drain_timeout, "drain_timeout", allow_zero=True)
-        ttl = require_seconds(lease_ttl, "lease_ttl")
-        self._consume_timeout = (
-            None if consume_timeout is None else require_seconds(consume_timeout, "consume_timeout")
+        options = ListenerOptions.checked(
+            registry,
+            group=group,
+            poll_interval=poll_interval,
+            start_from=start_from,
+            source=source,
+            max_attempts=max_attempts,
+            backoff=backoff,
+            max_pending=max_pending,
+            consume_timeout=consume_timeout,
+            drain_timeout=drain_timeout,
+            lease_ttl=lease_ttl,
+            concurrency=concurrency,
+            observer=observer,
         )
-        if start_from not in ("beginning", "now"):
-            raise InvalidInput(f"start_from must be 'beginning' or 'now', got {start_from!r}")
-        if source not in ("auto", "polling"):
-            raise InvalidInput(f"source must be 'auto' or 'polling', got {source!r}")
-        self._max_attempts = require_count(max_attempts, "max_attempts")
-        self._max_pending = require_count(max_pending, "max_pending")
-        self._concurrency = require_count(concurrency, "concurrency", maximum=MAX_CONCURRENCY)
-        if backoff is not None and not isinstance(backoff, Backoff):
-            raise InvalidInput(f"backoff must be a Backoff, got {type(backoff).__name__}")
-        if observer is not None and not isinstance(observer, ListenerObserver):
-            raise InvalidInput(f"observer must be a ListenerObserver, got {type(observer).__name__}")
+        self._group = options.group
+        self._poll_interval = options.poll_interval
+        self._drain_timeout = options.drain_timeout
+        self._consume_timeout = options.consume_timeout
+        self._max_attempts = options.max_attempts
+        self._max_pending = options.max_pending
+        self._concurrency = options.concurrency
         self._database = database
         self._registry = registry
-        self._start_from: StartFrom = start_from
-        self._source_choice: SourceChoice = source
-        self._backoff = backoff or Backoff()
-        self._observer = observer
-        self._watch = GuardedObserver(observer)
+        self._start_from = options.start_from
+        self._source_choice = options.source
+        self._backoff = options.backoff
+        self._observer = options.observer
+        self._watch = GuardedObserver(options.observer)
         self._units = MemoryUnitRepository(database, majority_reads=True)  # what it hands out stays
         self._checkpoints = ListenerCheckpoints(database, self._group)
         self._dead_letters = DeadLetterRepository(database)
-        self._lease = GroupLease(self._checkpoints, owner=new_owner_id(), ttl=ttl, vitals=self._vitals)
+        self._lease = GroupLease(
+            self._checkpoints, owner=new_owner_id(), ttl=options.lease_ttl, vitals=self._vitals
+        )
         self._unreadable = UnreadableUnits(self._group)
         self._concurrency_of: dict[str, int] = {}
         self._sampler: asyncio.Task[None] | None = None
@@ -174,43 +172,10 @@ class RollingListener:
         if not consumers:
             raise InvalidInput("register at least one AfterRolling consumer before starting a listener")
         self._concurrency_of = {c.name: consumer_concurrency(c, self._concurrency) for c in consumers}
-        last_erasure = await ErasureLog(self._database).last_seq()  # a new group's erasure cursor
-        checkpoint = await self._checkpoints.open_group(self._start_from, erasure_seq=last_erasure)
-        if checkpoint.start_from != self._start_from:
-            logger.info(
-                "listener group %r exists (started from %r); start_from=%r applies only to new groups",
-                self._group,
-                checkpoint.start_from,
-                self._start_from,
-            )
-        if checkpoint.baseline_pending:
-            await take_history_as_delivered(self._units, self._checkpoints, self._unreadable)
+        checkpoint = await self._open_group()
         active = await self._lease.try_acquire()
-        self._pipeline = DeliveryPipeline(
-            self._checkpoints,
-            self._units,
-            self._dead_letters,
-            consumers,
-            max_attempts=self._max_attempts,
-            backoff=self._backoff,
-            max_pending=self._max_pending,
-            consume_timeout=self._consume_timeout,
-            last_delivered_slice_at=checkpoint.last_delivered_slice_at,
-            concurrency=self._concurrency_of,
-            observer=self._observer,
-        )
+        self._pipeline, self._erasures = self._delivery(consumers, checkpoint)
         self._pipeline.start()
-        self._erasures = ErasureDelivery(
-            self._database,
-            self._checkpoints,
-            self._dead_letters,
-            consumers,
-            delivering=self._pipeline.delivering,
-            interval=self._poll_interval,
-            max_attempts=self._max_attempts,
-            backoff=self._backoff,
-            consume_timeout=self._consume_timeout,
-        )
         self._stopping = asyncio.Event()
         self._term_over = asyncio.Event()
         self._sources.ready = asyncio.Event()
@@ -227,6 +192,53 @@ class RollingListener:
             self._concurrency_of,
             "" if self._active else " (standing by: another listener holds the group)",
         )
+
+    async def _open_group(self) -> GroupCheckpoint:
+        """The group's checkpoint, created on its first start (from the newest erasure on: a new group has
+        none of the erased slices to forget); a group started from "now" first takes the history as
+        delivered."""
+        last_erasure = await ErasureLog(self._database).last_seq()  # a new group's erasure cursor
+        checkpoint = await self._checkpoints.open_group(self._start_from, erasure_seq=last_erasure)
+        if checkpoint.start_from != self._start_from:
+            logger.info(
+                "listener group %r exists (started from %r); start_from=%r applies only to new groups",
+                self._group,
+                checkpoint.start_from,
+                self._start_from,
+            )
+        if checkpoint.baseline_pending:
+            await take_history_as_delivered(self._units, self._checkpoints, self._unreadable)
+        return checkpoint
+
+    def _delivery(
+        self, consumers: list[AfterRolling], checkpoint: GroupCheckpoint
+    ) -> tuple[DeliveryPipeline, ErasureDelivery]:
+        """What delivers the group's slices and its erasures to ``consumers``, not started yet."""
+        pipeline = DeliveryPipeline(
+            self._checkpoints,
+            self._units,
+            self._dead_letters,
+            consumers,
+            max_attempts=self._max_attempts,
+            backoff=self._backoff,
+            max_pending=self._max_pending,
+            consume_timeout=self._consume_timeout,
+            last_delivered_slice_at=checkpoint.last_delivered_slice_at,
+            concurrency=self._concurrency_of,
+            observer=self._observer,
+        )
+        erasures = ErasureDelivery(
+            self._database,
+            self._checkpoints,
+            self._dead_letters,
+            consumers,
+            delivering=pipeline.delivering,
+            interval=self._poll_interval,
+            max_attempts=self._max_attempts,
+            backoff=self._backoff,
+            consume_timeout=self._consume_timeout,
+        )
+        return pipeline, erasures
 
     async def stop(self, *, drain_timeout: float | None = None) -> bool:
         """Stop reading, let in-flight deliveries finish and save the checkpoint.

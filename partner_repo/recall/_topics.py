@@ -14,12 +14,12 @@ neutral one: the default cannot judge activation, and a neutral profile leaves r
 
 from __future__ import annotations
 
-import asyncio
-import inspect
 from collections.abc import Awaitable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
+from partner_repo.callables import call
+from partner_repo.callables import call as called  # noqa: F401  (its 0.4 name here)
 from partner_repo.errors import InvalidInput
 from partner_repo.models import Message
 
@@ -109,21 +109,9 @@ def checked_topic(topic: object, extractor: object) -> Topic:
     return topic
 
 
-async def called(function: Any, argument: Any) -> Any:
-    """``function(argument)``: awaited on the loop when it is a coroutine function, else run in a worker
-    thread (a blocking LLM client never stalls the listener), as consumers and summarizers are."""
-    method = getattr(function, "__call__", None)  # noqa: B004 - the method itself, to inspect it
-    if inspect.iscoroutinefunction(function) or inspect.iscoroutinefunction(method):
-        return await function(argument)
-    outcome = await asyncio.to_thread(function, argument)
-    if inspect.isawaitable(outcome):
-        outcome = await outcome
-    return outcome
-
-
 async def extract(extractor: TopicExtractor, request: TopicRequest) -> Topic:
     """Run ``extractor`` (a plain function in a worker thread) and check what it gives."""
-    outcome = await called(extractor, request)
+    outcome = await call(extractor, request)  # a plain function in a worker thread (partner_repo.callables)
     return checked_topic(outcome, extractor)
 
 

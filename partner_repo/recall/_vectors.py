@@ -14,8 +14,8 @@ import math
 from collections.abc import Awaitable, Sequence
 from typing import Any, Protocol, runtime_checkable
 
+from partner_repo.callables import call
 from partner_repo.errors import InvalidInput
-from partner_repo.recall._topics import called
 
 MAX_DIMENSIONS = 8192
 
@@ -32,7 +32,7 @@ class Embedder(Protocol):
 
 async def embed(embedder: Embedder, texts: Sequence[str]) -> list[list[float]]:
     """The vectors of ``texts``, checked: one per text, the same dimension, finite numbers."""
-    outcome = await called(embedder, list(texts))
+    outcome = await call(embedder, list(texts))
     vectors = [list(vector) for vector in outcome]
     if len(vectors) != len(texts):
         raise InvalidInput(

@@ -2,10 +2,10 @@
 
 Any callable ``(messages) -> str`` will do, async or not; in production it calls an LLM (see
 ``docs/rolling.md``). :func:`as_async_summarizer` decides once, when a service is built, how it is called:
-a coroutine function (or an object whose ``__call__`` is one) is awaited on the event loop; any other callable
-runs in a worker thread (``asyncio.to_thread``) so a blocking call never stalls the loop (nor the lease
-renewal that runs there while it summarizes), and an awaitable it returns (a ``lambda`` around an async
-function) is awaited on the loop.
+a coroutine function (or an object whose ``__call__`` is one) is awaited on the event loop; any other
+callable runs in a worker thread (:mod:`partner_repo.callables`) so a blocking call never stalls the loop (nor
+the lease renewal that runs there while it summarizes), and an awaitable it returns (a ``lambda`` around an
+async function) is awaited on the loop.
 The shipped :class:`ExtractiveSummarizer` is a deterministic, offline stand-in: it picks the most
 representative sentences of the increment by word frequency. It needs no network and gives the same summary
 for the same messages, which is what tests, demos and simulations want; it does not paraphrase or infer.
@@ -13,14 +13,13 @@ for the same messages, which is what tests, demos and simulations want; it does 
 
 from __future__ import annotations
 
-import asyncio
-import inspect
 import re
 from collections import Counter
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Protocol, cast
 
+from partner_repo.callables import as_async
 from partner_repo.errors import InvalidInput
 from partner_repo.models import Message
 
@@ -43,13 +42,8 @@ AsyncSummarize = Callable[[list[Message]], Awaitable[object]]
 
 
 def as_async_summarizer(summarizer: object) -> AsyncSummarize:
-    """``summarizer`` in the one form a service awaits, decided once (not at every roll).
-
-    - a coroutine function, or an object whose ``__call__`` is one (such as :class:`ExtractiveSummarizer`):
-      called and awaited on the event loop, as given;
-    - any other callable: called in a worker thread with ``asyncio.to_thread``; when what it returns is
-      awaitable (``lambda messages: llm.summarize(messages)`` around an async method), that is awaited on the
-      event loop. A sync callable that needs the running event loop itself must be made async.
+    """``summarizer`` in the one form a service awaits, decided once (not at every roll): an async one is
+    awaited on the event loop, any other callable runs in a worker thread (:mod:`partner_repo.callables`).
 
     Anything not callable is refused with :class:`InvalidInput` at once, instead of every roll storing the
     exception summary. What the summarizer returns is checked by the service, at each roll.
@@ -58,24 +52,7 @@ def as_async_summarizer(summarizer: object) -> AsyncSummarize:
         raise InvalidInput(
             f"summarizer must be callable (an async or a plain function), got {type(summarizer).__name__}"
         )
-    if _is_async(summarizer):
-        return cast(AsyncSummarize, summarizer)
-    blocking: Callable[[list[Message]], object] = summarizer
-
-    async def in_a_thread(messages: list[Message]) -> object:
-        summary = await asyncio.to_thread(blocking, messages)
-        if inspect.isawaitable(summary):
-            return await summary
-        return summary
-
-    return in_a_thread
-
-
-def _is_async(summarizer: Callable[..., object]) -> bool:
-    if inspect.iscoroutinefunction(summarizer):
-        return True
-    call = getattr(summarizer, "__call__", None)  # noqa: B004 - the method itself, to inspect it
-    return call is not None and inspect.iscoroutinefunction(call)
+    return as_async(cast(Callable[[list[Message]], object], summarizer))
 
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")

@@ -167,7 +167,8 @@ class MemoryUnitRepository:
 
     async def tail_messages(self, unit_id: str, n: int) -> list[Message]:
         """The last ``n`` messages of a unit (empty when there is no such unit), without reading the rest."""
-        return [] if (tail := await self.tail(unit_id, n)) is None else tail.messages
+        tail = await self.tail(unit_id, n)
+        return [] if tail is None else tail.messages
 
     async def tail(self, unit_id: str, n: int) -> UnitTail | None:
         """The last ``n`` messages of a unit and its head, in one read (the head is remembered)."""
@@ -297,7 +298,8 @@ class MemoryUnitRepository:
 
     async def seal(self, unit_id: str, *, version: int) -> bool:
         """Seal a full unit a roll continues in a new one, while it is at ``version`` (:mod:`.marks`)."""
-        self._heads.forget(unit_id := require_id(unit_id, "unit_id"))
+        unit_id = require_id(unit_id, "unit_id")
+        self._heads.forget(unit_id)
         return await seal(self._units, unit_id, require_count(version, "version"))
 
     async def delete(self, unit_id: str) -> bool:

@@ -109,7 +109,7 @@ async def as_documented(database: Any) -> Topology:
 def recorded() -> Recorder:
     recorder = Recorder()
     with pytest.MonkeyPatch.context() as patch:
-        for module in ("partner_repo.mongo._topology", "partner_repo.mongo._database"):
+        for module in ("partner_repo.mongo", "partner_repo.mongo._topology", "partner_repo.mongo._database"):
             patch.setattr(f"{module}.topology_of", as_documented)
         asyncio.run(_main_flows(recorder))
     kinds = Counter((flow, r.kind) for flow, r, _ in recorder.routes())

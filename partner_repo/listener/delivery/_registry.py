@@ -17,6 +17,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
+from partner_repo.callables import as_async
 from partner_repo.errors import InvalidInput
 from partner_repo.events import RollingResult
 
@@ -70,20 +71,7 @@ def _call(consumer: object, method: str, *, optional: bool = False) -> Call | No
         raise InvalidInput(
             f"{label}: `{method}` must be an `async def` or a plain `def` method, got {_kind(function)}"
         )
-    if inspect.iscoroutinefunction(function) or inspect.iscoroutinefunction(
-        getattr(function, "__call__", None)  # noqa: B004 - the method itself, to inspect it
-    ):
-        awaited: Call = function
-        return awaited
-    blocking: Callable[[Any], object] = function
-
-    async def in_a_thread(argument: Any) -> object:
-        outcome = await asyncio.to_thread(blocking, argument)
-        if inspect.isawaitable(outcome):
-            return await outcome
-        return outcome
-
-    return in_a_thread
+    return as_async(function)
 
 
 def _kind(function: object) -> str:
