@@ -19,8 +19,9 @@ SECTION = "## Testing a service that uses partner-repo"
 
 
 def readme_example() -> str:
-    """The Python block of the README's section on testing a service."""
-    section = (ROOT / "README.md").read_text().split(SECTION, 1)[1].split("\n## ", 1)[0]
+    """The Python block of the documented section on testing a service (docs/testing.md; the README points
+    there)."""
+    section = (ROOT / "docs" / "testing.md").read_text().split(SECTION, 1)[1].split("\n## ", 1)[0]
     (code,) = re.findall(r"^```python\n(.*?)^```", section, re.S | re.M)
     return code
 
