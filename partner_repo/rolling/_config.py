@@ -57,19 +57,9 @@ class RollingConfig:
 
     def __post_init__(self) -> None:
         _integer(self.trigger_limit, "trigger_limit", minimum=2)
-        _integer(self.trigger_bytes, "trigger_bytes", minimum=1)
-        if self.trigger_bytes > MAX_DOCUMENT_BYTES:
-            raise InvalidInput(
-                f"trigger_bytes must not exceed MongoDB's {MAX_DOCUMENT_BYTES}-byte document limit, "
-                f"got {self.trigger_bytes}"
-            )
+        _document_bytes(self.trigger_bytes, "trigger_bytes")
         _integer(self.retain_divisor, "retain_divisor", minimum=0)
-        _integer(self.unit_soft_limit_bytes, "unit_soft_limit_bytes", minimum=1)
-        if self.unit_soft_limit_bytes > MAX_DOCUMENT_BYTES:
-            raise InvalidInput(
-                f"unit_soft_limit_bytes must not exceed MongoDB's {MAX_DOCUMENT_BYTES}-byte document limit, "
-                f"got {self.unit_soft_limit_bytes}"
-            )
+        _document_bytes(self.unit_soft_limit_bytes, "unit_soft_limit_bytes")
         _duration(self.idle_after, "idle_after", allow_zero=True)
         _duration(self.check_interval, "check_interval", allow_zero=False)
         _duration(self.lease_duration, "lease_duration", allow_zero=False)
@@ -95,11 +85,21 @@ class RollingConfig:
         return self.summarize_timeout * self.summarize_attempts + waits
 
 
-def _integer(value: object, name: str, *, minimum: int) -> None:
+def _document_bytes(value: object, name: str) -> None:
+    """A positive byte count that a MongoDB document can hold."""
+    count = _integer(value, name, minimum=1)
+    if count > MAX_DOCUMENT_BYTES:
+        raise InvalidInput(
+            f"{name} must not exceed MongoDB's {MAX_DOCUMENT_BYTES}-byte document limit, got {count}"
+        )
+
+
+def _integer(value: object, name: str, *, minimum: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise InvalidInput(f"{name} must be an integer, got {type(value).__name__}")
     if value < minimum:
         raise InvalidInput(f"{name} must be at least {minimum}, got {value}")
+    return value
 
 
 def _duration(value: object, name: str, *, allow_zero: bool) -> None:
