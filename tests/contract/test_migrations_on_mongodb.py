@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import real_database
 
 from partner_repo import (
     DuplicateSliceId,
@@ -30,6 +29,7 @@ from partner_repo import (
 from partner_repo.admin._inspection import normalization_violations
 from partner_repo.mongo._indexes import ALL_INDEXES, CORES, UNITS
 from partner_repo.mongo._storage import bson_size
+from tests.conftest import real_database
 
 pytestmark = pytest.mark.integration
 

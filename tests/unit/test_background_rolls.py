@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from rolling_support import T0, numbered
 
 from partner_repo import (
     InvalidInput,
@@ -22,6 +21,7 @@ from partner_repo import (
     RollingResult,
     RollingService,
 )
+from tests.unit.rolling_support import T0, numbered
 
 CONFIG = RollingConfig(trigger_limit=4, retain_divisor=4)
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "rolling.md"

@@ -8,7 +8,6 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from rolling_support import T0
 
 from partner_repo import (
     InvalidInput,
@@ -21,6 +20,7 @@ from partner_repo import (
 )
 from partner_repo.mongo._indexes import CORES
 from partner_repo.mongo._storage import messages_bytes
+from tests.unit.rolling_support import T0
 
 MIB = 1024 * 1024
 

@@ -7,7 +7,6 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from admin_support import T0, insert_raw, raw_unit, seed_unit
 
 from partner_repo import (
     MemoryUnitRepository,
@@ -18,6 +17,7 @@ from partner_repo import (
 )
 from partner_repo.mongo._indexes import UNITS
 from partner_repo.mongo._storage import bson_size
+from tests.unit.admin_support import T0, insert_raw, raw_unit, seed_unit
 
 
 def codes(report: UnitViolations) -> set[str]:

@@ -12,12 +12,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from admin_support import at, insert_raw, raw_unit, seed_unit
-from cli_support import commands_open
 from click.testing import CliRunner, Result
 
 from partner_repo import in_memory_database, init_repository
 from partner_repo.cli import main
+from tests.unit.admin_support import at, insert_raw, raw_unit, seed_unit
+from tests.unit.cli_support import commands_open
 
 
 @pytest.fixture

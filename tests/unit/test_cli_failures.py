@@ -11,8 +11,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from admin_support import at, seed_unit
-from cli_support import commands_open
 from click.testing import CliRunner, Result
 
 import partner_repo.importing._importer as importer
@@ -20,6 +18,8 @@ from partner_repo import SliceQueries, in_memory_database, init_repository
 from partner_repo.admin._check import UnitChecker
 from partner_repo.cli import main
 from partner_repo.rolling._service import RollingService
+from tests.unit.admin_support import at, seed_unit
+from tests.unit.cli_support import commands_open
 
 CONSUMER = "partner_repo.listener.examples:print_consumer"
 NOT_UTF8 = "x\udcff"  # what Python makes of the bytes x\xff in sys.argv

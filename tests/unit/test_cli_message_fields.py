@@ -7,11 +7,11 @@ import json
 from typing import Any
 
 import pytest
-from cli_support import commands_open
 from click.testing import CliRunner
 
 from partner_repo import MemoryUnitRepository, Message, in_memory_database, init_repository
 from partner_repo.cli import main
+from tests.unit.cli_support import commands_open
 
 TURN = [
     Message(role="user", content="Weather in Kyoto?", name="ada"),

@@ -9,7 +9,6 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from cli_support import commands_open, listen_stops
 from click.testing import CliRunner, Result
 
 from partner_repo import (
@@ -27,6 +26,7 @@ from partner_repo import (
 from partner_repo.cli import consumers as consumers_module
 from partner_repo.cli import main
 from partner_repo.recall import MemoryRecall, RecallIndexer
+from tests.unit.cli_support import commands_open, listen_stops
 
 T0 = datetime(2026, 11, 20, 9, 0, tzinfo=UTC)
 LATE = datetime(2026, 11, 25, 23, 30, tzinfo=UTC)  # already 26 November in Shanghai

@@ -8,12 +8,12 @@ import uuid
 from typing import Any
 
 import pytest
-from admin_support import T0, at, insert_raw, raw_unit, seed_unit
-from cli_support import commands_open
 from click.testing import CliRunner
 
 from partner_repo import DeadLetterRepository, in_memory_database, init_repository
 from partner_repo.cli import main
+from tests.unit.admin_support import T0, at, insert_raw, raw_unit, seed_unit
+from tests.unit.cli_support import commands_open
 
 SLICE = str(uuid.UUID(int=1))
 UNIT = str(uuid.UUID(int=2))

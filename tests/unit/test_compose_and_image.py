@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 import yaml
-from cli_support import parse_cli
+
+from tests.unit.cli_support import parse_cli
 
 ROOT = Path(__file__).resolve().parents[2]
 PROCESSES = ("migrate", "listener", "roller")

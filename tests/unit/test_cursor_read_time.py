@@ -5,12 +5,12 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from admin_support import seed_unit
 from bson import Int64, Timestamp
 
 from partner_repo import SliceQueries
 from partner_repo.admin._cursor import MAX_CLUSTER_TIME_BYTES, CursorCodec, ReadTime, SliceKey
 from partner_repo.admin._filters import SliceFilter
+from tests.unit.admin_support import seed_unit
 
 T0 = datetime(2024, 3, 1, 9, 0, tzinfo=UTC)
 CLUSTER_TIME = {

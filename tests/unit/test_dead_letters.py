@@ -5,9 +5,8 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
-from listener_support import T0, Recorder, append, registry_of
-
 from partner_repo import DeadLetterRepository, MemoryUnitRepository, replay_dead_letters
+from tests.unit.listener_support import T0, Recorder, append, registry_of
 
 
 async def letter_for(

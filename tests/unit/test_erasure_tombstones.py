@@ -16,8 +16,6 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from conftest import YieldingDatabase, until
-from listener_support import Recorder, quick_listener, registry_of
 from pymongo.errors import DuplicateKeyError
 
 from partner_repo import (
@@ -35,7 +33,9 @@ from partner_repo import (
 )
 from partner_repo.mongo._indexes import CHECKPOINTS, TOMBSTONE_RETENTION, UNITS
 from partner_repo.units._append import APPEND_PATIENCE_S
+from tests.conftest import YieldingDatabase, until
 from tests.erasure_support import T0, remember
+from tests.unit.listener_support import Recorder, quick_listener, registry_of
 
 WEEK_S = 7 * 24 * 60 * 60
 

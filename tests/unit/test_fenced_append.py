@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from rolling_support import numbered
 
 from partner_repo import MemoryUnitRepository, StaleIncrement
+from tests.unit.rolling_support import numbered
 
 
 @pytest.fixture

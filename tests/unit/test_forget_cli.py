@@ -7,13 +7,13 @@ import json
 from typing import Any
 
 import pytest
-from cli_support import commands_open
 from click.testing import CliRunner, Result
 
 from partner_repo import MemoryCoreRepository, MemoryEraser, in_memory_database, init_repository
 from partner_repo.cli import main
 from partner_repo.mongo._indexes import UNITS
 from tests.erasure_support import Crash, CrashingDatabase, remember, unit_ids_of
+from tests.unit.cli_support import commands_open
 
 
 @pytest.fixture

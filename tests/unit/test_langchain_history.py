@@ -19,7 +19,6 @@ from langchain_core.messages import (
 )
 from langchain_core.prompts import ChatPromptTemplate, MessagesPlaceholder
 from langchain_core.runnables.history import RunnableWithMessageHistory
-from rolling_support import RecordingSummarizer
 
 from partner_repo import (
     InvalidInput,
@@ -30,6 +29,7 @@ from partner_repo import (
 )
 from partner_repo.langchain import PartnerChatMessageHistory
 from partner_repo.langchain._history import SUMMARIES_HEADER
+from tests.unit.rolling_support import RecordingSummarizer
 
 CALL = {"name": "weather", "args": {"city": "Kyoto"}, "id": "call_1", "type": "tool_call"}
 TURN: list[BaseMessage] = [

@@ -10,9 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cli_support import commands_open, run_until_signal
 from click.testing import CliRunner
-from listener_support import T0, append
 
 from partner_repo import (
     DeadLetterRepository,
@@ -23,6 +21,8 @@ from partner_repo import (
 )
 from partner_repo.cli import listen as listen_module
 from partner_repo.cli import main
+from tests.unit.cli_support import commands_open, run_until_signal
+from tests.unit.listener_support import T0, append
 
 DELIVERED: list[str] = []
 STOP: list[asyncio.Event] = []

@@ -14,12 +14,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
-from conftest import until
-from listener_support import QUICK, Recorder, append, quick_listener, registry_of
 
 from partner_repo import InvalidInput, ListenerCheckpoints, MemorySlice, MemoryUnitRepository, RollingResult
 from partner_repo.listener.delivery._pipeline import DeliveryPipeline
 from partner_repo.listener.state._dead_letters import DeadLetterRepository
+from tests.conftest import until
+from tests.unit.listener_support import QUICK, Recorder, append, quick_listener, registry_of
 
 
 @dataclass

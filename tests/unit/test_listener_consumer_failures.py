@@ -7,10 +7,9 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from conftest import until
-from listener_support import Recorder, append, quick_listener, registry_of
-
 from partner_repo import DeadLetterRepository, MemoryUnitRepository, RollingResult, replay_dead_letters
+from tests.conftest import until
+from tests.unit.listener_support import Recorder, append, quick_listener, registry_of
 
 
 class Meltdown(BaseException):

@@ -8,9 +8,6 @@ import io
 from dataclasses import dataclass, field
 from typing import Any
 
-from conftest import until
-from listener_support import Recorder, quick_listener, registry_of
-
 from partner_repo import (
     DeadLetterRepository,
     Erasure,
@@ -21,7 +18,9 @@ from partner_repo import (
     replay_dead_letters,
 )
 from partner_repo.mongo._indexes import CHECKPOINTS
+from tests.conftest import until
 from tests.erasure_support import progress_on, remember
+from tests.unit.listener_support import Recorder, quick_listener, registry_of
 
 
 @dataclass

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from conftest import until
-from listener_support import Recorder, append, quick_listener, registry_of
-
 from partner_repo import ListenerCheckpoints, MemoryUnitRepository
+from tests.conftest import until
+from tests.unit.listener_support import Recorder, append, quick_listener, registry_of
 
 TTL = 0.08  # seconds: the holder beats every 20 ms
 

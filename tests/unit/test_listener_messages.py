@@ -7,10 +7,10 @@ import logging
 from typing import Any
 
 import pytest
-from conftest import until
-from listener_support import Recorder, append, quick_listener, registry_of
 
 from partner_repo import ListenerCheckpoints, MemoryUnitRepository
+from tests.conftest import until
+from tests.unit.listener_support import Recorder, append, quick_listener, registry_of
 
 TTL = 0.2
 

@@ -10,14 +10,14 @@ import urllib.request
 from typing import Any
 
 import pytest
-from conftest import until
-from listener_support import Recorder, append, quick_listener, registry_of
 
 from partner_repo import InvalidInput, MemoryUnitRepository
 from partner_repo.listener import listener as listener_module
 from partner_repo.listener.observing._metrics import ListenerMetrics
 from partner_repo.listener.observing._observer import ListenerObserver
 from partner_repo.listener.observing._prometheus import MetricsUnavailable, serve_metrics
+from tests.conftest import until
+from tests.unit.listener_support import Recorder, append, quick_listener, registry_of
 
 
 @pytest.fixture(autouse=True)

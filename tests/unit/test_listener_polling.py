@@ -12,8 +12,6 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from conftest import until
-from listener_support import T0, Recorder, append, messages, quick_listener, registry_of
 
 from partner_repo import (
     Backoff,
@@ -28,6 +26,8 @@ from partner_repo import (
     RollingService,
 )
 from partner_repo.listener.state._checkpoints import ListenerCheckpoints
+from tests.conftest import until
+from tests.unit.listener_support import T0, Recorder, append, messages, quick_listener, registry_of
 
 
 async def summarize(batch: list[Any]) -> str:

@@ -8,13 +8,13 @@ import asyncio
 from typing import Any
 
 import pytest
-from conftest import until
-from listener_support import Recorder, append, quick_listener, registry_of
 from pymongo.errors import AutoReconnect, OperationFailure
-from stream_support import Outage, OutageDatabase, RecordingBackoff, ScriptedStreams, StreamScript
 
 from partner_repo import Backoff, ListenerCheckpoints, MemoryUnitRepository
 from partner_repo.listener import attempts as attempts_module
+from tests.conftest import until
+from tests.unit.listener_support import Recorder, append, quick_listener, registry_of
+from tests.unit.stream_support import Outage, OutageDatabase, RecordingBackoff, ScriptedStreams, StreamScript
 
 
 class FlakyCollection:

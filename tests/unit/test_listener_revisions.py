@@ -6,8 +6,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from listener_support import Recorder, quick_listener, registry_of
-
 from partner_repo import (
     SUMMARY_ON_EXCEPTION,
     DeadLetterRepository,
@@ -20,6 +18,7 @@ from partner_repo import (
 )
 from partner_repo.listener.state._checkpoints import ListenerCheckpoints
 from tests.erasure_support import T0
+from tests.unit.listener_support import Recorder, quick_listener, registry_of
 
 QUICK = RollingConfig(summarize_attempts=1, retain_divisor=0)
 

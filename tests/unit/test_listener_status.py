@@ -10,14 +10,14 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from conftest import until
-from listener_support import T0, Recorder, append, quick_listener, registry_of
 
 from partner_repo import ListenerCheckpoints, MemoryUnitRepository
 from partner_repo.cli import main
 from partner_repo.cli._runtime import Connection
 from partner_repo.clock import utc_now
 from partner_repo.listener.state._status import GroupStatus, listener_status
+from tests.conftest import until
+from tests.unit.listener_support import T0, Recorder, append, quick_listener, registry_of
 
 
 async def status_of(database: Any, group: str = "default") -> GroupStatus:

@@ -9,9 +9,6 @@ from typing import Any
 
 import pytest
 from bson import ObjectId
-from conftest import until
-from listener_support import T0, Recorder, append, messages, quick_listener, registry_of
-from stream_support import ScriptedStreams, StreamScript
 
 from partner_repo import (
     DeadLetterRepository,
@@ -26,6 +23,9 @@ from partner_repo.listener.delivery._pipeline import DeliveryPipeline
 from partner_repo.listener.delivery._retry import Backoff
 from partner_repo.listener.stream._polling import UnitScanner
 from partner_repo.mongo._storage import slice_document
+from tests.conftest import until
+from tests.unit.listener_support import T0, Recorder, append, messages, quick_listener, registry_of
+from tests.unit.stream_support import ScriptedStreams, StreamScript
 
 DERIVED = {"version": 1, "message_count": 0, "slice_count": 1, "slice_ids": [], "size_bytes": 200}
 OBJECT_ID = ObjectId("65f0c0ffee0000000000beef")

@@ -11,7 +11,6 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from admin_support import T0, insert_raw, raw_unit, seed_unit
 from bson import Timestamp
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -19,6 +18,7 @@ from hypothesis import strategies as st
 from partner_repo import InvalidInput, SliceQueries, in_memory_database, init_repository
 from partner_repo.admin._cursor import MAX_CURSOR_LENGTH, CursorCodec, ReadTime, SliceKey
 from partner_repo.models import MAX_ID_LENGTH
+from tests.unit.admin_support import T0, insert_raw, raw_unit, seed_unit
 
 FINGERPRINT = "f" * 32
 ANY_TEXT = st.characters(exclude_categories=["Cs"])  # every code point a string can store

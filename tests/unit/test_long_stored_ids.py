@@ -13,12 +13,11 @@ import os
 from pathlib import Path
 from typing import Any
 
-from admin_support import T0, insert_raw, raw_unit
-
 from partner_repo import MemoryUnitRepository, Message, UnitChecker, import_partner_state
 from partner_repo.admin._inspection import ID_TOO_LONG
 from partner_repo.models import MAX_ID_LENGTH
 from partner_repo.mongo._indexes import CORES, UNITS
+from tests.unit.admin_support import T0, insert_raw, raw_unit
 
 TOO_LONG = "x" * (MAX_ID_LENGTH + 1)
 

@@ -7,7 +7,6 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from rolling_support import T0, RecordingSummarizer
 
 from partner_repo import (
     InvalidInput,
@@ -21,6 +20,7 @@ from partner_repo.encoding import MAX_METADATA_BYTES
 from partner_repo.mongo._indexes import CORES, UNITS
 from partner_repo.mongo._storage import bson_size
 from partner_repo.validation import parse_messages
+from tests.unit.rolling_support import T0, RecordingSummarizer
 
 CALL = {"name": "weather", "args": {"city": "Kyoto"}, "id": "call_1", "type": "tool_call"}
 

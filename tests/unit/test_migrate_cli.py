@@ -6,9 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from click.testing import CliRunner
-from migration_support import INDEXES, NORMALIZE, SHIPPED
 
 from partner_repo.cli import main
+from tests.unit.migration_support import INDEXES, NORMALIZE, SHIPPED
 
 IN_MEMORY = {"MONGODB_URI": "", "PARTNER_REPO_DB": ""}
 

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from migration_support import (
+from partner_repo import run_migrations
+from partner_repo.mongo._indexes import ALL_INDEXES, UNITS
+from tests.unit.migration_support import (
     CLAIMS,
     ERASURE_INDEXES,
     ERASURE_TOMBSTONES,
@@ -19,9 +21,6 @@ from migration_support import (
     names,
     shipped_from,
 )
-
-from partner_repo import run_migrations
-from partner_repo.mongo._indexes import ALL_INDEXES, UNITS
 
 MIGRATION = load(INDEXES)
 SWAP = load(SLICE_INDEX)

@@ -5,10 +5,9 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from migration_support import fresh_database, migration_file, shipped_before, shipped_from
-
 from partner_repo import DeadLetterRepository, run_migrations
 from partner_repo.mongo._indexes import DEAD_LETTERS
+from tests.unit.migration_support import fresh_database, migration_file, shipped_before, shipped_from
 
 KEYS = migration_file("dead_letter_keys")
 T0 = datetime(2026, 1, 1, tzinfo=UTC)

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from migration_support import ERASURE_TOMBSTONES, bound, fresh_database, load, shipped_from
-from migration_support import names as migration_names
-
 from partner_repo import run_migrations
 from partner_repo.mongo._indexes import CHECKPOINTS, UNITS
+from tests.unit.migration_support import ERASURE_TOMBSTONES, bound, fresh_database, load, shipped_from
+from tests.unit.migration_support import names as migration_names
 
 MIGRATION = load(ERASURE_TOMBSTONES)
 WEEK_S = 7 * 24 * 60 * 60

@@ -10,7 +10,12 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from migration_support import (
+
+from partner_repo import MemoryCoreRepository, MemoryUnitRepository, Message, RollingService, run_migrations
+from partner_repo.mongo._indexes import CORES, UNITS
+from partner_repo.mongo._storage import bson_size
+from partner_repo.rolling._increment import resolve_chat_increment
+from tests.unit.migration_support import (
     CLAIMS,
     POSITIONS,
     bound,
@@ -20,12 +25,7 @@ from migration_support import (
     shipped_before,
     shipped_from,
 )
-from rolling_support import RecordingSummarizer
-
-from partner_repo import MemoryCoreRepository, MemoryUnitRepository, Message, RollingService, run_migrations
-from partner_repo.mongo._indexes import CORES, UNITS
-from partner_repo.mongo._storage import bson_size
-from partner_repo.rolling._increment import resolve_chat_increment
+from tests.unit.rolling_support import RecordingSummarizer
 
 T0 = datetime(2024, 5, 1, 9, 0, tzinfo=UTC)
 RECENT = datetime.now(UTC).replace(microsecond=0)

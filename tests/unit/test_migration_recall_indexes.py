@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from migration_support import RECALL_INDEXES, bound, fresh_database, load, shipped_from
-from migration_support import names as migration_names
-
 from partner_repo import run_migrations
 from partner_repo.mongo._indexes import RECALL_SLICES, RECALL_VOCABULARY
+from tests.unit.migration_support import RECALL_INDEXES, bound, fresh_database, load, shipped_from
+from tests.unit.migration_support import names as migration_names
 
 MIGRATION = load(RECALL_INDEXES)
 RECALL = (RECALL_SLICES, RECALL_VOCABULARY)

@@ -11,8 +11,6 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from conftest import YieldingDatabase
-from migration_support import NORMALIZE, fresh_database
 from pymongo.errors import AutoReconnect, WriteError
 
 from partner_repo import (
@@ -26,6 +24,8 @@ from partner_repo import (
 from partner_repo.admin._inspection import normalization_violations
 from partner_repo.models import MemoryUnit
 from partner_repo.mongo._indexes import UNITS
+from tests.conftest import YieldingDatabase
+from tests.unit.migration_support import NORMALIZE, fresh_database
 
 T0 = datetime(2024, 5, 1, 9, 0, tzinfo=UTC)
 IDS = ("a", "b", "c", "d", "e")

@@ -11,7 +11,15 @@ import pytest
 from beanie.migrations.controllers.base import BaseMigrationController
 from beanie.migrations.database import DBHandler
 from beanie.migrations.runner import MigrationNode
-from migration_support import (
+
+from partner_repo import (
+    InvalidInput,
+    MigrationError,
+    TransactionsUnsupported,
+    migration_status,
+    run_migrations,
+)
+from tests.unit.migration_support import (
     ERASURE_INDEXES,
     INDEXES,
     MIGRATIONS,
@@ -23,14 +31,6 @@ from migration_support import (
     fresh_database,
     load,
     names,
-)
-
-from partner_repo import (
-    InvalidInput,
-    MigrationError,
-    TransactionsUnsupported,
-    migration_status,
-    run_migrations,
 )
 
 ALL = names(SHIPPED)

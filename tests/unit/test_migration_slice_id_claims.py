@@ -5,12 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from migration_support import CLAIMS, bound, fresh_database, names, shipped_before, shipped_from
 
 from partner_repo import MigrationError, run_migrations
 from partner_repo.mongo._indexes import SLICE_ID_CLAIMS, UNITS
 from partner_repo.mongo._topology import Topology
 from partner_repo.units._claims import SliceIdClaims
+from tests.unit.migration_support import CLAIMS, bound, fresh_database, names, shipped_before, shipped_from
 
 
 async def database_before_claims(*units: dict[str, Any]) -> Any:

@@ -6,12 +6,11 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from migration_support import SLICE_IDS, bound, fresh_database, load, names, shipped_from
-
 from partner_repo import MemoryUnitRepository, Message, UnitChecker, run_migrations
 from partner_repo.mongo._indexes import UNITS
 from partner_repo.mongo._storage import bson_size
 from partner_repo.units._claims import SliceIdClaims
+from tests.unit.migration_support import SLICE_IDS, bound, fresh_database, load, names, shipped_from
 
 T0 = datetime(2024, 5, 1, 9, 0, tzinfo=UTC)
 MIGRATION = load(SLICE_IDS)

@@ -7,8 +7,6 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from migration_support import UNSUMMARIZED, bound, fresh_database, shipped_from
-
 from partner_repo import (
     SUMMARY_ON_EXCEPTION,
     MemoryUnitRepository,
@@ -18,6 +16,7 @@ from partner_repo import (
     run_migrations,
 )
 from partner_repo.mongo._indexes import UNITS
+from tests.unit.migration_support import UNSUMMARIZED, bound, fresh_database, shipped_from
 
 T0 = datetime(2024, 5, 1, 9, 0, tzinfo=UTC)
 

@@ -6,11 +6,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from rolling_support import numbered
 
 from partner_repo import MemoryUnitRepository, StaleIncrement
 from partner_repo.mongo._indexes import UNITS
 from partner_repo.mongo._storage import bson_size
+from tests.unit.rolling_support import numbered
 
 
 @pytest.fixture

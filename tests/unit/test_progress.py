@@ -10,13 +10,13 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
-from migration_support import MIGRATIONS
 
 import partner_repo
 from partner_repo import UnitChecker, in_memory_database, init_repository, run_migrations
 from partner_repo.cli import main
 from partner_repo.cli import progress as cli_progress
 from partner_repo.mongo._indexes import UNITS
+from tests.unit.migration_support import MIGRATIONS
 
 Calls = list[tuple[int, int]]
 

@@ -17,7 +17,6 @@ from typing import Any
 import click
 import pytest
 import yaml
-from cli_support import parse_cli
 
 from benchmarks.common import Row, SectionResult
 from benchmarks.report import README_END, README_START, headline, table_markdown
@@ -33,6 +32,7 @@ from partner_repo.cli.reference import (
     regenerate,
     settings_table,
 )
+from tests.unit.cli_support import parse_cli
 
 ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"

@@ -7,8 +7,6 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
-from listener_support import Recorder, quick_listener, registry_of
-
 from partner_repo import (
     SUMMARY_ON_EXCEPTION,
     MemoryCoreRepository,
@@ -28,6 +26,7 @@ from tests.recall_support import (
     contents,
     index_state,
 )
+from tests.unit.listener_support import Recorder, quick_listener, registry_of
 
 ONE_ATTEMPT = RollingConfig(summarize_attempts=1, summarize_backoff=timedelta(0))
 

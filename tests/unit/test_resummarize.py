@@ -8,7 +8,6 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from rolling_support import T0, numbered
 
 from partner_repo import (
     SUMMARY_ON_EXCEPTION,
@@ -22,6 +21,7 @@ from partner_repo import (
 )
 from partner_repo.mongo._indexes import UNITS
 from partner_repo.mongo._storage import bson_size
+from tests.unit.rolling_support import T0, numbered
 
 QUICK = RollingConfig(summarize_attempts=2, summarize_backoff=timedelta(0), retain_divisor=0)
 

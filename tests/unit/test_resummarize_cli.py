@@ -9,9 +9,7 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from cli_support import commands_open
 from click.testing import CliRunner
-from rolling_support import T0, numbered
 
 from partner_repo import (
     SUMMARY_ON_EXCEPTION,
@@ -24,6 +22,8 @@ from partner_repo import (
     init_repository,
 )
 from partner_repo.cli import main
+from tests.unit.cli_support import commands_open
+from tests.unit.rolling_support import T0, numbered
 
 
 async def down(messages: list[Message]) -> str:

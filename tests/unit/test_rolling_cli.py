@@ -9,12 +9,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cli_support import commands_open, run_until_signal
 from click.testing import CliRunner
-from rolling_support import T0, numbered
 
 from partner_repo import MemoryCoreRepository, Message, in_memory_database, init_repository
 from partner_repo.cli import main
+from tests.unit.cli_support import commands_open, run_until_signal
+from tests.unit.rolling_support import T0, numbered
 
 
 async def custom_summarizer(messages: list[Message]) -> str:

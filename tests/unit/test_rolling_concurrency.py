@@ -12,7 +12,6 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from rolling_support import T0, Clock, RecordingSummarizer, Ticks, assert_slices_tile, numbered
 
 from partner_repo import (
     MemoryCoreRepository,
@@ -23,6 +22,7 @@ from partner_repo import (
     resolve_chat_increment,
 )
 from partner_repo.cores._lease import CoreLease
+from tests.unit.rolling_support import T0, Clock, RecordingSummarizer, Ticks, assert_slices_tile, numbered
 
 CONFIG = RollingConfig(trigger_limit=6, retain_divisor=3)
 

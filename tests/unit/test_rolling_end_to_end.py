@@ -5,8 +5,6 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
-from rolling_support import T0, Clock, RecordingSummarizer, assert_slices_tile, numbered
-
 from partner_repo import (
     MemoryCoreRepository,
     MemoryUnitRepository,
@@ -14,6 +12,7 @@ from partner_repo import (
     RollingService,
     resolve_chat_increment,
 )
+from tests.unit.rolling_support import T0, Clock, RecordingSummarizer, assert_slices_tile, numbered
 
 TURN = 2
 

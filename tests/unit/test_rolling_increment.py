@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from rolling_support import RecordingSummarizer, numbered
 
 from partner_repo import (
     MemoryCoreRepository,
@@ -16,6 +15,7 @@ from partner_repo import (
     resolve_chat_increment,
 )
 from partner_repo.units._heads import UnitTail
+from tests.unit.rolling_support import RecordingSummarizer, numbered
 
 A = Message(role="user", content="a")
 B = Message(role="assistant", content="b")

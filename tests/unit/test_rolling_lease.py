@@ -8,11 +8,11 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from rolling_support import T0, Ticks, numbered
 
 from partner_repo import InvalidInput, MemoryCoreRepository
 from partner_repo.cores._lease import CoreLease, lease_of
 from partner_repo.leases import LeaseState, SilenceWatch
+from tests.unit.rolling_support import T0, Ticks, numbered
 
 MINUTE = timedelta(minutes=1)
 

@@ -6,8 +6,6 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
-from rolling_support import T0, RecordingSummarizer, turn
-
 from partner_repo import (
     MemoryCoreRepository,
     MemoryUnitRepository,
@@ -15,6 +13,7 @@ from partner_repo import (
     RollingResult,
     RollingService,
 )
+from tests.unit.rolling_support import T0, RecordingSummarizer, turn
 
 CONFIG = RollingConfig(trigger_limit=4, retain_divisor=2)  # a roll every other turn keeps the last 2
 

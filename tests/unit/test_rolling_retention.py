@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from rolling_support import numbered
 
 from partner_repo import InvalidInput, MemoryCoreRepository, roll_chat_messages
 from partner_repo.cores._window import dropped_count
+from tests.unit.rolling_support import numbered
 
 WINDOW_SIZES = range(101)
 DIVISORS = range(11)

@@ -8,7 +8,6 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from rolling_support import T0, Clock, RecordingSummarizer, numbered
 
 from partner_repo import (
     MemoryCoreRepository,
@@ -18,6 +17,7 @@ from partner_repo import (
     RollingResult,
     RollingService,
 )
+from tests.unit.rolling_support import T0, Clock, RecordingSummarizer, numbered
 
 IDLE = timedelta(hours=1)
 FAST = RollingConfig(idle_after=IDLE, check_interval=timedelta(milliseconds=10))

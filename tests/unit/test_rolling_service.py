@@ -9,7 +9,6 @@ from typing import Any
 
 import pytest
 from pymongo.errors import AutoReconnect
-from rolling_support import T0, Clock, RecordingSummarizer, assert_slices_tile, numbered
 
 from partner_repo import (
     SUMMARY_ON_EMPTY,
@@ -25,6 +24,7 @@ from partner_repo import (
 )
 from partner_repo.cores._lease import CoreLease
 from partner_repo.mongo._indexes import CORES
+from tests.unit.rolling_support import T0, Clock, RecordingSummarizer, assert_slices_tile, numbered
 
 
 @pytest.fixture

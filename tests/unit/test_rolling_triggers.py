@@ -6,9 +6,9 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from rolling_support import T0, RecordingSummarizer, numbered
 
 from partner_repo import MemoryCoreRepository, MemoryUnitRepository, RollingConfig, RollingService
+from tests.unit.rolling_support import T0, RecordingSummarizer, numbered
 
 LIMIT = 4
 IDLE = timedelta(hours=1)

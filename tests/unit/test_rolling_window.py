@@ -7,12 +7,12 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from rolling_support import T0, message, numbered
 
 from partner_repo import InvalidInput, LeaseLost, MemoryCoreRepository, NotFound, WindowState
 from partner_repo.clock import utc_now
 from partner_repo.cores._lease import CoreLease
 from partner_repo.mongo._indexes import CORES
+from tests.unit.rolling_support import T0, message, numbered
 
 
 @pytest.fixture

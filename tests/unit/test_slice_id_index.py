@@ -12,12 +12,12 @@ from typing import Any
 
 from hypothesis import given
 from hypothesis import strategies as st
-from index_semantics import NULL, collisions
-from migration_support import SLICE_IDS, SLICE_INDEX, load
 
 from partner_repo import MemoryUnit, MemoryUnitRepository, Message, normalize_unit
 from partner_repo.mongo._indexes import UNITS
 from partner_repo.mongo._storage import unit_document
+from tests.unit.index_semantics import NULL, collisions
+from tests.unit.migration_support import SLICE_IDS, SLICE_INDEX, load
 
 INDEX_OF_0_3 = load(SLICE_INDEX).NEW_INDEX.document
 INDEX_OF_0_1 = load(SLICE_INDEX).OLD_INDEX.document

@@ -8,7 +8,6 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from admin_support import at, seed_unit
 
 from partner_repo import (
     InvalidCursor,
@@ -19,6 +18,7 @@ from partner_repo import (
     in_memory_database,
 )
 from partner_repo.admin._cursor import CursorCodec, SliceKey
+from tests.unit.admin_support import at, seed_unit
 
 
 async def walk(queries: SliceQueries, limit: int, **filters: Any) -> list[SliceView]:

@@ -8,10 +8,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from admin_support import at, seed_unit
 
 from partner_repo import InvalidInput, MemoryUnitRepository, Message, NotFound, SliceQueries
 from partner_repo.admin._queries import MAX_LIMIT
+from tests.unit.admin_support import at, seed_unit
 
 
 @pytest.fixture

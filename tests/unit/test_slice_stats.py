@@ -6,10 +6,10 @@ from datetime import date, timedelta
 from typing import Any
 
 import pytest
-from admin_support import T0, insert_raw, raw_unit, seed_unit
 
 from partner_repo import MAX_DOCUMENT_BYTES, InvalidInput, SliceQueries, in_memory_database
 from partner_repo.mongo._indexes import UNITS
+from tests.unit.admin_support import T0, insert_raw, raw_unit, seed_unit
 
 NOW = T0 + timedelta(hours=3)
 

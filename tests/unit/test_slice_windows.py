@@ -8,7 +8,6 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from admin_support import T0, seed_unit
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -24,6 +23,7 @@ from partner_repo.admin._windows import (
 )
 from partner_repo.mongo import driver
 from partner_repo.mongo._indexes import UNITS
+from tests.unit.admin_support import T0, seed_unit
 
 HOUR = timedelta(hours=1)
 

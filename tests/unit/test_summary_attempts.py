@@ -10,7 +10,6 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from rolling_support import T0, numbered
 
 from partner_repo import (
     SUMMARY_ON_EMPTY,
@@ -23,6 +22,7 @@ from partner_repo import (
     RollingService,
 )
 from partner_repo.mongo._indexes import UNITS
+from tests.unit.rolling_support import T0, numbered
 
 QUICK = {"summarize_backoff": timedelta(0)}
 

@@ -9,7 +9,6 @@ from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import pytest
-from listener_support import append, quick_listener, registry_of
 
 from partner_repo import (
     AfterRollingRegistry,
@@ -22,6 +21,7 @@ from partner_repo import (
     replay_dead_letters,
 )
 from tests.erasure_support import remember
+from tests.unit.listener_support import append, quick_listener, registry_of
 
 
 class SyncIndexer:

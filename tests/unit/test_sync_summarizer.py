@@ -12,7 +12,6 @@ from functools import partial
 from typing import Any
 
 import pytest
-from rolling_support import T0, numbered
 
 from partner_repo import (
     SUMMARY_ON_EXCEPTION,
@@ -24,6 +23,7 @@ from partner_repo import (
     RollingService,
 )
 from partner_repo.rolling._summarizer import as_async_summarizer
+from tests.unit.rolling_support import T0, numbered
 
 
 async def stored_summary(database: Any, service: RollingService) -> str:

@@ -5,13 +5,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from listener_support import T0, Recorder, append, messages, quick_listener, registry_of
-
 from partner_repo import ListenerCheckpoints, MemoryUnitRepository
 from partner_repo.listener.delivery._pipeline import DeliveryPipeline
 from partner_repo.listener.delivery._retry import Backoff
 from partner_repo.listener.state._dead_letters import DeadLetterRepository
 from partner_repo.listener.stream._polling import UnitScanner
+from tests.unit.listener_support import T0, Recorder, append, messages, quick_listener, registry_of
 
 
 async def fingerprints(units: MemoryUnitRepository) -> dict[str, Any]:

@@ -8,7 +8,6 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from rolling_support import T0, numbered
 
 from partner_repo import (
     MAX_MESSAGE_BYTES,
@@ -23,6 +22,7 @@ from partner_repo import (
     RollingService,
 )
 from partner_repo.mongo._storage import MAX_DOCUMENT_BYTES, bson_size
+from tests.unit.rolling_support import T0, numbered
 
 LONE_SURROGATE = "half an emoji: \ud83d"
 

@@ -16,11 +16,7 @@ from typing import Any
 
 import pytest
 from bson import Timestamp
-from conftest import until
 from mockupdb import MockupDB, Request
-from wire_support import UNITS_NS as NS
-from wire_support import motor_client, plain, server_fixture
-from wire_support import receive as next_request
 
 from partner_repo import (
     AfterRollingRegistry,
@@ -37,6 +33,10 @@ from partner_repo import (
 )
 from partner_repo.mongo._indexes import UNITS
 from partner_repo.mongo._storage import slice_document
+from tests.conftest import until
+from tests.wire.wire_support import UNITS_NS as NS
+from tests.wire.wire_support import motor_client, plain, server_fixture
+from tests.wire.wire_support import receive as next_request
 
 pytestmark = pytest.mark.wire
 

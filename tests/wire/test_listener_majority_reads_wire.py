@@ -14,10 +14,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-from conftest import until
 from mockupdb import MockupDB, Request
-from wire_support import cursor, motor_client, server_fixture
-from wire_support import receive as next_request
 
 from partner_repo import (
     AfterRollingRegistry,
@@ -28,6 +25,9 @@ from partner_repo import (
     init_repository,
 )
 from partner_repo.mongo._indexes import UNITS
+from tests.conftest import until
+from tests.wire.wire_support import cursor, motor_client, server_fixture
+from tests.wire.wire_support import receive as next_request
 
 pytestmark = pytest.mark.wire
 
