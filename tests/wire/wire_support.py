@@ -69,9 +69,12 @@ async def motor_client(
         await driver.close_client(client)
 
 
-async def receive(server: MockupDB) -> Request:
-    """The next request the driver sends (never a handshake or heartbeat)."""
-    return await asyncio.to_thread(server.receives, timeout=10)
+async def receive(server: MockupDB, name: str | None = None) -> Request:
+    """The next request the driver sends (never a handshake or heartbeat); with ``name``, it must be that
+    command."""
+    request = await asyncio.to_thread(server.receives, timeout=10)
+    assert name is None or request.command_name == name, request
+    return request
 
 
 def cursor(*documents: Mapping[str, Any], ns: str = UNITS_NS) -> dict[str, Any]:
