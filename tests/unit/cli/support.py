@@ -1,5 +1,5 @@
-"""Running ``partner-repo`` command lines: parsing those found in docs and config files, and signalling a
-long-running command in a process of its own."""
+"""Running ``partner-repo`` command lines: parsing those found in docs and config files, signalling a
+long-running command in a process of its own, and stopping ``listen`` run in-process."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import os
 import signal
 import subprocess
 import sys
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -16,17 +17,10 @@ import click
 import pytest
 
 from partner_repo.cli import main
-from partner_repo.cli._runtime import Connection
 
-
-def commands_open(monkeypatch: pytest.MonkeyPatch, database: Any) -> Any:
-    """Every command of the test connects to ``database`` (a prepared in-memory one), whatever it was told."""
-
-    async def open_prepared(self: Connection, **options: Any) -> Any:
-        return database
-
-    monkeypatch.setattr(Connection, "open", open_prepared)
-    return database
+Seed = Callable[[Any], Awaitable[object]]
+"""What puts a test's data into its commands' database (``async def seed(database)``): see the
+``every_command_uses`` fixture (``tests/unit/cli/conftest.py``)."""
 
 
 def parse_cli(arguments: list[str]) -> click.Context:
@@ -86,17 +80,6 @@ def run_until_signal(
         if process.poll() is None:
             process.kill()
     return process.returncode, errors
-
-
-def every_command_uses(database: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
-    """Make every command invocation of the test connect to ``database`` (and never to ``MONGODB_URI``)."""
-
-    async def open_database(self: Connection) -> Any:
-        return database
-
-    monkeypatch.setattr(Connection, "open", open_database)
-    monkeypatch.delenv("MONGODB_URI", raising=False)
-    return database
 
 
 def listen_stops(monkeypatch: pytest.MonkeyPatch) -> list[asyncio.Event]:

@@ -8,32 +8,29 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
 
-from partner_repo import in_memory_database, init_repository
 from partner_repo.cli import main
 from tests.unit.admin.support import at, insert_raw, raw_unit, seed_unit
-from tests.unit.cli.support import commands_open
+from tests.unit.cli.support import Seed
 
 
 @pytest.fixture
-def cli_db(monkeypatch: pytest.MonkeyPatch) -> Any:
+def cli_db(every_command_uses: Callable[[Seed], Any]) -> Any:
     """A seeded in-memory database every command invocation of the test uses."""
-    database = asyncio.run(init_repository(in_memory_database("cli")))
 
-    async def seed() -> None:
+    async def seed(database: Any) -> None:
         await seed_unit(
             database, "u1", "alice", [("a1", at(1), "Kyoto trip planning"), ("a2", at(5), "Maples")]
         )
         await seed_unit(database, "u2", "bob", [("b1", at(3), "Garden tomatoes")], messages_per_slice=3)
 
-    asyncio.run(seed())
-    monkeypatch.delenv("MONGODB_URI", raising=False)
-    return commands_open(monkeypatch, database)
+    return every_command_uses(seed)
 
 
 def run(*args: str) -> Result:

@@ -4,9 +4,9 @@ whether running it again continues)."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -14,12 +14,12 @@ import pytest
 from click.testing import CliRunner, Result
 
 import partner_repo.importing._importer as importer
-from partner_repo import SliceQueries, in_memory_database, init_repository
+from partner_repo import SliceQueries
 from partner_repo.admin._check import UnitChecker
 from partner_repo.cli import main
 from partner_repo.rolling._service import RollingService
 from tests.unit.admin.support import at, seed_unit
-from tests.unit.cli.support import commands_open
+from tests.unit.cli.support import Seed
 
 CONSUMER = "partner_repo.listener.examples:print_consumer"
 NOT_UTF8 = "x\udcff"  # what Python makes of the bytes x\xff in sys.argv
@@ -36,11 +36,12 @@ def one_line(result: Result) -> str:
 
 
 @pytest.fixture
-def seeded(monkeypatch: pytest.MonkeyPatch) -> Any:
-    database = asyncio.run(init_repository(in_memory_database("failures")))
-    for n in range(3):
-        asyncio.run(seed_unit(database, f"u{n}", "alice", [(f"s{n}", at(n), f"summary {n}")]))
-    return commands_open(monkeypatch, database)
+def seeded(every_command_uses: Callable[[Seed], Any]) -> Any:
+    async def seed(database: Any) -> None:
+        for n in range(3):
+            await seed_unit(database, f"u{n}", "alice", [(f"s{n}", at(n), f"summary {n}")])
+
+    return every_command_uses(seed)
 
 
 @pytest.mark.parametrize(

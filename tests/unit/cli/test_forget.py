@@ -4,30 +4,29 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
 
-from partner_repo import MemoryCoreRepository, MemoryEraser, in_memory_database, init_repository
+from partner_repo import MemoryCoreRepository, MemoryEraser
 from partner_repo.cli import main
 from partner_repo.mongo._indexes import UNITS
 from tests.erasure_support import Crash, CrashingDatabase, remember, unit_ids_of
-from tests.unit.cli.support import commands_open
+from tests.unit.cli.support import Seed
 
 
 @pytest.fixture
-def cli_db(monkeypatch: pytest.MonkeyPatch) -> Any:
+def cli_db(every_command_uses: Callable[[Seed], Any]) -> Any:
     """One in-memory database every invocation of the test uses, with two cores of rolled memory."""
-    database = asyncio.run(init_repository(in_memory_database("forget")))
 
-    async def seed() -> None:
+    async def seed(database: Any) -> None:
         await remember(database, "alice", turns=2, refresh=True)
         await remember(database, "bob", turns=1)
         await MemoryCoreRepository(database).record("alice", [{"role": "user", "content": "live"}])
 
-    asyncio.run(seed())
-    return commands_open(monkeypatch, database)
+    return every_command_uses(seed)
 
 
 def run(*args: str) -> Result:

@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import json
 import signal
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -16,12 +17,10 @@ from partner_repo import (
     DeadLetterRepository,
     MemoryUnitRepository,
     RollingResult,
-    in_memory_database,
-    init_repository,
 )
 from partner_repo.cli import listen as listen_module
 from partner_repo.cli import main
-from tests.unit.cli.support import commands_open, run_until_signal
+from tests.unit.cli.support import Seed, run_until_signal
 from tests.unit.listener.support import T0, append
 
 DELIVERED: list[str] = []
@@ -53,11 +52,10 @@ NOT_A_CONSUMER = 42
 
 
 @pytest.fixture
-def database(monkeypatch: pytest.MonkeyPatch) -> Any:
+def database(every_command_uses: Callable[[Seed], Any]) -> Any:
     """The commands' database: in-memory, holding one slice and one dead letter for it."""
 
-    async def prepare() -> Any:
-        db = await init_repository(in_memory_database("cli_listener"))
+    async def prepare(db: Any) -> None:
         piece = await append(MemoryUnitRepository(db), "u1")
         await DeadLetterRepository(db).record(
             group="default",
@@ -69,10 +67,9 @@ def database(monkeypatch: pytest.MonkeyPatch) -> Any:
             attempts=5,
             at=T0,
         )
-        return db
 
     DELIVERED.clear()
-    return commands_open(monkeypatch, asyncio.run(prepare()))
+    return every_command_uses(prepare)
 
 
 def test_listen_delivers_to_the_consumers_until_stopped(

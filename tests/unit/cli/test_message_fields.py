@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 from click.testing import CliRunner
 
-from partner_repo import MemoryUnitRepository, Message, in_memory_database, init_repository
+from partner_repo import MemoryUnitRepository, Message
 from partner_repo.cli import main
-from tests.unit.cli.support import commands_open
+from tests.unit.cli.support import Seed
 
 TURN = [
     Message(role="user", content="Weather in Kyoto?", name="ada"),
@@ -20,14 +20,11 @@ TURN = [
 
 
 @pytest.fixture(autouse=True)
-def seeded(monkeypatch: pytest.MonkeyPatch) -> Any:
-    async def seed() -> Any:
-        database = await init_repository(in_memory_database("cli_fields"))
+def seeded(every_command_uses: Callable[[Seed], Any]) -> Any:
+    async def seed(database: Any) -> None:
         await MemoryUnitRepository(database).append("u1", TURN, "the weather", core_id="agent", slice_id="s1")
-        return database
 
-    monkeypatch.delenv("MONGODB_URI", raising=False)
-    return commands_open(monkeypatch, asyncio.run(seed()))
+    return every_command_uses(seed)
 
 
 def show(*options: str) -> str:

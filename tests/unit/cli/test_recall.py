@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -20,13 +21,11 @@ from partner_repo import (
     RollingService,
     SliceQueries,
     extractive_summarizer,
-    in_memory_database,
-    init_repository,
 )
 from partner_repo.cli import consumers as consumers_module
 from partner_repo.cli import main
 from partner_repo.recall import MemoryRecall, RecallIndexer
-from tests.unit.cli.support import commands_open, listen_stops
+from tests.unit.cli.support import Seed, listen_stops
 
 T0 = datetime(2026, 11, 20, 9, 0, tzinfo=UTC)
 LATE = datetime(2026, 11, 25, 23, 30, tzinfo=UTC)  # already 26 November in Shanghai
@@ -59,19 +58,17 @@ async def remember(database: Any, core_id: str, at: datetime, lines: Lines) -> s
 
 
 @pytest.fixture
-def database(monkeypatch: pytest.MonkeyPatch) -> Any:
+def database(every_command_uses: Callable[[Seed], Any]) -> Any:
     """Every command sees: two indexed sessions of CORE, a core named "topics" with one, and a core "quiet"
     with a window but nothing indexed."""
 
-    async def seed() -> Any:
-        db = await init_repository(in_memory_database("cli_recall"))
+    async def seed(db: Any) -> None:
         await remember(db, CORE, T0, PUPPY)
         await remember(db, CORE, LATE, FOOD)
         await remember(db, "topics", T0, PUPPY)
         await MemoryCoreRepository(db).record("quiet", [Message(role="user", content="hello")], at=T0)
-        return db
 
-    return commands_open(monkeypatch, asyncio.run(seed()))
+    return every_command_uses(seed)
 
 
 def run(*arguments: str, columns: int = 120) -> Result:
@@ -279,19 +276,17 @@ def test_topics_as_json_gives_each_path_with_its_depth_and_slices(database: Any)
 
 
 @pytest.fixture
-def stored(monkeypatch: pytest.MonkeyPatch) -> Any:
+def stored(every_command_uses: Callable[[Seed], Any]) -> Any:
     """Every command sees a slice of CORE rolled but never indexed."""
 
-    async def seed() -> Any:
-        db = await init_repository(in_memory_database("cli_recall_listen"))
+    async def seed(db: Any) -> None:
         await MemoryCoreRepository(db).record(
             CORE, [Message(role="user", content=c) for _, _, c in PUPPY], at=T0
         )
         rolled = await RollingService(db, extractive_summarizer).roll(CORE, now=T0 + timedelta(minutes=5))
         assert rolled is not None
-        return db
 
-    return commands_open(monkeypatch, asyncio.run(seed()))
+    return every_command_uses(seed)
 
 
 def test_listen_with_recall_backfills_the_index_from_the_beginning(

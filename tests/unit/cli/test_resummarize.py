@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
@@ -18,11 +19,9 @@ from partner_repo import (
     Message,
     RollingConfig,
     RollingService,
-    in_memory_database,
-    init_repository,
 )
 from partner_repo.cli import main
-from tests.unit.cli.support import commands_open
+from tests.unit.cli.support import Seed
 from tests.unit.rolling.support import T0, numbered
 
 
@@ -41,20 +40,18 @@ def still_down(messages: list[Message]) -> str:
 
 
 @pytest.fixture
-def database(monkeypatch: pytest.MonkeyPatch) -> Any:
+def database(monkeypatch: pytest.MonkeyPatch, every_command_uses: Callable[[Seed], Any]) -> Any:
     """The command's database: two cores whose last roll stored a placeholder, and one rolled fine."""
     monkeypatch.setenv("PARTNER_REPO_ROLLING_SUMMARIZE_BACKOFF", "0")
 
-    async def prepare() -> Any:
-        db = await init_repository(in_memory_database("cli_resummarize"))
+    async def prepare(db: Any) -> None:
         cores = MemoryCoreRepository(db)
         config = RollingConfig(summarize_attempts=1)
         for core_id, summarizer in (("alice", down), ("bob", down), ("carol", custom_summarizer)):
             await cores.record(core_id, numbered(0, 4), at=T0)
             await RollingService(db, summarizer, config).roll(core_id, now=T0 + timedelta(minutes=1))
-        return db
 
-    return commands_open(monkeypatch, asyncio.run(prepare()))
+    return every_command_uses(prepare)
 
 
 def summaries(database: Any) -> dict[str, str]:

@@ -5,15 +5,16 @@ from __future__ import annotations
 import asyncio
 import signal
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 from click.testing import CliRunner
 
-from partner_repo import MemoryCoreRepository, Message, in_memory_database, init_repository
+from partner_repo import MemoryCoreRepository, Message
 from partner_repo.cli import main
-from tests.unit.cli.support import commands_open, run_until_signal
+from tests.unit.cli.support import Seed, run_until_signal
 from tests.unit.rolling.support import T0, numbered
 
 
@@ -26,17 +27,15 @@ NOT_CALLABLE = 42
 
 
 @pytest.fixture
-def database(monkeypatch: pytest.MonkeyPatch) -> Any:
+def database(every_command_uses: Callable[[Seed], Any]) -> Any:
     """The command's database: an in-memory one with an idle core and a busy one."""
 
-    async def prepare() -> Any:
-        db = await init_repository(in_memory_database("cli_rolling"))
+    async def prepare(db: Any) -> None:
         cores = MemoryCoreRepository(db)
         await cores.record("idle-core", numbered(0, 4), at=T0)
         await cores.record("busy-core", numbered(0, 4))
-        return db
 
-    return commands_open(monkeypatch, asyncio.run(prepare()))
+    return every_command_uses(prepare)
 
 
 def test_once_rolls_the_idle_cores_prints_them_and_exits(database: Any) -> None:

@@ -3,17 +3,17 @@ split in two cannot be copied. Summaries and errors wrap instead."""
 
 from __future__ import annotations
 
-import asyncio
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 from click.testing import CliRunner
 
-from partner_repo import DeadLetterRepository, in_memory_database, init_repository
+from partner_repo import DeadLetterRepository
 from partner_repo.cli import main
 from tests.unit.admin.support import T0, at, insert_raw, raw_unit, seed_unit
-from tests.unit.cli.support import commands_open
+from tests.unit.cli.support import Seed
 
 SLICE = str(uuid.UUID(int=1))
 UNIT = str(uuid.UUID(int=2))
@@ -23,11 +23,10 @@ SUMMARY = "A long summary of the trip to Kyoto that wraps over several lines in 
 
 
 @pytest.fixture(autouse=True)
-def database(monkeypatch: pytest.MonkeyPatch) -> Any:
+def database(every_command_uses: Callable[[Seed], Any]) -> Any:
     """Every command sees one unit with long ids, a broken unit, and a dead letter naming them."""
 
-    async def seed() -> Any:
-        db = await init_repository(in_memory_database("cli_tables"))
+    async def seed(db: Any) -> None:
         await seed_unit(db, UNIT, CORE, [(SLICE, at(1), SUMMARY)])
         await insert_raw(db, raw_unit(BROKEN, CORE, message_count=7))
         await DeadLetterRepository(db).record(
@@ -40,9 +39,8 @@ def database(monkeypatch: pytest.MonkeyPatch) -> Any:
             attempts=5,
             at=T0,
         )
-        return db
 
-    return commands_open(monkeypatch, asyncio.run(seed()))
+    return every_command_uses(seed)
 
 
 @pytest.mark.parametrize(
@@ -81,15 +79,13 @@ AGENT = "agent-" + str(uuid.UUID(int=3))  # a realistic core id: 42 characters
 
 
 @pytest.fixture
-def uuids(monkeypatch: pytest.MonkeyPatch) -> Any:
-    """A unit and slice with UUID ids, of a core with a realistic id."""
+def uuids(every_command_uses: Callable[[Seed], Any]) -> Any:
+    """A unit and slice with UUID ids, of a core with a realistic id (every command sees only them)."""
 
-    async def seed() -> Any:
-        db = await init_repository(in_memory_database("cli_tables_uuids"))
+    async def seed(db: Any) -> None:
         await seed_unit(db, UNIT, AGENT, [(SLICE, at(1), SUMMARY)])
-        return db
 
-    return commands_open(monkeypatch, asyncio.run(seed()))
+    return every_command_uses(seed)
 
 
 def render(command: list[str], columns: int) -> list[str]:

@@ -13,11 +13,6 @@ from partner_repo import DEFAULT_CORE_ID, MemoryCore, MemoryCoreRepository, NotF
 T0 = datetime(2024, 1, 1, tzinfo=UTC)
 
 
-@pytest.fixture
-def cores(memory_db: Any) -> MemoryCoreRepository:
-    return MemoryCoreRepository(memory_db)
-
-
 def is_uuid4(value: str) -> bool:
     return uuid.UUID(value).version == 4
 

@@ -15,11 +15,6 @@ from partner_repo.mongo._indexes import CORES
 from tests.unit.rolling.support import T0, message, numbered
 
 
-@pytest.fixture
-def cores(memory_db: Any) -> MemoryCoreRepository:
-    return MemoryCoreRepository(memory_db)
-
-
 async def test_record_appends_messages_in_order_and_marks_the_interaction(
     cores: MemoryCoreRepository,
 ) -> None:

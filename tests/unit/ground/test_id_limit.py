@@ -106,13 +106,6 @@ async def snapshot(database: Any) -> dict[str, list[dict[str, Any]]]:
     return {name: await database[name].find({}).sort("_id", 1).to_list(None) for name in ALL_INDEXES}
 
 
-@pytest.fixture
-async def seeded(memory_db: Any) -> Any:
-    await MemoryUnitRepository(memory_db).append("u", [USER], "seed", core_id="c", slice_id="seed")
-    await MemoryCoreRepository(memory_db).get_or_create("c")
-    return memory_db
-
-
 @pytest.mark.parametrize(
     "bad", [TOO_LONG, TOO_LONG_ASTRAL, LONE_SURROGATE], ids=["ascii", "astral", "surrogate"]
 )

@@ -29,14 +29,6 @@ async def snapshot(database: Any) -> dict[str, list[dict[str, Any]]]:
     }
 
 
-@pytest.fixture
-async def seeded(memory_db: Any) -> Any:
-    units = MemoryUnitRepository(memory_db)
-    await units.append("u", [Message(role="user", content="kept")], "seed", core_id="c", slice_id="seed")
-    await MemoryCoreRepository(memory_db).get_or_create("c")
-    return memory_db
-
-
 def appending(messages: Any, **overrides: Any) -> Call:
     async def call(units: MemoryUnitRepository, cores: MemoryCoreRepository) -> Any:
         arguments: dict[str, Any] = {"unit_id": "u", "messages": messages, "summary": "s", "core_id": "c"}

@@ -24,11 +24,6 @@ FAST = RollingConfig(idle_after=IDLE, check_interval=timedelta(milliseconds=10))
 
 
 @pytest.fixture
-def cores(memory_db: Any) -> MemoryCoreRepository:
-    return MemoryCoreRepository(memory_db)
-
-
-@pytest.fixture
 def clock() -> Clock:
     return Clock(T0 + 2 * IDLE)
 

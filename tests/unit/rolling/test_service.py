@@ -28,16 +28,6 @@ from tests.unit.rolling.support import T0, Clock, RecordingSummarizer, assert_sl
 
 
 @pytest.fixture
-def cores(memory_db: Any) -> MemoryCoreRepository:
-    return MemoryCoreRepository(memory_db)
-
-
-@pytest.fixture
-def units(memory_db: Any) -> MemoryUnitRepository:
-    return MemoryUnitRepository(memory_db)
-
-
-@pytest.fixture
 def summarizer() -> RecordingSummarizer:
     return RecordingSummarizer()
 

@@ -17,11 +17,6 @@ IDLE_NOW = T0 + IDLE + timedelta(milliseconds=1)
 
 
 @pytest.fixture
-def cores(memory_db: Any) -> MemoryCoreRepository:
-    return MemoryCoreRepository(memory_db)
-
-
-@pytest.fixture
 def service(memory_db: Any) -> RollingService:
     return RollingService(
         memory_db, RecordingSummarizer(), RollingConfig(trigger_limit=LIMIT, idle_after=IDLE)

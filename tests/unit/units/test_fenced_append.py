@@ -10,11 +10,6 @@ from partner_repo import MemoryUnitRepository, StaleIncrement
 from tests.unit.rolling.support import numbered
 
 
-@pytest.fixture
-def units(memory_db: Any) -> MemoryUnitRepository:
-    return MemoryUnitRepository(memory_db)
-
-
 async def test_an_append_where_the_increment_was_resolved_lands(units: MemoryUnitRepository) -> None:
     await units.append("u", numbered(0, 4), "first", core_id="c")
 

@@ -13,11 +13,6 @@ from partner_repo.mongo._storage import bson_size
 from tests.unit.rolling.support import numbered
 
 
-@pytest.fixture
-def units(memory_db: Any) -> MemoryUnitRepository:
-    return MemoryUnitRepository(memory_db)
-
-
 async def stored(memory_db: Any, unit_id: str) -> dict[str, Any]:
     document = await memory_db[UNITS].find_one({"_id": unit_id})
     assert document is not None

@@ -26,11 +26,6 @@ def say(*contents: str) -> list[Message]:
     return [Message(role="user" if i % 2 == 0 else "assistant", content=c) for i, c in enumerate(contents)]
 
 
-@pytest.fixture
-def units(memory_db: Any) -> MemoryUnitRepository:
-    return MemoryUnitRepository(memory_db)
-
-
 # -- get / save ---------------------------------------------------------------------------------------------
 
 
