@@ -133,9 +133,8 @@ def test_an_interrupted_check_says_how_many_units_it_checked(
     )
 
 
-def test_an_interrupted_streamed_slice_list_gives_the_cursor_to_continue(
-    seeded: Any, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def ctrl_c_after_one_page(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    """``SliceQueries.find`` reads its first page, then is interrupted by Ctrl-C: the page it read."""
     original = SliceQueries.find
     pages: list[Any] = []
 
@@ -146,6 +145,13 @@ def test_an_interrupted_streamed_slice_list_gives_the_cursor_to_continue(
         return pages[0]
 
     monkeypatch.setattr(SliceQueries, "find", one_page_then_ctrl_c)
+    return pages
+
+
+def test_an_interrupted_streamed_slice_list_gives_the_cursor_to_continue(
+    seeded: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pages = ctrl_c_after_one_page(monkeypatch)
 
     result = run("--in-memory", "slices", "list", "--all", "--json", "--limit", "2")
 
@@ -159,16 +165,7 @@ def test_an_interrupted_streamed_slice_list_gives_the_cursor_to_continue(
 def test_an_interrupted_table_slice_list_says_nothing_was_printed(
     seeded: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    original = SliceQueries.find
-    calls: list[int] = []
-
-    async def one_page_then_ctrl_c(self: SliceQueries, **options: Any) -> Any:
-        calls.append(1)
-        if len(calls) > 1:
-            raise KeyboardInterrupt
-        return await original(self, **options)
-
-    monkeypatch.setattr(SliceQueries, "find", one_page_then_ctrl_c)
+    ctrl_c_after_one_page(monkeypatch)
 
     result = run("--in-memory", "slices", "list", "--all", "--limit", "2")
 

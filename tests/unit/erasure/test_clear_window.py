@@ -10,7 +10,7 @@ import pytest
 
 from partner_repo import ConflictError, ErasureLog, MemoryCoreRepository, MemoryEraser, Message
 from tests.erasure_support import T0, remember, unit_ids_of
-from tests.unit.erasure.test_concurrency import GatedSummarizer, roll_in_progress
+from tests.unit.erasure.support import GatedSummarizer, roll_in_progress
 
 
 async def test_clearing_empties_the_window_and_says_how_many_messages_it_held(memory_db: Any) -> None:

@@ -1,4 +1,5 @@
-"""Shared builders for the listener tests: recording consumers, quick listeners, slices appended directly."""
+"""Shared builders for the listener tests: recording consumers, quick listeners, slices appended directly, and
+a polling pass's scanner on its own."""
 
 from __future__ import annotations
 
@@ -11,12 +12,16 @@ from typing import Any
 from partner_repo import (
     AfterRollingRegistry,
     Backoff,
+    DeadLetterRepository,
+    ListenerCheckpoints,
     MemorySlice,
     MemoryUnitRepository,
     Message,
     RollingListener,
     RollingResult,
 )
+from partner_repo.listener.delivery._pipeline import DeliveryPipeline
+from partner_repo.listener.stream._polling import UnitScanner
 
 T0 = datetime(2024, 5, 1, 9, 0, tzinfo=UTC)
 QUICK = Backoff(initial=0.001, multiplier=2.0, maximum=0.004, jitter=0.0)
@@ -85,3 +90,29 @@ async def append(
     return await units.append(
         unit_id, messages(count), f"summary {next(_counter)}", core_id=core_id, created_at=created, **options
     )
+
+
+class CountingUnits(MemoryUnitRepository):
+    """The units repository, counting the outlines it reads (one per unit a polling pass finds changed)."""
+
+    outlined: int = 0
+
+    async def outline(self, unit_id: object) -> Any:
+        self.outlined += 1
+        return await super().outline(unit_id)
+
+
+def scanning(database: Any, units: MemoryUnitRepository) -> tuple[UnitScanner, DeliveryPipeline]:
+    """A polling pass's scanner over ``units``, offering what it finds to a delivery pipeline of one
+    :class:`Recorder` (one attempt each): start the pipeline before scanning, close it after."""
+    checkpoints = ListenerCheckpoints(database, "default")
+    pipeline = DeliveryPipeline(
+        checkpoints,
+        units,
+        DeadLetterRepository(database),
+        [Recorder()],
+        max_attempts=1,
+        backoff=Backoff(),
+        max_pending=10,
+    )
+    return UnitScanner(units, checkpoints, pipeline), pipeline

@@ -5,6 +5,7 @@ are left alone; sizes stay exact; a rerun writes nothing; Backward leaves a data
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from typing import Any
 
 import pytest
@@ -15,6 +16,8 @@ from partner_repo import MemoryCoreRepository, MemoryUnitRepository, Message, Ro
 from partner_repo.mongo._indexes import CORES, UNITS
 from partner_repo.mongo._storage import bson_size
 from partner_repo.rolling._increment import resolve_chat_increment
+from tests.unit.interference import InterruptedCollection
+from tests.unit.migrations.stored_0_3 import ROLLED_BY_0_3, core_of_0_3, msg, msgs, unit_of_0_3
 from tests.unit.migrations.support import (
     CLAIMS,
     POSITIONS,
@@ -27,81 +30,11 @@ from tests.unit.migrations.support import (
 )
 from tests.unit.rolling.support import RecordingSummarizer
 
-T0 = datetime(2024, 5, 1, 9, 0, tzinfo=UTC)
+T0 = ROLLED_BY_0_3
 RECENT = datetime.now(UTC).replace(microsecond=0)
 """A tombstone's time: recent, so its TTL index (mongomock applies TTL too) keeps it."""
 LATER = T0 + timedelta(minutes=5)
 MIGRATION = load(POSITIONS)
-
-
-def msg(n: int) -> dict[str, str]:
-    """Message ``n`` of a dialogue as 0.3 stored it; unique by its number, so losses and repeats show."""
-    return {"role": "user" if n % 2 == 0 else "assistant", "content": f"message {n}"}
-
-
-def msgs(start: int, stop: int) -> list[dict[str, str]]:
-    return [msg(n) for n in range(start, stop)]
-
-
-def unit_of_0_3(
-    unit_id: str, messages: list[dict[str, str]], *, previous: str | None = None, core_id: str = "c"
-) -> dict[str, Any]:
-    """A unit as 0.3 stored it: one slice per roll (here one), the derived fields, an exact size, no mark."""
-    slices = [
-        {
-            "id": f"{unit_id}-slice",
-            "start_index": 0,
-            "end_index": len(messages),
-            "summary": "rolled by 0.3",
-            "created_at": T0,
-            "rolling_size": len(messages),
-            "retain_divisor": 6,
-        }
-    ]
-    document: dict[str, Any] = {
-        "_id": unit_id,
-        "core_id": core_id,
-        "conversation_messages": messages,
-        "slices": slices,
-        "updated_at": T0,
-        "previous_unit_id": previous,
-        "version": 4,
-        "message_count": len(messages),
-        "slice_count": len(slices),
-        "slice_ids": [s["id"] for s in slices],
-        "size_bytes": 0,
-    }
-    document["size_bytes"] = bson_size(document)
-    return document
-
-
-def core_of_0_3(
-    session: str,
-    window: list[dict[str, str]],
-    *,
-    continues: str | None = None,
-    stored: dict[str, Any] | None = None,
-    core_id: str = "c",
-) -> dict[str, Any]:
-    """A core as 0.3 left it after a roll: its window counted, the lease given back, no ``window_start``, and
-    the stored front its trim recorded (``window_stored``) when given."""
-    document: dict[str, Any] = {
-        "_id": core_id,
-        "memory_session_id": session,
-        "session_started_at": T0,
-        "chat_messages": window,
-        "window_size": len(window),
-        "last_interaction_at": T0,
-        "session_continues": continues,
-        "lease_owner": None,
-        "lease_beat": 7,
-        "lease_ttl_ms": 60_000,
-        "idle_rolled": False,
-        "version": 12,
-    }
-    if stored is not None:
-        document["window_stored"] = stored
-    return document
 
 
 async def database_of_0_3(*, cores: list[dict[str, Any]], units: list[dict[str, Any]]) -> Any:
@@ -298,22 +231,9 @@ async def test_a_missing_or_null_window_is_stored_empty_so_the_core_takes_turns(
         assert (state.window_start, state.window_size) == (0, 1)
 
 
-class RollFirst:
-    """The units collection, with a 0.4 roll of the core landing just before the migration's guarded write."""
-
-    def __init__(self, collection: Any, database: Any) -> None:
-        self._collection = collection
-        self._database = database
-        self.interfered = False
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._collection, name)
-
-    async def update_one(self, *args: Any, **kwargs: Any) -> Any:
-        if not self.interfered:
-            self.interfered = True
-            await rolling(self._database).roll("c", now=LATER)
-        return await self._collection.update_one(*args, **kwargs)
+async def roll_of_0_4(database: Any) -> None:
+    """A 0.4 roll of the core, landing just before the migration's guarded write of the unit."""
+    await rolling(database).roll("c", now=LATER)
 
 
 async def test_a_roll_landing_during_the_migration_wins_and_nothing_is_stored_twice() -> None:
@@ -321,7 +241,7 @@ async def test_a_roll_landing_during_the_migration_wins_and_nothing_is_stored_tw
         cores=[core_of_0_3("s1", msgs(30, 41))], units=[unit_of_0_3("s1", msgs(0, 36))]
     )
     migration = await bound(POSITIONS, database)
-    units = RollFirst(database[UNITS], database)
+    units = InterruptedCollection(database[UNITS], partial(roll_of_0_4, database))
     core = await database[CORES].find_one({"_id": "c"}, migration.CORE_STATE)
 
     outcome = await migration._mark_one(units, database[CORES], core, None)
@@ -333,34 +253,21 @@ async def test_a_roll_landing_during_the_migration_wins_and_nothing_is_stored_tw
     assert bson_size(unit) == unit["size_bytes"]
 
 
-class Roll03First:
-    """The cores collection, with a roll by a 0.3 process landing between the migration's read of the unit and
-    its read of the window: an append that leaves no mark, a trim that does not move ``window_start``."""
-
-    def __init__(self, collection: Any, database: Any) -> None:
-        self._collection = collection
-        self._database = database
-        self.interfered = False
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._collection, name)
-
-    async def find_one(self, *args: Any, **kwargs: Any) -> Any:
-        if not self.interfered:
-            self.interfered = True
-            await MemoryUnitRepository(self._database).append("s1", msgs(36, 41), "0.3", core_id="c")
-            await self._collection.update_one(
-                {"_id": "c"},
-                {
-                    "$push": {"chat_messages": {"$each": [], "$slice": -1}},
-                    "$set": {
-                        "window_size": 1,
-                        "window_stored": {"unit_id": "s1", "message_count": 41, "front": 1},
-                    },
-                    "$inc": {"version": 1},
-                },
-            )
-        return await self._collection.find_one(*args, **kwargs)
+async def roll_of_0_3(database: Any) -> None:
+    """A roll by a 0.3 process, landing between the migration's read of the unit and its read of the window:
+    an append that leaves no mark, a trim that does not move ``window_start``."""
+    await MemoryUnitRepository(database).append("s1", msgs(36, 41), "0.3", core_id="c")
+    await database[CORES].update_one(
+        {"_id": "c"},
+        {
+            "$push": {"chat_messages": {"$each": [], "$slice": -1}},
+            "$set": {
+                "window_size": 1,
+                "window_stored": {"unit_id": "s1", "message_count": 41, "front": 1},
+            },
+            "$inc": {"version": 1},
+        },
+    )
 
 
 async def test_a_0_3_roll_landing_between_the_migrations_reads_is_resolved_again() -> None:
@@ -369,7 +276,7 @@ async def test_a_0_3_roll_landing_between_the_migrations_reads_is_resolved_again
         units=[unit_of_0_3("s1", msgs(0, 36))],
     )
     migration = await bound(POSITIONS, database)
-    cores = Roll03First(database[CORES], database)
+    cores = InterruptedCollection(database[CORES], partial(roll_of_0_3, database), method="find_one")
     core = await database[CORES].find_one({"_id": "c"}, migration.CORE_STATE)
 
     outcome = await migration._mark_one(database[UNITS], cores, core, None)

@@ -25,6 +25,7 @@ from partner_repo.admin._inspection import normalization_violations
 from partner_repo.models import MemoryUnit
 from partner_repo.mongo._indexes import UNITS
 from tests.conftest import YieldingDatabase
+from tests.unit.interference import SwappedDatabase
 from tests.unit.migrations.support import NORMALIZE, fresh_database
 
 T0 = datetime(2024, 5, 1, 9, 0, tzinfo=UTC)
@@ -60,16 +61,9 @@ class GuardedWriteHook:
         return await self._collection.update_one(query, *args, **kwargs)
 
 
-class HookedDatabase:
-    def __init__(self, database: Any, hook: Hook) -> None:
-        self._database = database
-        self._units = GuardedWriteHook(database[UNITS], hook)
-
-    def __getitem__(self, name: str) -> Any:
-        return self._units if name == UNITS else self._database[name]
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._database, name)
+def hooked(database: Any, hook: Hook) -> SwappedDatabase:
+    """``database``, running ``hook(unit_id)`` before each of the migration's guarded writes."""
+    return SwappedDatabase(database, GuardedWriteHook(database[UNITS], hook))
 
 
 async def normalize(database: Any) -> MigrationRun:
@@ -131,7 +125,7 @@ async def test_a_unit_that_keeps_changing_is_left_for_the_next_run_and_the_other
             )
 
     with pytest.raises(MigrationError) as failure:
-        await normalize(HookedDatabase(database, old_tool_writes_c_first))
+        await normalize(hooked(database, old_tool_writes_c_first))
 
     message = str(failure.value)
     assert NORMALIZE.name in message and "1 unit(s) left as stored: 'c'" in message
@@ -157,7 +151,7 @@ async def test_a_unit_the_server_refuses_to_write_is_named_with_the_reason_and_t
     with pytest.raises(
         MigrationError, match=r"'b' \(the server refused the write: .*16777216 \(code 17419\)\)"
     ):
-        await normalize(HookedDatabase(database, refuse_b))
+        await normalize(hooked(database, refuse_b))
 
     assert [await is_normalized(database, unit_id) for unit_id in IDS] == [True, False, True, True, True]
     assert (await migration_status(database)).current is None
@@ -174,7 +168,7 @@ async def test_a_run_stopped_half_way_is_finished_by_running_again_and_backward_
     with pytest.raises(
         MigrationError, match=r"connection to the server failed.*run partner-repo migrate again"
     ):
-        await normalize(HookedDatabase(database, connection_lost_at_c))
+        await normalize(hooked(database, connection_lost_at_c))
     assert [await is_normalized(database, unit_id) for unit_id in IDS] == [True, True, False, False, False]
     first_run = {unit_id: await stored(database, unit_id) for unit_id in ("a", "b")}
 

@@ -4,12 +4,14 @@ moves to it, nothing else changes, a concurrent append is never overwritten, and
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any
 
 from partner_repo import MemoryUnitRepository, Message, UnitChecker, run_migrations
 from partner_repo.mongo._indexes import UNITS
 from partner_repo.mongo._storage import bson_size
 from partner_repo.units._claims import SliceIdClaims
+from tests.unit.interference import InterruptedCollection
 from tests.unit.migrations.support import SLICE_IDS, bound, fresh_database, load, names, shipped_from
 
 T0 = datetime(2024, 5, 1, 9, 0, tzinfo=UTC)
@@ -114,30 +116,17 @@ async def test_units_written_by_other_tools_are_left_for_the_library_to_adopt() 
     assert await stored(database, "foreign") == foreign
 
 
-class AppendFirst:
-    """The units collection, with an append by the library landing just before the first guarded update."""
-
-    def __init__(self, collection: Any, database: Any) -> None:
-        self._collection = collection
-        self._database = database
-        self.interfered = False
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._collection, name)
-
-    async def update_one(self, *args: Any, **kwargs: Any) -> Any:
-        if not self.interfered:
-            self.interfered = True
-            await MemoryUnitRepository(self._database).append(
-                "a", [Message(role="user", content="landed meanwhile")], "meanwhile", core_id="c"
-            )
-        return await self._collection.update_one(*args, **kwargs)
+async def append_meanwhile(database: Any) -> None:
+    """An append by the library, landing just before the migration's first guarded update."""
+    await MemoryUnitRepository(database).append(
+        "a", [Message(role="user", content="landed meanwhile")], "meanwhile", core_id="c"
+    )
 
 
 async def test_an_append_landing_during_the_migration_is_never_overwritten() -> None:
     database = await database_of_0_1(unit_of_0_1("a", ["a1"]))
     migration = await bound(SLICE_IDS, database)
-    units = AppendFirst(database[UNITS], database)
+    units = InterruptedCollection(database[UNITS], partial(append_meanwhile, database))
 
     await migration._write_one(units, await stored(database, "a"), None, forward=True)
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import types
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -18,6 +18,7 @@ import pytest
 
 from partner_repo import ConflictError, MemoryUnitRepository, Message
 from partner_repo.mongo._indexes import UNITS
+from tests.unit.interference import interrupted_units
 
 
 def turn(label: str) -> list[Message]:
@@ -41,42 +42,13 @@ def ticking_clock(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     yield  # the clock is the repository's until the test ends
 
 
-class InterruptedCollection:
-    """Runs ``interloper`` just before the first ``update_one`` is sent, so that update loses its race."""
-
-    def __init__(self, collection: Any, interloper: Callable[[], Awaitable[Any]]) -> None:
-        self._collection = collection
-        self._interloper: Callable[[], Awaitable[Any]] | None = interloper
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._collection, name)
-
-    async def update_one(self, *args: Any, **kwargs: Any) -> Any:
-        if self._interloper is not None:
-            interloper, self._interloper = self._interloper, None
-            await interloper()
-        return await self._collection.update_one(*args, **kwargs)
-
-
-class InterruptedDatabase:
-    def __init__(self, database: Any, interloper: Callable[[], Awaitable[Any]]) -> None:
-        self._database = database
-        self._units = InterruptedCollection(database[UNITS], interloper)
-
-    def __getitem__(self, name: str) -> Any:
-        return self._units if name == UNITS else self._database[name]
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._database, name)
-
-
 async def test_an_append_that_lost_a_race_is_stored_with_the_time_of_its_retry(
     memory_db: Any, ticking_clock: None
 ) -> None:
     other = MemoryUnitRepository(memory_db)
     await other.append("u", turn("first"), "first", core_id="c")
     loser = MemoryUnitRepository(
-        InterruptedDatabase(memory_db, lambda: other.append("u", turn("winner"), "winner", core_id="c"))
+        interrupted_units(memory_db, lambda: other.append("u", turn("winner"), "winner", core_id="c"))
     )
 
     retried = await loser.append("u", turn("loser"), "loser", core_id="c")
@@ -94,7 +66,7 @@ async def test_an_append_with_a_given_time_keeps_it_when_retried(memory_db: Any,
     other = MemoryUnitRepository(memory_db)
     await other.append("u", turn("first"), "first", core_id="c")
     loser = MemoryUnitRepository(
-        InterruptedDatabase(memory_db, lambda: other.append("u", turn("winner"), "winner", core_id="c"))
+        interrupted_units(memory_db, lambda: other.append("u", turn("winner"), "winner", core_id="c"))
     )
     given = datetime(2024, 6, 1, 12, 0, tzinfo=UTC)
 

@@ -5,12 +5,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from partner_repo import ListenerCheckpoints, MemoryUnitRepository
-from partner_repo.listener.delivery._pipeline import DeliveryPipeline
-from partner_repo.listener.delivery._retry import Backoff
-from partner_repo.listener.state._dead_letters import DeadLetterRepository
-from partner_repo.listener.stream._polling import UnitScanner
-from tests.unit.listener.support import T0, Recorder, append, messages, quick_listener, registry_of
+from partner_repo import MemoryUnitRepository
+from tests.unit.listener.support import (
+    T0,
+    CountingUnits,
+    Recorder,
+    append,
+    messages,
+    quick_listener,
+    registry_of,
+    scanning,
+)
 
 
 async def fingerprints(units: MemoryUnitRepository) -> dict[str, Any]:
@@ -91,30 +96,12 @@ async def test_slices_of_a_unit_written_by_another_tool_are_delivered(memory_db:
     assert result.rolling_size is None
 
 
-class CountingUnits(MemoryUnitRepository):
-    outlined: int = 0
-
-    async def outline(self, unit_id: str) -> Any:
-        self.outlined += 1
-        return await super().outline(unit_id)
-
-
 async def test_a_pass_after_nothing_changed_stops_at_the_probe(memory_db: Any) -> None:
     units = CountingUnits(memory_db)
     await append(units, "u1")
     await append(units, "u2")
-    checkpoints = ListenerCheckpoints(memory_db, "default")
-    pipeline = DeliveryPipeline(
-        checkpoints,
-        units,
-        DeadLetterRepository(memory_db),
-        [Recorder()],
-        max_attempts=1,
-        backoff=Backoff(),
-        max_pending=10,
-    )
+    scanner, pipeline = scanning(memory_db, units)
     pipeline.start()
-    scanner = UnitScanner(units, checkpoints, pipeline)
     try:
         assert await scanner.scan() == 2
         assert units.outlined == 2

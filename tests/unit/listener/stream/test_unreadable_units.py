@@ -19,13 +19,19 @@ from partner_repo import (
     replay_dead_letters,
 )
 from partner_repo.errors import UnreadableUnit
-from partner_repo.listener.delivery._pipeline import DeliveryPipeline
-from partner_repo.listener.delivery._retry import Backoff
-from partner_repo.listener.stream._polling import UnitScanner
 from partner_repo.mongo._storage import slice_document
 from tests.conftest import until
 from tests.unit.listener.faults import ScriptedStreams, StreamScript
-from tests.unit.listener.support import T0, Recorder, append, messages, quick_listener, registry_of
+from tests.unit.listener.support import (
+    T0,
+    CountingUnits,
+    Recorder,
+    append,
+    messages,
+    quick_listener,
+    registry_of,
+    scanning,
+)
 
 DERIVED = {"version": 1, "message_count": 0, "slice_count": 1, "slice_ids": [], "size_bytes": 200}
 OBJECT_ID = ObjectId("65f0c0ffee0000000000beef")
@@ -164,31 +170,13 @@ async def test_a_unit_repaired_in_place_is_delivered(memory_db: Any) -> None:
     ]
 
 
-class CountingUnits(MemoryUnitRepository):
-    outlined: int = 0
-
-    async def outline(self, unit_id: object) -> Any:
-        self.outlined += 1
-        return await super().outline(unit_id)
-
-
 async def test_a_pass_after_nothing_changed_stops_at_the_probe_despite_unreadable_units(
     memory_db: Any,
 ) -> None:
     await store_foreign_units(memory_db)
     units = CountingUnits(memory_db)
     await append(units, "good")
-    checkpoints = ListenerCheckpoints(memory_db, "default")
-    pipeline = DeliveryPipeline(
-        checkpoints,
-        units,
-        DeadLetterRepository(memory_db),
-        [Recorder()],
-        max_attempts=1,
-        backoff=Backoff(),
-        max_pending=10,
-    )
-    scanner = UnitScanner(units, checkpoints, pipeline)
+    scanner, pipeline = scanning(memory_db, units)
     pipeline.start()
     try:
         assert await scanner.scan() == 1
