@@ -9,7 +9,7 @@ partner_repo.mongo._database``); a module 0.4 had that is now two (``listener.de
 the listener's state, their replay is delivery) is a module holding the public names of both.
 
 New code imports from the package front modules (``partner_repo``, ``partner_repo.listener``, ...);
-``tests/unit/package/test_paths_of_0_4.py`` checks that every public name of 0.4 is still found where it was.
+``tests/unit/package/test_layout.py`` checks that every public name of 0.4 is still found where it was.
 """
 
 from __future__ import annotations

@@ -25,7 +25,8 @@ class Gap:
 OTHER_DIFFERENCES: tuple[str, ...] = (
     "A multikey index gives an array element without the indexed field no null key (mongod does), so the "
     "null-key collision of partner-repo 0.1.0's unique `slices.id` index does not show there; "
-    "tests/unit/test_slice_id_index.py checks the index definitions against the manual's key rules instead.",
+    "tests/unit/migrations/test_slice_id_index.py checks the index definitions against the manual's key "
+    "rules instead.",
     "An equality on an embedded-document `_id` (the listener checkpoints' `{group, unit_id}`) scans the "
     "collection instead of using the `_id` index (an update costs 1.7 ms among 100 documents, 6.6 ms among "
     "1,000; a string `_id` 0.7-0.8 ms either way), so the listener's checkpoint writes slow down as a "

@@ -9,13 +9,13 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from conftest import real_database
 
 from partner_repo import MemoryUnitRepository, Message, close_database, init_repository
 from partner_repo.admin._cursor import SliceKey
 from partner_repo.admin._filters import SliceFilter
 from partner_repo.admin._windows import ALL_TIME, Window
 from partner_repo.mongo._indexes import UNITS
+from tests.conftest import real_database
 
 pytestmark = pytest.mark.integration
 

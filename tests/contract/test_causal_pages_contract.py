@@ -15,7 +15,6 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from conftest import requires_mongodb
 from pymongo import ReadPreference, monitoring
 
 from partner_repo import MemoryUnitRepository, Message, SliceQueries, init_repository
@@ -23,6 +22,7 @@ from partner_repo.admin._cursor import CursorCodec
 from partner_repo.admin._filters import SliceFilter
 from partner_repo.cli import main
 from partner_repo.mongo import driver
+from tests.conftest import requires_mongodb
 
 T0 = datetime(2024, 5, 1, 9, 0, tzinfo=UTC)
 SLICES = 7

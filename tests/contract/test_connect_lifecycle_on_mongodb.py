@@ -6,12 +6,12 @@ import uuid
 from typing import Any
 
 import pytest
-from conftest import requires_mongodb
 from pymongo import AsyncMongoClient
 from pymongo.errors import InvalidOperation
 
 from partner_repo import Message, RollingService, close_database, connect
 from partner_repo.mongo import driver
+from tests.conftest import requires_mongodb
 
 pytestmark = pytest.mark.integration
 

@@ -15,7 +15,6 @@ from datetime import timedelta
 from functools import partial
 from typing import Any
 
-import conftest
 import pytest
 
 from partner_repo import (
@@ -35,6 +34,7 @@ from partner_repo import (
     RollingService,
 )
 from partner_repo.mongo._indexes import CHECKPOINTS, CORES, ERASURES, UNITS
+from tests import conftest
 from tests.erasure_support import T0, Crash, CrashingDatabase, letter_on, progress_on, remember, unit_ids_of
 
 until = partial(conftest.until, within=15.0)

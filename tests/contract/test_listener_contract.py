@@ -13,9 +13,7 @@ from datetime import UTC, datetime, timedelta
 from functools import partial
 from typing import Any
 
-import conftest
 import pytest
-from conftest import real_database
 
 from partner_repo import (
     AfterRollingRegistry,
@@ -35,6 +33,8 @@ from partner_repo import (
     init_repository,
 )
 from partner_repo.listener.state._status import listener_status
+from tests import conftest
+from tests.conftest import real_database
 
 T0 = datetime(2024, 7, 1, 9, 0, tzinfo=UTC)
 until = partial(conftest.until, within=15.0)  # a real replica set may take longer to deliver than the fakes

@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import real_database
 
 from partner_repo import (
     DuplicateSliceId,
@@ -30,6 +29,8 @@ from partner_repo import (
 from partner_repo.admin._inspection import normalization_violations
 from partner_repo.mongo._indexes import ALL_INDEXES, CORES, UNITS
 from partner_repo.mongo._storage import bson_size
+from tests.conftest import real_database
+from tests.unit.migrations.stored_0_3 import core_of_0_3, msgs, unit_of_0_3
 
 pytestmark = pytest.mark.integration
 
@@ -179,60 +180,9 @@ async def test_a_run_next_to_live_appends_completes_and_keeps_every_append(raw_d
         assert not normalization_violations(MemoryUnit.model_validate(document)), unit_id
 
 
-def dialogue(start: int, stop: int) -> list[dict[str, str]]:
-    return [
-        {"role": "user" if n % 2 == 0 else "assistant", "content": f"message {n}"} for n in range(start, stop)
-    ]
-
-
-def unit_of_0_3(unit_id: str, messages: list[dict[str, str]], core_id: str = "core") -> dict[str, Any]:
-    """A unit as 0.3 stored it: normalized, derived fields, exact size, no positions mark."""
-    piece = {
-        "id": f"{unit_id}-slice",
-        "start_index": 0,
-        "end_index": len(messages),
-        "summary": "rolled by 0.3",
-        "created_at": T0,
-        "rolling_size": len(messages),
-        "retain_divisor": 6,
-    }
-    document: dict[str, Any] = {
-        "_id": unit_id,
-        "core_id": core_id,
-        "conversation_messages": messages,
-        "slices": [piece],
-        "updated_at": T0,
-        "previous_unit_id": None,
-        "version": 4,
-        "message_count": len(messages),
-        "slice_count": 1,
-        "slice_ids": [piece["id"]],
-        "size_bytes": 0,
-    }
-    document["size_bytes"] = bson_size(document)
-    return document
-
-
-def core_of_0_3(
-    window: list[dict[str, str]], core_id: str = "core", session: str = "session"
-) -> dict[str, Any]:
-    """A core as 0.3 left it after a roll that kept 6 messages as context: no ``window_start``, the stored
-    front its trim recorded."""
-    return {
-        "_id": core_id,
-        "memory_session_id": session,
-        "session_started_at": T0,
-        "chat_messages": window,
-        "window_size": len(window),
-        "last_interaction_at": T0,
-        "session_continues": None,
-        "lease_owner": None,
-        "lease_beat": 7,
-        "lease_ttl_ms": 60_000,
-        "idle_rolled": False,
-        "version": 12,
-        "window_stored": {"unit_id": session, "message_count": 36, "front": 6},
-    }
+def kept_six(session: str) -> dict[str, Any]:
+    """The stored front a 0.3 trim recorded after a roll that kept 6 of its 36 messages as context."""
+    return {"unit_id": session, "message_count": 36, "front": 6}
 
 
 async def summarize(messages: list[Message]) -> str:
@@ -244,8 +194,10 @@ async def test_a_0_3_core_gets_its_positions_and_the_next_rolls_store_each_messa
     raw_database: Any, use_transaction: bool
 ) -> None:
     await run_migrations(raw_database, distance=NAMES.index(POSITIONS))
-    await raw_database[UNITS].insert_one(unit_of_0_3("session", dialogue(0, 36)))
-    await raw_database[CORES].insert_one(core_of_0_3(dialogue(30, 41)))
+    await raw_database[UNITS].insert_one(unit_of_0_3("session", msgs(0, 36), core_id="core"))
+    await raw_database[CORES].insert_one(
+        core_of_0_3("session", msgs(30, 41), core_id="core", stored=kept_six("session"))
+    )
 
     run = await run_migrations(raw_database, use_transaction=use_transaction)
 
@@ -256,16 +208,18 @@ async def test_a_0_3_core_gets_its_positions_and_the_next_rolls_store_each_messa
     assert (unit["taken_until"], unit["taken_count"]) == (6, 36) and bson_size(unit) == unit["size_bytes"]
     service = RollingService(raw_database, summarize)
     await service.roll("core", now=T0 + timedelta(minutes=5))
-    await MemoryCoreRepository(raw_database).record("core", dialogue(41, 43))
+    await MemoryCoreRepository(raw_database).record("core", msgs(41, 43))
     await service.roll("core", now=T0 + timedelta(minutes=6))
     unit = await raw_database[UNITS].find_one({"_id": "session"})
-    assert as_0_3(unit["conversation_messages"]) == dialogue(0, 43) and bson_size(unit) == unit["size_bytes"]
+    assert as_0_3(unit["conversation_messages"]) == msgs(0, 43) and bson_size(unit) == unit["size_bytes"]
 
 
 async def test_positions_backward_removes_every_mark_and_keeps_sizes_exact(raw_database: Any) -> None:
     await run_migrations(raw_database, distance=NAMES.index(POSITIONS))
-    await raw_database[UNITS].insert_one(unit_of_0_3("session", dialogue(0, 36)))
-    await raw_database[CORES].insert_one(core_of_0_3(dialogue(30, 41)))
+    await raw_database[UNITS].insert_one(unit_of_0_3("session", msgs(0, 36), core_id="core"))
+    await raw_database[CORES].insert_one(
+        core_of_0_3("session", msgs(30, 41), core_id="core", stored=kept_six("session"))
+    )
     await run_migrations(raw_database)
     await RollingService(raw_database, summarize).roll("core", now=T0 + timedelta(minutes=5))
     await raw_database[UNITS].insert_one(
@@ -277,15 +231,15 @@ async def test_positions_backward_removes_every_mark_and_keeps_sizes_exact(raw_d
     assert run.ran == tuple(reversed(FROM_POSITIONS))
     unit = await raw_database[UNITS].find_one({"_id": "session"})
     assert "taken_until" not in unit and "taken_count" not in unit and bson_size(unit) == unit["size_bytes"]
-    assert as_0_3(unit["conversation_messages"]) == dialogue(0, 41)
+    assert as_0_3(unit["conversation_messages"]) == msgs(0, 41)
     assert await raw_database[UNITS].find_one({"_id": "reserved"}) is None
 
 
 async def test_positions_next_to_live_turns_and_rolls_keep_every_message_once(raw_database: Any) -> None:
     await run_migrations(raw_database, distance=NAMES.index(POSITIONS))
     ids = [f"c{i:03d}" for i in range(60)]
-    await raw_database[UNITS].insert_many([unit_of_0_3(f"s-{c}", dialogue(0, 36), c) for c in ids])
-    cores = [core_of_0_3(dialogue(30, 41), c, f"s-{c}") for c in ids]
+    await raw_database[UNITS].insert_many([unit_of_0_3(f"s-{c}", msgs(0, 36), core_id=c) for c in ids])
+    cores = [core_of_0_3(f"s-{c}", msgs(30, 41), core_id=c, stored=kept_six(f"s-{c}")) for c in ids]
     for core in cores[::2]:
         del core["window_stored"]  # half of them resolved by content, as a 0.2 roll left them
     await raw_database[CORES].insert_many(cores)
@@ -299,7 +253,7 @@ async def test_positions_next_to_live_turns_and_rolls_keep_every_message_once(ra
             core_id = ids[(offset + 7 * turn) % len(ids)]
             end = recorded[core_id]
             recorded[core_id] = end + 2
-            await MemoryCoreRepository(raw_database).record(core_id, dialogue(end, end + 2))
+            await MemoryCoreRepository(raw_database).record(core_id, msgs(end, end + 2))
             await service.roll(core_id, now=T0 + timedelta(minutes=5 + turn))
             turn += 1
 
@@ -315,5 +269,5 @@ async def test_positions_next_to_live_turns_and_rolls_keep_every_message_once(ra
     for core_id in ids:
         await service.roll(core_id, now=T0 + timedelta(hours=1))
         unit = await raw_database[UNITS].find_one({"_id": f"s-{core_id}"})
-        assert as_0_3(unit["conversation_messages"]) == dialogue(0, recorded[core_id]), core_id
+        assert as_0_3(unit["conversation_messages"]) == msgs(0, recorded[core_id]), core_id
         assert bson_size(unit) == unit["size_bytes"], core_id

@@ -10,7 +10,6 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from rolling_contract_support import T0, assert_tiles, numbered, summarize
 
 from partner_repo import (
     InvalidInput,
@@ -22,6 +21,7 @@ from partner_repo import (
 )
 from partner_repo.cores._lease import CoreLease
 from partner_repo.mongo._indexes import CORES
+from tests.contract.rolling_contract_support import T0, assert_tiles, numbered, summarize
 
 CONFIG = RollingConfig(trigger_limit=8, retain_divisor=4)
 

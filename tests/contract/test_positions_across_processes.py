@@ -25,17 +25,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import requires_mongodb
-from positions_support import (
-    CoreHistory,
-    ObservedDatabase,
-    Ticks,
-    Wire,
-    Write,
-    storage_problems,
-)
-from rolling_contract_support import T0, summarize
-from test_sharing_across_processes import Processes, eventually
 
 from partner_repo import (
     MemoryCoreRepository,
@@ -47,6 +36,17 @@ from partner_repo import (
     close_database,
     connect,
 )
+from tests.conftest import requires_mongodb
+from tests.contract.positions_support import (
+    CoreHistory,
+    ObservedDatabase,
+    Ticks,
+    Wire,
+    Write,
+    storage_problems,
+)
+from tests.contract.rolling_contract_support import T0, summarize
+from tests.contract.test_sharing_across_processes import Processes, eventually
 
 pytestmark = pytest.mark.integration
 

@@ -16,10 +16,7 @@ from datetime import timedelta
 from typing import Any, TypeVar
 
 import pytest
-from conftest import until
-from positions_support import ObservedDatabase, Ticks, Wire, Write
 from pymongo.errors import ConnectionFailure
-from rolling_contract_support import T0, numbered, summarize
 
 from partner_repo import (
     MemoryCoreRepository,
@@ -30,6 +27,9 @@ from partner_repo import (
     RollingConfig,
     RollingService,
 )
+from tests.conftest import until
+from tests.contract.positions_support import ObservedDatabase, Ticks, Wire, Write
+from tests.contract.rolling_contract_support import T0, numbered, summarize
 
 IDLE = timedelta(hours=1)
 TTL = timedelta(seconds=30)

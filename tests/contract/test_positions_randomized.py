@@ -26,9 +26,7 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from positions_support import CoreHistory, ObservedDatabase, Ticks, Wire, storage_problems
 from pymongo.errors import ConnectionFailure
-from rolling_contract_support import T0, summarize
 
 from partner_repo import (
     ConflictError,
@@ -39,6 +37,8 @@ from partner_repo import (
     RollingConfig,
     RollingService,
 )
+from tests.contract.positions_support import CoreHistory, ObservedDatabase, Ticks, Wire, storage_problems
+from tests.contract.rolling_contract_support import T0, summarize
 
 SEEDS = (1, 2, 3, 4)
 DIVISORS = (0, 1, 6)

@@ -9,10 +9,8 @@ from datetime import UTC, datetime, timedelta
 from functools import partial
 from typing import Any
 
-import conftest
 import pytest
 from bson import encode
-from conftest import real_database
 from pymongo import monitoring
 
 from partner_repo import (
@@ -27,6 +25,8 @@ from partner_repo import (
     init_repository,
 )
 from partner_repo.recall import MemoryRecall, RecallIndexer
+from tests import conftest
+from tests.conftest import real_database
 from tests.recall_support import (
     BREAD,
     CONVERSATION,

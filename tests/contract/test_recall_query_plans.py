@@ -10,11 +10,11 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-from conftest import real_database
-from test_admin_query_plans import assert_index_served
-from test_causal_pages_contract import Aggregates
 
 from partner_repo import close_database, init_repository
+from tests.conftest import real_database
+from tests.contract.test_admin_query_plans import assert_index_served
+from tests.contract.test_causal_pages_contract import Aggregates
 from tests.recall_support import CONVERSATION, History
 
 pytestmark = pytest.mark.integration

@@ -11,7 +11,6 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from conftest import real_database
 
 from partner_repo import (
     SUMMARY_ON_EXCEPTION,
@@ -23,6 +22,7 @@ from partner_repo import (
 )
 from partner_repo.mongo._indexes import UNITS, UNSUMMARIZED_INDEX
 from partner_repo.units._summaries import UnitSummaries, unsummarized_query
+from tests.conftest import real_database
 
 pytestmark = pytest.mark.integration
 

@@ -11,8 +11,6 @@ import contextlib
 from datetime import timedelta
 from typing import Any
 
-from rolling_contract_support import T0, assert_tiles, numbered, summarize
-
 from partner_repo import (
     SUMMARY_ON_EXCEPTION,
     MemoryCoreRepository,
@@ -24,6 +22,7 @@ from partner_repo import (
     resolve_chat_increment,
 )
 from partner_repo.cores._lease import CoreLease
+from tests.contract.rolling_contract_support import T0, assert_tiles, numbered, summarize
 
 IDLE = timedelta(hours=1)
 

@@ -31,7 +31,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import requires_mongodb
 
 from partner_repo import (
     MemoryCoreRepository,
@@ -42,6 +41,7 @@ from partner_repo import (
     resolve_chat_increment,
 )
 from partner_repo.mongo._indexes import CHECKPOINTS, UNITS
+from tests.conftest import requires_mongodb
 
 pytestmark = pytest.mark.integration
 

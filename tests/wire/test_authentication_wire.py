@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 from bson import Timestamp
 from mockupdb import MockupDB, Request
-from wire_support import HELLO, server_fixture
 
 from partner_repo import ConnectionFailed, connect
 from partner_repo.mongo import _masking as masking
+from tests.wire.wire_support import HELLO, server_fixture
 
 AUTH_FAILED = {
     "ok": 0,

@@ -17,9 +17,9 @@ import pytest
 from bson import Int64, Timestamp
 from mockupdb import MockupDB, Request
 from pymongo import ReadPreference
-from wire_support import HELLO, cursor, motor_client, plain, receive, scripted_server
 
 from partner_repo import SliceQueries
+from tests.wire.wire_support import HELLO, cursor, motor_client, plain, receive, scripted_server
 
 pytestmark = pytest.mark.wire
 

@@ -13,7 +13,6 @@ from typing import Any
 
 import pytest
 from mockupdb import MockupDB, Request
-from wire_support import scripted_server
 
 from partner_repo import (
     ConnectionFailed,
@@ -27,6 +26,7 @@ from partner_repo import (
     connect_from_settings,
 )
 from partner_repo.mongo._connection import DEFAULTS
+from tests.wire.wire_support import scripted_server
 
 FROZEN = ("findAndModify", "update", "insert", "find", "aggregate")
 """What the frozen server never answers: every read and write of the library (setup commands are answered)."""

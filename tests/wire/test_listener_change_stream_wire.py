@@ -16,11 +16,7 @@ from typing import Any
 
 import pytest
 from bson import Timestamp
-from conftest import until
 from mockupdb import MockupDB, Request
-from wire_support import UNITS_NS as NS
-from wire_support import motor_client, plain, server_fixture
-from wire_support import receive as next_request
 
 from partner_repo import (
     AfterRollingRegistry,
@@ -30,13 +26,16 @@ from partner_repo import (
     MemoryUnitRepository,
     Message,
     RollingListener,
-    RollingResult,
     RollingService,
     in_memory_database,
     init_repository,
 )
 from partner_repo.mongo._indexes import UNITS
 from partner_repo.mongo._storage import slice_document
+from tests.conftest import until
+from tests.unit.listener.support import Recorder
+from tests.wire.wire_support import UNITS_NS as NS
+from tests.wire.wire_support import motor_client, plain, receive, server_fixture
 
 pytestmark = pytest.mark.wire
 
@@ -100,33 +99,7 @@ async def database(server: MockupDB, memory: Any) -> AsyncIterator[SplitDatabase
         yield SplitDatabase(client["partner"], memory)
 
 
-class Recorder:
-    name = "recorder"
-
-    def __init__(self) -> None:
-        self.results: list[RollingResult] = []
-
-    async def consume(self, result: RollingResult) -> None:
-        self.results.append(result)
-
-    @property
-    def slice_ids(self) -> list[str | None]:
-        return [r.slice_id for r in self.results]
-
-
-def listener_for(database: Any, recorder: Recorder) -> RollingListener:
-    registry = AfterRollingRegistry([recorder])
-    backoff = Backoff(initial=0.01, maximum=0.02, jitter=0)
-    return RollingListener(database, registry, poll_interval=0.05, backoff=backoff, drain_timeout=2)
-
-
 # -- scripting ----------------------------------------------------------------------------------------------
-
-
-async def receive(server: MockupDB, name: str) -> Request:
-    request = await next_request(server)
-    assert request.command_name == name, request
-    return request
 
 
 WITHOUT_MESSAGES = [
@@ -173,7 +146,9 @@ WITHOUT_MESSAGES = [
     },
 ]
 """The stages after ``$changeStream``: messages never travel in an event, neither in ``fullDocument`` nor as
-the ``conversation_messages`` keys of an append's ``updatedFields``."""
+the ``conversation_messages`` keys of an append's ``updatedFields``. Written out, not imported from the
+package (``partner_repo/units/_feed.py``): a copy on purpose, what the server must receive stated apart from
+the code that sends it."""
 
 
 def change_stream_stage(request: Request) -> dict[str, Any]:
@@ -256,19 +231,70 @@ async def append(units: MemoryUnitRepository, unit_id: str, minute: int, count: 
     )
 
 
+class ScriptedStream:
+    """One test's listener, reading its change stream from the mock server: a recording listener on the split
+    database, started by the test, which then scripts the server's replies, lets the stream go idle and stops
+    it. The one setup every test below shares."""
+
+    def __init__(self, server: MockupDB, database: SplitDatabase) -> None:
+        self.server = server
+        self.database = database
+        self.recorder = Recorder()
+        self.listener = RollingListener(
+            database,
+            AfterRollingRegistry([self.recorder]),
+            poll_interval=0.05,
+            backoff=Backoff(initial=0.01, maximum=0.02, jitter=0),
+            drain_timeout=2,
+        )
+        self._idle: Any = None
+        self._running = False
+
+    async def start(self, *, resuming: bool = True) -> None:
+        """Start the listener; ``resuming``, as a group that already ran (its checkpoint holds ``STORED``), so
+        its stream resumes instead of scanning first."""
+        if resuming:
+            await seed_token(self.database)
+        await self.listener.start()
+        self._running = True
+
+    def idle(self, cursor_id: int, post_batch: dict[str, Any]) -> None:
+        """From now on, every getMore is an empty batch (the stream is idle), until the listener stopped."""
+        self._idle = answer_idle(self.server, cursor_id, post_batch)
+
+    def opens_idle(self, opened: Request, cursor_id: int, post_batch: dict[str, Any]) -> None:
+        """Answer the stream's opening ``aggregate`` with an empty first batch, and every getMore after it
+        with an empty one: the stream opened and nothing happens."""
+        opened.replies(first_batch(cursor_id, [], post_batch))
+        self.idle(cursor_id, post_batch)
+
+    async def stop(self) -> None:
+        """Stop the listener (an idle stream still answering it while it drains), then the idle answers."""
+        if self._running:
+            self._running = False
+            await self.listener.stop()
+        if self._idle is not None:
+            self._idle.cancel()
+            self._idle = None
+
+
+@pytest.fixture
+async def stream(server: MockupDB, database: SplitDatabase) -> AsyncIterator[ScriptedStream]:
+    scripted = ScriptedStream(server, database)
+    yield scripted
+    await scripted.stop()  # a test that failed half-way leaves no listener running
+
+
 # -- tests --------------------------------------------------------------------------------------------------
 
 
 async def test_both_update_forms_are_delivered_in_order_and_each_token_saved(
-    server: MockupDB, database: Any, memory: Any
+    server: MockupDB, database: Any, stream: ScriptedStream, memory: Any
 ) -> None:
     units = MemoryUnitRepository(memory)
     first, second = await append(units, "u1", 10), await append(units, "u1", 20)
     late = await append(units, "u1", 5)  # stored in the middle of the array: MongoDB reports the whole array
-    await seed_token(database)
-    recorder = Recorder()
-    listener = listener_for(database, recorder)
-    await listener.start()
+    await stream.start()
 
     opened = await receive(server, "aggregate")
     assert change_stream_stage(opened) == {"resumeAfter": STORED}
@@ -283,28 +309,24 @@ async def test_both_update_forms_are_delivered_in_order_and_each_token_saved(
             token("C"),
         )
     )
-    idle = answer_idle(server, 7, token("C"))
-    await until(lambda: len(recorder.results) == 3)
-    await listener.stop()
-    idle.cancel()
+    stream.idle(7, token("C"))
+    await until(lambda: len(stream.recorder.results) == 3)
+    await stream.stop()
 
-    assert recorder.slice_ids == [first.id, second.id, late.id]
-    assert recorder.results[2].increment_messages == tuple(
+    assert stream.recorder.slice_ids == [first.id, second.id, late.id]
+    assert stream.recorder.results[2].increment_messages == tuple(
         Message(role="user", content=f"u1-5-{n}") for n in range(2)
     )
     assert await stored_token(database) == (token("C"), "resume_after")
 
 
 async def test_inserted_and_replaced_units_are_delivered(
-    server: MockupDB, database: Any, memory: Any
+    server: MockupDB, database: Any, stream: ScriptedStream, memory: Any
 ) -> None:
     units = MemoryUnitRepository(memory)
     inserted = await append(units, "new-unit", 1)
     replaced = await append(units, "saved-unit", 2)
-    await seed_token(database)
-    recorder = Recorder()
-    listener = listener_for(database, recorder)
-    await listener.start()
+    await stream.start()
 
     opened = await receive(server, "aggregate")
     events = [
@@ -323,39 +345,34 @@ async def test_inserted_and_replaced_units_are_delivered(
         {"_id": token("D"), "operationType": "delete", "documentKey": {"_id": "gone"}},
     ]
     opened.replies(first_batch(8, events, token("D")))
-    idle = answer_idle(server, 8, token("D"))
-    await until(lambda: len(recorder.results) == 2)
-    await listener.stop()
-    idle.cancel()
+    stream.idle(8, token("D"))
+    await until(lambda: len(stream.recorder.results) == 2)
+    await stream.stop()
 
-    assert recorder.slice_ids == [inserted.id, replaced.id]
-    assert [r.memory_unit.core_id for r in recorder.results] == ["core", "core"]
+    assert stream.recorder.slice_ids == [inserted.id, replaced.id]
+    assert [r.memory_unit.core_id for r in stream.recorder.results] == ["core", "core"]
     assert await stored_token(database) == (token("D"), "resume_after")
 
 
-async def test_an_idle_batch_saves_its_post_batch_token(server: MockupDB, database: Any) -> None:
-    await seed_token(database)
-    listener = listener_for(database, Recorder())
-    await listener.start()
+async def test_an_idle_batch_saves_its_post_batch_token(
+    server: MockupDB, database: Any, stream: ScriptedStream
+) -> None:
+    await stream.start()
 
     (await receive(server, "aggregate")).replies(first_batch(5, [], token("P1")))
     await until(lambda: token_is(database, token("P1")))
     (await receive(server, "getMore")).replies(next_batch(5, [], token("P2")))
     await until(lambda: token_is(database, token("P2")))
-    idle = answer_idle(server, 5, token("P2"))
-    await listener.stop()
-    idle.cancel()
+    stream.idle(5, token("P2"))
+    await stream.stop()
 
 
 async def test_a_resumable_error_is_resumed_by_the_driver_from_the_saved_token(
-    server: MockupDB, database: Any, memory: Any
+    server: MockupDB, database: Any, stream: ScriptedStream, memory: Any
 ) -> None:
     units = MemoryUnitRepository(memory)
     first, second = await append(units, "u1", 1), await append(units, "u1", 2)
-    await seed_token(database)
-    recorder = Recorder()
-    listener = listener_for(database, recorder)
-    await listener.start()
+    await stream.start()
 
     (await receive(server, "aggregate")).replies(
         first_batch(11, [appended_at_end("A", "u1", 0, first)], token("A"))
@@ -373,25 +390,21 @@ async def test_a_resumable_error_is_resumed_by_the_driver_from_the_saved_token(
     resumed = await receive(server, "aggregate")
     assert change_stream_stage(resumed) == {"resumeAfter": token("A")}  # the token the listener saved
     resumed.replies(first_batch(12, [appended_at_end("B", "u1", 1, second)], token("B")))
-    idle = answer_idle(server, 12, token("B"))
-    await until(lambda: len(recorder.results) == 2)
-    await listener.stop()
-    idle.cancel()
+    stream.idle(12, token("B"))
+    await until(lambda: len(stream.recorder.results) == 2)
+    await stream.stop()
 
-    assert recorder.slice_ids == [first.id, second.id]
+    assert stream.recorder.slice_ids == [first.id, second.id]
     assert await stored_token(database) == (token("B"), "resume_after")
 
 
 async def test_history_lost_drops_the_token_catches_up_by_scan_and_reopens_without_it(
-    server: MockupDB, database: Any, memory: Any, caplog: pytest.LogCaptureFixture
+    server: MockupDB, database: Any, stream: ScriptedStream, memory: Any, caplog: pytest.LogCaptureFixture
 ) -> None:
     units = MemoryUnitRepository(memory)
     missed = [await append(units, "u1", 1), await append(units, "u2", 2), await append(units, "u1", 3)]
-    await seed_token(database)
-    recorder = Recorder()
-    listener = listener_for(database, recorder)
     caplog.set_level(logging.INFO, logger="partner_repo.listener")
-    await listener.start()
+    await stream.start()
 
     (await receive(server, "aggregate")).replies(
         {
@@ -404,49 +417,45 @@ async def test_history_lost_drops_the_token_catches_up_by_scan_and_reopens_witho
     reopened = await receive(server, "aggregate")
     assert change_stream_stage(reopened) == {}  # never the dead token again
     assert await stored_token(database) == (None, None)
-    reopened.replies(first_batch(21, [], token("Q")))
-    idle = answer_idle(server, 21, token("Q"))
-    await until(lambda: len(recorder.results) == 3)
+    stream.opens_idle(reopened, 21, token("Q"))
+    await until(lambda: len(stream.recorder.results) == 3)
     await until(lambda: token_is(database, token("Q")))
-    await listener.stop()
-    idle.cancel()
+    await stream.stop()
 
-    assert sorted(recorder.slice_ids) == sorted(p.id for p in missed)
-    assert [r.slice_id for r in recorder.results if r.memory_unit.id == "u1"] == [missed[0].id, missed[2].id]
+    assert sorted(stream.recorder.slice_ids) == sorted(p.id for p in missed)
+    assert [r.slice_id for r in stream.recorder.results if r.memory_unit.id == "u1"] == [
+        missed[0].id,
+        missed[2].id,
+    ]
     assert "cannot resume from its token" in caplog.text and "catch-up scan offered 3 slice(s)" in caplog.text
 
 
 async def test_history_lost_mid_stream_recovers_the_same_way(
-    server: MockupDB, database: Any, memory: Any
+    server: MockupDB, database: Any, stream: ScriptedStream, memory: Any
 ) -> None:
     units = MemoryUnitRepository(memory)
     seen = await append(units, "u1", 1)
-    await seed_token(database)
-    recorder = Recorder()
-    listener = listener_for(database, recorder)
-    await listener.start()
+    await stream.start()
 
     (await receive(server, "aggregate")).replies(
         first_batch(31, [appended_at_end("A", "u1", 0, seen)], token("A"))
     )
-    await until(lambda: recorder.slice_ids == [seen.id])
+    await until(lambda: stream.recorder.slice_ids == [seen.id])
     missed = await append(units, "u1", 2)
     (await receive(server, "getMore")).replies(
         {"ok": 0, "code": 286, "codeName": "ChangeStreamHistoryLost", "errmsg": "history lost"}
     )
     reopened = await receive(server, "aggregate")
     assert change_stream_stage(reopened) == {}
-    reopened.replies(first_batch(32, [], token("Q")))
-    idle = answer_idle(server, 32, token("Q"))
-    await until(lambda: recorder.slice_ids == [seen.id, missed.id])
-    await listener.stop()
-    idle.cancel()
+    stream.opens_idle(reopened, 32, token("Q"))
+    await until(lambda: stream.recorder.slice_ids == [seen.id, missed.id])
+    await stream.stop()
 
 
-async def test_a_token_the_server_calls_invalid_is_dropped_at_once(server: MockupDB, database: Any) -> None:
-    await seed_token(database)
-    listener = listener_for(database, Recorder())
-    await listener.start()
+async def test_a_token_the_server_calls_invalid_is_dropped_at_once(
+    server: MockupDB, database: Any, stream: ScriptedStream
+) -> None:
+    await stream.start()
 
     (await receive(server, "aggregate")).replies(
         {
@@ -458,19 +467,15 @@ async def test_a_token_the_server_calls_invalid_is_dropped_at_once(server: Mocku
     )
     reopened = await receive(server, "aggregate")
     assert change_stream_stage(reopened) == {}
-    reopened.replies(first_batch(71, [], token("FRESH")))
-    idle = answer_idle(server, 71, token("FRESH"))
+    stream.opens_idle(reopened, 71, token("FRESH"))
     await until(lambda: token_is(database, token("FRESH")))
-    await listener.stop()
-    idle.cancel()
+    await stream.stop()
 
 
 async def test_a_token_refused_with_an_unfamiliar_error_is_dropped_after_a_few_tries_never_looped_on(
-    server: MockupDB, database: Any
+    server: MockupDB, database: Any, stream: ScriptedStream
 ) -> None:
-    await seed_token(database)
-    listener = listener_for(database, Recorder())
-    await listener.start()
+    await stream.start()
 
     for _ in range(3):
         refused = await receive(server, "aggregate")
@@ -480,83 +485,69 @@ async def test_a_token_refused_with_an_unfamiliar_error_is_dropped_after_a_few_t
         )
     reopened = await receive(server, "aggregate")
     assert change_stream_stage(reopened) == {}
-    reopened.replies(first_batch(72, [], token("FRESH")))
-    idle = answer_idle(server, 72, token("FRESH"))
+    stream.opens_idle(reopened, 72, token("FRESH"))
     await until(lambda: token_is(database, token("FRESH")))
-    await listener.stop()
-    idle.cancel()
+    await stream.stop()
 
 
 async def test_an_invalidate_event_leads_to_a_scan_and_a_stream_started_after_it(
-    server: MockupDB, database: Any, memory: Any, caplog: pytest.LogCaptureFixture
+    server: MockupDB, database: Any, stream: ScriptedStream, memory: Any, caplog: pytest.LogCaptureFixture
 ) -> None:
     units = MemoryUnitRepository(memory)
     before = await append(units, "u1", 1)
-    await seed_token(database)
-    recorder = Recorder()
-    listener = listener_for(database, recorder)
-    await listener.start()
+    await stream.start()
 
     invalidate = {"_id": token("INV"), "operationType": "invalidate", "clusterTime": Timestamp(1717228900, 1)}
     drop = {"_id": token("DROP"), "operationType": "drop", "ns": {"db": "partner", "coll": "memory_units"}}
     (await receive(server, "aggregate")).replies(first_batch(0, [drop, invalidate], token("INV")))
     reopened = await receive(server, "aggregate")
     assert change_stream_stage(reopened) == {"startAfter": token("INV")}
-    reopened.replies(first_batch(41, [], token("AFTER")))
-    idle = answer_idle(server, 41, token("AFTER"))
-    await until(lambda: recorder.slice_ids == [before.id])
+    stream.opens_idle(reopened, 41, token("AFTER"))
+    await until(lambda: stream.recorder.slice_ids == [before.id])
     await until(lambda: token_is(database, token("AFTER")))
-    await listener.stop()
-    idle.cancel()
+    await stream.stop()
 
     assert "invalidated" in caplog.text
 
 
-async def test_a_restart_after_an_invalidate_starts_after_it(server: MockupDB, database: Any) -> None:
+async def test_a_restart_after_an_invalidate_starts_after_it(
+    server: MockupDB, database: Any, stream: ScriptedStream
+) -> None:
     checkpoints = ListenerCheckpoints(database, "default")
     await checkpoints.open_group("beginning")
     await checkpoints.save_token(token("INV"), "start_after")
-    listener = listener_for(database, Recorder())
-    await listener.start()
+    await stream.start(resuming=False)
 
     opened = await receive(server, "aggregate")
     assert change_stream_stage(opened) == {"startAfter": token("INV")}
-    opened.replies(first_batch(51, [], token("INV")))
-    idle = answer_idle(server, 51, token("INV"))
-    await listener.flush()
-    await listener.stop()
-    idle.cancel()
+    stream.opens_idle(opened, 51, token("INV"))
+    await stream.listener.flush()
+    await stream.stop()
 
 
 async def test_a_new_group_opens_the_stream_then_backfills_by_scan(
-    server: MockupDB, database: Any, memory: Any
+    server: MockupDB, database: Any, stream: ScriptedStream, memory: Any
 ) -> None:
     units = MemoryUnitRepository(memory)
     history = [await append(units, "u1", 1), await append(units, "u1", 2)]
-    recorder = Recorder()
-    listener = listener_for(database, recorder)
-    await listener.start()
+    await stream.start(resuming=False)
 
     opened = await receive(server, "aggregate")
     assert change_stream_stage(opened) == {}
     assert (
-        recorder.results == []
+        stream.recorder.results == []
     )  # the stream is open before the scan, so nothing written meanwhile is missed
-    opened.replies(first_batch(61, [], token("NOW")))
-    idle = answer_idle(server, 61, token("NOW"))
-    await listener.flush()
-    await until(lambda: recorder.slice_ids == [p.id for p in history])
-    await listener.stop()
-    idle.cancel()
+    stream.opens_idle(opened, 61, token("NOW"))
+    await stream.listener.flush()
+    await until(lambda: stream.recorder.slice_ids == [p.id for p in history])
+    await stream.stop()
 
 
 async def test_a_standalone_server_makes_the_listener_poll(
-    server: MockupDB, database: Any, memory: Any
+    server: MockupDB, database: Any, stream: ScriptedStream, memory: Any
 ) -> None:
     units = MemoryUnitRepository(memory)
-    recorder = Recorder()
-    listener = listener_for(database, recorder)
-    await listener.start()
+    await stream.start(resuming=False)
 
     (await receive(server, "aggregate")).replies(
         {
@@ -567,11 +558,11 @@ async def test_a_standalone_server_makes_the_listener_poll(
         }
     )
     piece = await append(units, "u1", 1)
-    await listener.flush()
-    assert listener.source == "polling"
-    await listener.stop()
+    await stream.listener.flush()
+    assert stream.listener.source == "polling"
+    await stream.stop()
 
-    assert recorder.slice_ids == [piece.id]
+    assert stream.recorder.slice_ids == [piece.id]
 
 
 RESUMABLE = "ResumableChangeStreamError"
@@ -590,11 +581,9 @@ RESUMABLE = "ResumableChangeStreamError"
     ids=lambda error: f"{error['codeName']}{'-labelled' if 'errorLabels' in error else ''}",
 )
 async def test_resumable_errors_opening_the_stream_keep_the_token_however_many_in_a_row(
-    server: MockupDB, database: Any, error: dict[str, Any]
+    server: MockupDB, database: Any, stream: ScriptedStream, error: dict[str, Any]
 ) -> None:
-    await seed_token(database)
-    listener = listener_for(database, Recorder())
-    await listener.start()
+    await stream.start()
 
     for _ in range(8):  # the driver may retry a retryable read once itself: four or more listener attempts
         refused = await receive(server, "aggregate")
@@ -604,19 +593,15 @@ async def test_resumable_errors_opening_the_stream_keep_the_token_however_many_i
     reopened = await receive(server, "aggregate")
     assert change_stream_stage(reopened) == {"resumeAfter": STORED}
     assert await stored_token(database) == (STORED, "resume_after")
-    reopened.replies(first_batch(73, [], token("BACK")))
-    idle = answer_idle(server, 73, token("BACK"))
+    stream.opens_idle(reopened, 73, token("BACK"))
     await until(lambda: token_is(database, token("BACK")))
-    await listener.stop()
-    idle.cancel()
+    await stream.stop()
 
 
 async def test_an_error_labelled_non_resumable_drops_the_token_at_once(
-    server: MockupDB, database: Any
+    server: MockupDB, database: Any, stream: ScriptedStream
 ) -> None:
-    await seed_token(database)
-    listener = listener_for(database, Recorder())
-    await listener.start()
+    await stream.start()
 
     (await receive(server, "aggregate")).replies(
         {
@@ -630,40 +615,31 @@ async def test_an_error_labelled_non_resumable_drops_the_token_at_once(
     reopened = await receive(server, "aggregate")
     assert change_stream_stage(reopened) == {}
     assert await stored_token(database) == (None, None)
-    reopened.replies(first_batch(75, [], token("FRESH")))
-    idle = answer_idle(server, 75, token("FRESH"))
+    stream.opens_idle(reopened, 75, token("FRESH"))
     await until(lambda: token_is(database, token("FRESH")))
-    await listener.stop()
-    idle.cancel()
+    await stream.stop()
 
 
 async def test_the_stream_asks_the_server_to_leave_messages_out_of_every_event(
-    server: MockupDB, database: Any
+    server: MockupDB, database: Any, stream: ScriptedStream
 ) -> None:
-    await seed_token(database)
-    listener = listener_for(database, Recorder())
-    await listener.start()
+    await stream.start()
 
     opened = await receive(server, "aggregate")
     assert plain(opened.doc["pipeline"]) == [{"$changeStream": {"resumeAfter": STORED}}, *WITHOUT_MESSAGES]
-    opened.replies(first_batch(76, [], token("P")))
-    idle = answer_idle(server, 76, token("P"))
-    await listener.stop()
-    idle.cancel()
+    stream.opens_idle(opened, 76, token("P"))
+    await stream.stop()
 
 
 async def test_an_update_replacing_a_slices_summary_is_delivered_again_as_its_revision(
-    server: MockupDB, database: Any, memory: Any
+    server: MockupDB, database: Any, stream: ScriptedStream, memory: Any
 ) -> None:
     units = MemoryUnitRepository(memory)
     batch = [Message(role="user", content="u1 lost")]
     placeholder = await units.append(
         "u1", batch, "no summary, due to exception", core_id="core", created_at=T0, unsummarized=True
     )
-    await seed_token(database)
-    recorder = Recorder()
-    listener = listener_for(database, recorder)
-    await listener.start()
+    await stream.start()
 
     (await receive(server, "aggregate")).replies(
         first_batch(81, [appended_at_end("A", "u1", 0, placeholder)], token("A"))
@@ -676,13 +652,12 @@ async def test_an_update_replacing_a_slices_summary_is_delivered_again_as_its_re
     )
     summary_set["updateDescription"]["removedFields"] = ["slices.0.unsummarized"]
     (await receive(server, "getMore")).replies(next_batch(81, [summary_set], token("B")))
-    idle = answer_idle(server, 81, token("B"))
-    await until(lambda: len(recorder.results) == 2)
+    stream.idle(81, token("B"))
+    await until(lambda: len(stream.recorder.results) == 2)
     await until(lambda: token_is(database, token("B")))
-    await listener.stop()
-    idle.cancel()
+    await stream.stop()
 
-    first, again = recorder.results
+    first, again = stream.recorder.results
     assert first.slice_id == again.slice_id == placeholder.id
     assert (first.revision, first.unsummarized, again.revision, again.is_revision) == (0, True, 1, True)
     assert again.summary == "summarized at last"

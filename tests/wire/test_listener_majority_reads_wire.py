@@ -14,20 +14,19 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-from conftest import until
-from mockupdb import MockupDB, Request
-from wire_support import cursor, motor_client, server_fixture
-from wire_support import receive as next_request
+from mockupdb import MockupDB
 
 from partner_repo import (
     AfterRollingRegistry,
     MemoryUnitRepository,
     RollingListener,
-    RollingResult,
     in_memory_database,
     init_repository,
 )
 from partner_repo.mongo._indexes import UNITS
+from tests.conftest import until
+from tests.unit.listener.support import Recorder
+from tests.wire.wire_support import cursor, motor_client, receive, server_fixture
 
 pytestmark = pytest.mark.wire
 
@@ -57,22 +56,6 @@ class UnitsOnTheWire:
 async def wire(server: MockupDB) -> AsyncIterator[Any]:
     async with motor_client(server, quiet_for=0.05) as client:
         yield client["partner"]
-
-
-class Recorder:
-    name = "recorder"
-
-    def __init__(self) -> None:
-        self.results: list[RollingResult] = []
-
-    async def consume(self, result: RollingResult) -> None:
-        self.results.append(result)
-
-
-async def receive(server: MockupDB, name: str) -> Request:
-    request = await next_request(server)
-    assert request.command_name == name, request
-    return request
 
 
 async def test_a_polling_pass_and_the_delivery_it_starts_read_with_majority_read_concern(

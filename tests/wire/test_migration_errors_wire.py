@@ -9,7 +9,6 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from mockupdb import MockupDB, Request
 
 from partner_repo import (
     MigrationError,
@@ -18,6 +17,7 @@ from partner_repo import (
     connect_from_settings,
     run_migrations,
 )
+from tests.wire.wire_support import PlausibleServer, serving
 
 pytestmark = pytest.mark.wire
 
@@ -62,30 +62,11 @@ TOO_LARGE = {
 }
 
 
-class Primary:
+class Primary(PlausibleServer):
     """A primary holding ``LEGACY_UNIT``; ``failures`` maps a command name to its scripted reply."""
 
     def __init__(self) -> None:
-        self.failures: dict[str, dict[str, Any]] = {}
-        self.commands: list[dict[str, Any]] = []
-
-    def handle(self, request: Request) -> bool:
-        name = str(next(iter(request.doc)))
-        if name.lower() in ("hello", "ismaster"):
-            return False
-        self.commands.append(dict(request.doc))
-        if name in self.failures:
-            return bool(request.replies(self.failures[name]))
-        if name == "buildInfo":
-            return bool(request.replies({"version": "7.0.12", "versionArray": [7, 0, 12, 0]}))
-        if name in ("find", "listIndexes", "aggregate", "listCollections"):  # Beanie 2 lists collections
-            target = "$cmd.listCollections" if name == "listCollections" else request.doc[name]
-            namespace = f"{request.doc['$db']}.{target}"
-            batch = [LEGACY_UNIT] if namespace.endswith(".memory_units") and name == "find" else []
-            return bool(request.replies({"cursor": {"id": 0, "ns": namespace, "firstBatch": batch}}))
-        if name in ("insert", "update", "delete"):
-            return bool(request.replies({"n": 1, "nModified": 1}))
-        return bool(request.replies({"ok": 1}))
+        super().__init__(found=[LEGACY_UNIT])
 
     def recorded_as_applied(self) -> bool:
         return any(c.get("insert") == "migrations_log" for c in self.commands)
@@ -93,31 +74,14 @@ class Primary:
 
 @pytest.fixture(scope="module")
 def primary_server() -> Iterator[tuple[Primary, str]]:
-    """One server per module: stopping one takes a second (its accept loop polls once a second)."""
     primary = Primary()
-    server = MockupDB(auto_ismaster=False)
-    server.run()
-    hello = {
-        "ismaster": True,
-        "isWritablePrimary": True,
-        "minWireVersion": 0,
-        "maxWireVersion": 21,
-        "logicalSessionTimeoutMinutes": 30,
-        "setName": "rs0",
-        "hosts": [server.address_string],
-        "me": server.address_string,
-    }
-    server.autoresponds("ismaster", **hello)
-    server.autoresponds("hello", **hello)
-    server.autoresponds(primary.handle)
-    yield primary, f"{server.uri}/?replicaSet=rs0"
-    server.stop()
+    with serving(primary) as uri:
+        yield primary, uri
 
 
 @pytest.fixture
 def primary(primary_server: tuple[Primary, str]) -> tuple[Primary, str]:
-    primary_server[0].commands.clear()
-    primary_server[0].failures.clear()
+    primary_server[0].afresh()
     return primary_server
 
 

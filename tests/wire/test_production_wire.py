@@ -4,10 +4,8 @@ playing a replica-set primary (or a standalone server), recording every command 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
-from mockupdb import MockupDB, Request
 
 from partner_repo import (
     MemoryUnitRepository,
@@ -20,94 +18,40 @@ from partner_repo import (
     default_migrations_path,
     run_migrations,
 )
+from tests.wire.wire_support import PlausibleServer, serving
 
 pytestmark = pytest.mark.wire
 
 SHIPPED = len(list(default_migrations_path().glob("[!_]*.py")))
 """How many migrations the package ships (a run on a fresh database applies them all)."""
 
-STANDALONE_REFUSAL = {
-    "ok": 0,
-    "code": 20,
-    "codeName": "IllegalOperation",
-    "errmsg": "Transaction numbers are only allowed on a replica set member or mongos",
-}
-
-
-class Recorder:
-    """Answers every command plausibly and keeps what was sent, in order."""
-
-    def __init__(self, *, standalone: bool) -> None:
-        self.standalone = standalone
-        self.commands: list[dict[str, Any]] = []
-
-    def handle(self, request: Request) -> bool:
-        name = str(next(iter(request.doc)))
-        if name.lower() in ("hello", "ismaster"):
-            return False
-        self.commands.append(dict(request.doc))
-        if self.standalone and request.doc.get("startTransaction"):
-            return bool(request.replies(STANDALONE_REFUSAL))
-        if name == "buildInfo":
-            return bool(request.replies({"version": "7.0.12", "versionArray": [7, 0, 12, 0]}))
-        if name in ("find", "listIndexes", "aggregate", "listCollections"):  # Beanie 2 lists collections
-            target = "$cmd.listCollections" if name == "listCollections" else request.doc[name]
-            namespace = f"{request.doc['$db']}.{target}"
-            return bool(request.replies({"cursor": {"id": 0, "ns": namespace, "firstBatch": []}}))
-        if name in ("insert", "update", "delete"):
-            return bool(request.replies({"n": 1, "nModified": 1}))
-        return bool(request.replies({"ok": 1}))
-
-    def named(self, name: str, collection: str | None = None) -> list[dict[str, Any]]:
-        return [c for c in self.commands if name in c and (collection is None or c[name] == collection)]
-
-
-def serve(recorder: Recorder) -> tuple[MockupDB, str]:
-    server = MockupDB(auto_ismaster=False)
-    server.run()
-    hello: dict[str, Any] = {
-        "ismaster": True,
-        "isWritablePrimary": True,
-        "minWireVersion": 0,
-        "maxWireVersion": 21,
-        "logicalSessionTimeoutMinutes": 30,
-    }
-    uri = f"{server.uri}/?directConnection=true"
-    if not recorder.standalone:
-        hello.update(setName="rs0", hosts=[server.address_string], me=server.address_string)
-        uri = f"{server.uri}/?replicaSet=rs0"
-    server.autoresponds("ismaster", **hello)
-    server.autoresponds("hello", **hello)
-    server.autoresponds(recorder.handle)
-    return server, uri
+Recorder = PlausibleServer
+"""The server of these tests: it answers every command plausibly and records them, in order."""
 
 
 @pytest.fixture(scope="module")
 def replica_set_server() -> Iterator[tuple[Recorder, str]]:
-    """One server per module: stopping one takes a second (its accept loop polls once a second)."""
-    recorder = Recorder(standalone=False)
-    server, uri = serve(recorder)
-    yield recorder, uri
-    server.stop()
+    recorder = Recorder()
+    with serving(recorder) as uri:
+        yield recorder, uri
 
 
 @pytest.fixture(scope="module")
 def standalone_server() -> Iterator[tuple[Recorder, str]]:
     recorder = Recorder(standalone=True)
-    server, uri = serve(recorder)
-    yield recorder, uri
-    server.stop()
+    with serving(recorder) as uri:
+        yield recorder, uri
 
 
 @pytest.fixture
 def replica_set(replica_set_server: tuple[Recorder, str]) -> tuple[Recorder, str]:
-    replica_set_server[0].commands.clear()
+    replica_set_server[0].afresh()
     return replica_set_server
 
 
 @pytest.fixture
 def standalone(standalone_server: tuple[Recorder, str]) -> tuple[Recorder, str]:
-    standalone_server[0].commands.clear()
+    standalone_server[0].afresh()
     return standalone_server
 
 

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 from mockupdb import MockupDB, Request
-from wire_support import cursor, motor_client, plain, receive, server_fixture
 
 from partner_repo.recall import MemoryRecall
+from tests.wire.wire_support import cursor, motor_client, plain, receive, server_fixture
 
 pytestmark = pytest.mark.wire
 

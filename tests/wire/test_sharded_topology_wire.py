@@ -14,11 +14,11 @@ from typing import Any
 
 import pytest
 from mockupdb import MockupDB, Request
-from wire_support import HELLO, cursor, motor_client, plain, server_fixture
 
 from partner_repo import MigrationError, init_repository, run_migrations
 from partner_repo.mongo._indexes import ALL_INDEXES, ERASURES, UNITS
-from tests.unit.migration_support import INDEXES, SLICE_INDEX, bound, load
+from tests.unit.migrations.support import INDEXES, SLICE_INDEX, bound, load
+from tests.wire.wire_support import HELLO, cursor, motor_client, plain, server_fixture
 
 pytestmark = pytest.mark.wire
 

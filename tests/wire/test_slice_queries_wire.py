@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 from mockupdb import MockupDB
-from wire_support import cursor, motor_client, plain, receive, server_fixture
 
 from partner_repo import SliceQueries, to_utc_ms
 from partner_repo.admin._windows import INITIAL_WIDTH
+from tests.wire.wire_support import cursor, motor_client, plain, receive, server_fixture
 
 pytestmark = pytest.mark.wire
 

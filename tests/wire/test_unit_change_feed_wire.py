@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 from mockupdb import MockupDB
-from wire_support import UNITS_NS as NS
-from wire_support import motor_client, receive, server_fixture
 
 from partner_repo import MemoryUnitRepository
+from tests.wire.wire_support import UNITS_NS as NS
+from tests.wire.wire_support import motor_client, receive, server_fixture
 
 pytestmark = pytest.mark.wire
 

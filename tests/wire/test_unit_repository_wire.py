@@ -14,7 +14,6 @@ from typing import Any
 
 import pytest
 from mockupdb import MockupDB, Request
-from wire_support import cursor, motor_client, plain, server_fixture
 
 from partner_repo import (
     MAX_DOCUMENT_BYTES,
@@ -27,6 +26,7 @@ from partner_repo import (
     UnitTooLarge,
     init_repository,
 )
+from tests.wire.wire_support import cursor, motor_client, plain, server_fixture
 
 pytestmark = pytest.mark.wire
 

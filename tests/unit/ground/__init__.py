@@ -1,0 +1,1 @@
+"""The ground at the package root: models, events, validation, normalization, durations, settings."""

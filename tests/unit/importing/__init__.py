@@ -1,0 +1,1 @@
+"""``partner_repo.importing``: importing Partner's on-disk state."""

@@ -1,0 +1,1 @@
+"""``partner_repo.langchain``: the LangChain chat history and message conversions."""

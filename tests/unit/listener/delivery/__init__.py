@@ -1,0 +1,1 @@
+"""``partner_repo.listener.delivery``: the registry, attempts, backoff, lanes, erasures."""

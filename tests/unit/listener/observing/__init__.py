@@ -1,0 +1,1 @@
+"""``partner_repo.listener.observing``: what a listener reports; metrics, Prometheus."""

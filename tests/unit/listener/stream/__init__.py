@@ -1,0 +1,1 @@
+"""``partner_repo.listener.stream``: change events, polling, units no repository wrote."""

@@ -1,0 +1,1 @@
+"""``partner_repo.migrating``: the runner that applies the migrations."""

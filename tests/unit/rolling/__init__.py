@@ -1,0 +1,1 @@
+"""``partner_repo.rolling``: the rolling service, triggers, summarizing, background rolls, resummarize."""

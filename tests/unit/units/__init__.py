@@ -1,0 +1,1 @@
+"""``partner_repo.units``: the ``memory_units`` repository, fenced appends, heads, claims, the feed."""
