@@ -120,8 +120,9 @@ def import_state(ctx: click.Context, directory: Path, core_id: str, as_json: boo
         echo_json(report)
         return
     out = console()
+    untimed = f" ({report.messages_without_time} without a time)" if report.messages_without_time else ""
     out.print(
-        f"imported {report.units_imported} new unit(s), {report.messages_imported} message(s), "
+        f"imported {report.units_imported} new unit(s), {report.messages_imported} message(s){untimed}, "
         f"{report.slices_imported} slice(s) into core {report.core_id!r}; "
         f"{report.units_unchanged} unit(s) already present"
     )

@@ -255,6 +255,25 @@ def test_import_state_imports_a_partner_directory_and_reports(cli_db: Any, tmp_p
     assert (report["units_imported"], report["units_unchanged"]) == (0, 1)
 
 
+def test_import_state_counts_and_shows_the_messages_whose_time_cannot_be_read(
+    cli_db: Any, tmp_path: Path
+) -> None:
+    (tmp_path / "core" / "memory").mkdir(parents=True)
+    (tmp_path / "core" / "memory.json").write_text(json.dumps({"memory_unit_uuid_set": ["p1"]}))
+    messages = [
+        {"role": "user", "content": "hi", "timestamp": "2024-03-01T08:00:00Z"},
+        {"role": "assistant", "content": "hello", "timestamp": 1_709_280_000_000},
+    ]
+    (tmp_path / "core" / "memory" / "memory-unitp1.json").write_text(
+        json.dumps({"conversation_messages": messages})
+    )
+
+    table = run("import-state", str(tmp_path), "--core", "partner")
+
+    assert "imported 1 new unit(s), 2 message(s) (1 without a time)" in table.output
+    assert '"2024-03-01T08:00:00Z" is not a time' in table.output and "message 0" in table.output
+
+
 def test_import_state_of_a_missing_directory_is_a_usage_error(cli_db: Any, tmp_path: Path) -> None:
     result = run("import-state", str(tmp_path / "nope"))
 
