@@ -18,7 +18,7 @@ from typing import Any, Literal, NoReturn, TypeVar
 
 import click
 
-from partner_repo.connection import database_name_problem
+from partner_repo.connection import DEFAULT_DATABASE, database_name_problem, uri_database
 from partner_repo.database import MongoDatabase, connect
 from partner_repo.errors import ConnectionFailed, InvalidInput, PartnerRepoError
 from partner_repo.masking import scrub
@@ -52,16 +52,20 @@ READ_NOTE = (
 
 @dataclass
 class Connection:
-    """Where commands connect: ``--uri``/``--db``, else ``MONGODB_URI``/``PARTNER_REPO_DB``, else memory.
+    """Where commands connect: ``--uri``/``--db``, else ``MONGODB_URI``/``PARTNER_REPO_DB``, else memory; the
+    database, when neither ``--db`` nor ``PARTNER_REPO_DB`` names one, is the one the URI names in its path,
+    else ``partner``.
 
     ``uri_from`` names where the URI came from (``--uri`` or ``MONGODB_URI``), for errors about it;
-    ``in_memory`` says the in-memory backend was asked for (``--in-memory``) rather than fallen back to.
+    ``db_from_uri`` says the database is the one the URI's path names; ``in_memory`` says the in-memory
+    backend was asked for (``--in-memory``) rather than fallen back to.
     """
 
     uri: str | None
     db_name: str
     uri_from: str = "--uri"
     in_memory: bool = False
+    db_from_uri: bool = False
 
     async def open(self, *, create_indexes: bool | None = None) -> MongoDatabase:
         """Connect with the production options of :mod:`partner_repo.settings` (``PARTNER_REPO_*``).
@@ -92,11 +96,15 @@ def resolve_connection(
     if db_name and (problem := database_name_problem(db_name)) is not None:
         fail(f"--db: {problem}")
     from_environment = None if in_memory else (environ.get("MONGODB_URI") or "").strip() or None
+    uri = given_uri or from_environment
+    named = db_name or environ.get("PARTNER_REPO_DB")
+    in_uri = None if named or uri is None else uri_database(uri)
     return Connection(
-        uri=given_uri or from_environment,
-        db_name=db_name or environ.get("PARTNER_REPO_DB") or "partner",
+        uri=uri,
+        db_name=named or in_uri or DEFAULT_DATABASE,
         uri_from="--uri" if given_uri else "MONGODB_URI",
         in_memory=in_memory,
+        db_from_uri=in_uri is not None,
     )
 
 
@@ -112,6 +120,8 @@ def connection(ctx: click.Context, use: Use) -> Connection:
     assert isinstance(obj, Connection)
     if obj.uri is not None and (problem := uri_problem(obj.uri)) is not None:
         fail(f"{obj.uri_from}: {problem}")
+    if obj.db_from_uri and (problem := database_name_problem(obj.db_name)) is not None:
+        fail(f"{obj.uri_from}: the database its path names: {problem}")
     settings_for(obj.uri, obj.db_name)
     if obj.uri is None and not obj.in_memory:
         if use == "read":

@@ -80,7 +80,9 @@ async def test_a_value_that_cannot_be_stored_is_dropped_and_noted_and_the_messag
     assert all(line.endswith(("imported without it", "imported without a time")) for line in noted)
 
 
-async def test_a_message_whose_time_cannot_be_read_is_counted_and_noted(tmp_path: Path, database: Any) -> None:
+async def test_a_message_whose_time_cannot_be_read_is_counted_and_noted(
+    tmp_path: Path, database: Any
+) -> None:
     report, messages = await import_and_read(
         tmp_path,
         database,
@@ -89,7 +91,7 @@ async def test_a_message_whose_time_cannot_be_read_is_counted_and_noted(tmp_path
             {"role": "assistant", "content": "b", "created_timestamp": {"ms": MS}},
             {"role": "user", "content": "c", "timestamp": True},
             {"role": "assistant", "content": "d"},  # no time at all: counted, not noted
-            {"role": "user", "content": "e", "timestamp": "soon", "created_timestamp": MS},  # read from the other
+            {"role": "user", "content": "e", "timestamp": "soon", "created_timestamp": MS},  # the other one
         ],
     )
 
