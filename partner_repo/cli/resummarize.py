@@ -13,7 +13,7 @@ from dataclasses import asdict
 
 import click
 
-from partner_repo.cli.output import echo_json, json_option, short
+from partner_repo.cli.output import echo_json, echo_wrapped, json_option, short
 from partner_repo.cli.roll_idle import load_summarizer
 from partner_repo.cli.runtime import EXIT_NOT_FOUND, connection, run_async
 from partner_repo.rolling.resummarize import DEFAULT_RESUMMARIZE_LIMIT, ResummarizedSlice, ResummarizeReport
@@ -65,7 +65,7 @@ def resummarize(
         echo_json({"slices": [asdict(piece) for piece in report.slices], "more": report.more})
     else:
         for piece in report.slices:
-            click.echo(_line(piece))
+            echo_wrapped(_line(piece))
         counts = f"{len(report.replaced)} replaced, {len(report.failed)} failed again"
         more = "; more are left: run again" if report.more else ""
         click.echo(f"{counts}, {len(report.skipped)} skipped{more}")

@@ -28,6 +28,7 @@ from partner_repo.cli.output import (
     slices_table,
     when,
 )
+from partner_repo.cli.rows import Column, Rows
 from partner_repo.cli.runtime import connection, note_interruption, run_async
 from partner_repo.cores.repository import MemoryCoreRepository
 from partner_repo.database import MongoDatabase
@@ -215,7 +216,7 @@ def slice_stats(
         out.print(renderable)
 
 
-def stats_tables(stats: MemoryStats, *, quiet_days: bool = True) -> list[Table]:
+def stats_tables(stats: MemoryStats, *, quiet_days: bool = True) -> list[Table | Rows]:
     """Totals, slices per day (days without slices left out unless ``quiet_days=False``), largest units."""
     totals = fields(
         ("core", stats.core_id or "(all cores)"),
@@ -234,17 +235,21 @@ def stats_tables(stats: MemoryStats, *, quiet_days: bool = True) -> list[Table]:
     if not per_day.rows:
         quiet = len(stats.slices_per_day)
         per_day = fields(("slices per day", f"none in the last {quiet} day{'s' if quiet != 1 else ''} (UTC)"))
-    sizes = Table(title="largest units", title_justify="left")
-    for name in ("unit", "core", "messages", "bytes", "of 16 MiB"):
-        sizes.add_column(name, justify="left" if name in ("unit", "core") else "right", no_wrap=True)
-    for unit in stats.largest_units:
-        sizes.add_row(
-            unit.unit_id,
-            unit.core_id,
-            str(unit.message_count),
-            f"{unit.size_bytes:,}",
-            share(unit.share_of_limit),
-        )
+    sizes = Rows(
+        [Column("unit", "id"), Column("core", "id")]
+        + [Column(name, "fixed", "right") for name in ("messages", "bytes", "of 16 MiB")],
+        [
+            [
+                unit.unit_id,
+                unit.core_id,
+                str(unit.message_count),
+                f"{unit.size_bytes:,}",
+                share(unit.share_of_limit),
+            ]
+            for unit in stats.largest_units
+        ],
+        title="largest units",
+    )
     return [totals, per_day, sizes]
 
 

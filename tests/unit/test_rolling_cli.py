@@ -40,7 +40,7 @@ def database(monkeypatch: pytest.MonkeyPatch) -> Any:
 
 
 def test_once_rolls_the_idle_cores_prints_them_and_exits(database: Any) -> None:
-    result = CliRunner().invoke(main, ["--in-memory", "roll-idle", "--once"])
+    result = CliRunner(env={"COLUMNS": "250"}).invoke(main, ["--in-memory", "roll-idle", "--once"])
 
     assert result.exit_code == 0, result.output
     assert "rolled core idle-core: slice " in result.stdout
