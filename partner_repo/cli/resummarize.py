@@ -16,6 +16,7 @@ import click
 from partner_repo.cli.output import echo_json, echo_wrapped, json_option, short
 from partner_repo.cli.roll_idle import load_summarizer
 from partner_repo.cli.runtime import EXIT_NOT_FOUND, connection, run_async
+from partner_repo.cli.slices import require_core
 from partner_repo.rolling.resummarize import DEFAULT_RESUMMARIZE_LIMIT, ResummarizedSlice, ResummarizeReport
 from partner_repo.rolling.service import RollingService
 from partner_repo.rolling.summarizer import extractive_summarizer
@@ -57,8 +58,11 @@ def resummarize(
     config = load_settings().rolling_config()
 
     async def work() -> ResummarizeReport:
-        service = RollingService(await target.open(), summarizer, config)
-        return await service.resummarize(core_id, limit=limit)
+        database = await target.open()
+        report = await RollingService(database, summarizer, config).resummarize(core_id, limit=limit)
+        if core_id is not None and not report.slices:
+            await require_core(database, core_id)  # a typo, most likely, which "0 replaced" would pass over
+        return report
 
     report = run_async(work)
     if as_json:

@@ -222,6 +222,36 @@ def test_check_of_an_unknown_core_says_so_in_one_line_and_exits_1(cli_db: Any) -
     assert result.stderr == "error: no core 'alcie': no core document and no unit has that core id\n"
 
 
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        ["slices", "list", "--core", "alcie"],
+        ["slices", "stats", "--core", "alcie"],
+        ["resummarize", "--core", "alcie"],
+    ],
+    ids=" ".join,
+)
+def test_an_unknown_core_is_one_line_and_exit_1(cli_db: Any, arguments: list[str]) -> None:
+    result = CliRunner().invoke(main, ["--in-memory", *arguments])
+
+    assert result.exit_code == 1
+    errors = [line for line in result.stderr.splitlines() if not line[:4].isdigit()]  # log lines start with a time
+    assert errors == ["error: no core 'alcie': no core document and no unit has that core id"]
+    assert result.stdout == ""
+
+
+def test_slices_list_of_an_unknown_unit_is_one_line_and_exit_1(cli_db: Any) -> None:
+    result = CliRunner().invoke(main, ["--in-memory", "slices", "list", "--unit", "u9"])
+
+    assert result.exit_code == 1 and result.stderr == "error: no unit 'u9'\n" and result.stdout == ""
+
+
+def test_a_known_core_with_no_matching_slice_is_an_empty_answer(cli_db: Any) -> None:
+    result = run("slices", "list", "--core", "alice", "--text", "nothing like this")
+
+    assert result.exit_code == 0 and "0 slice(s)" in result.output
+
+
 def test_repair_of_an_unknown_core_says_so_and_exits_1(cli_db: Any) -> None:
     result = CliRunner().invoke(main, ["--in-memory", "repair", "--core", "alcie"])
 
