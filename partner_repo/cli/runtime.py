@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass
@@ -18,6 +19,7 @@ from typing import Any, Literal, NoReturn, TypeVar
 
 import click
 
+from partner_repo.cli.logs import json_line
 from partner_repo.connection import DEFAULT_DATABASE, database_name_problem, uri_database
 from partner_repo.database import MongoDatabase, connect
 from partner_repo.errors import ConnectionFailed, InvalidInput, PartnerRepoError
@@ -32,6 +34,8 @@ EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
 """Ctrl-C (SIGINT), as a shell reports a process it ended: 128 + 2."""
 INTERRUPTION_NOTE = "partner_repo.interruption_note"
+LOG_FORMAT = "partner_repo.log_format"
+"""``ctx.meta`` key: the log format the command runs with (``text`` or ``json``)."""
 
 
 Use = Literal["read", "write", "daemon"]
@@ -133,8 +137,18 @@ def connection(ctx: click.Context, use: Use) -> Connection:
 
 def fail(message: str) -> NoReturn:
     """End the command with ``error: message`` on stderr (one line) and the usage exit code."""
-    click.echo(f"error: {message}", err=True)
+    say_error(message)
     raise SystemExit(EXIT_USAGE)
+
+
+def say_error(message: str) -> None:
+    """``error: message``, one line on stderr; with ``--log-format json`` a JSON log line (level ERROR, logger
+    ``partner_repo.cli``) like every other line there, so a log shipper reads it too."""
+    ctx = click.get_current_context(silent=True)
+    if ctx is not None and ctx.find_root().meta.get(LOG_FORMAT) == "json":
+        click.echo(json_line(logging.ERROR, message), err=True)
+    else:
+        click.echo(f"error: {message}", err=True)
 
 
 @contextlib.contextmanager
@@ -146,7 +160,7 @@ def one_line_errors() -> Iterator[None]:
     except (ConnectionFailed, InvalidInput) as exc:
         fail(scrub(str(exc)))  # may quote the driver, hence the URI: scrubbed like every shown error
     except PartnerRepoError as exc:
-        click.echo(f"error: {scrub(str(exc))}", err=True)
+        say_error(scrub(str(exc)))
         raise SystemExit(EXIT_NOT_FOUND) from None
 
 

@@ -19,7 +19,7 @@ import click
 from click.core import ParameterSource
 
 from partner_repo.cli.logs import FORMATS, LEVELS, configure_logging
-from partner_repo.cli.runtime import resolve_connection
+from partner_repo.cli.runtime import LOG_FORMAT, resolve_connection
 
 ROOT_VALUES = "partner_repo.root_options"
 """``ctx.meta`` key: what the root command was given (and its logging's undo)."""
@@ -138,6 +138,7 @@ def _apply(root: click.Context, values: dict[str, Any], *, logging_changed: bool
     if logging_changed:
         root.meta.pop(RESTORE_LOGGING, _nothing)()
         root.meta[RESTORE_LOGGING] = configure_logging(values["log_level"], values["log_format"])
+        root.meta[LOG_FORMAT] = values["log_format"].lower()
     root.obj = resolve_connection(values["uri"], values["db_name"], os.environ, in_memory=values["in_memory"])
     root.meta["explicit_uri"] = root.obj.uri if root.obj.uri_from == "--uri" else None
     root.meta["explicit_db"] = values["db_name"] or None
