@@ -20,6 +20,7 @@ from partner_repo.listener.pipeline import DeliveryPipeline
 from partner_repo.listener.polling import PollingSource, UnitScanner
 from partner_repo.listener.retry import Backoff
 from partner_repo.listener.unreadable import UnreadableUnits
+from partner_repo.masking import scrub
 from partner_repo.units.repository import MemoryUnitRepository
 
 logger = logging.getLogger("partner_repo.listener")
@@ -75,10 +76,10 @@ class GroupSources:
             try:
                 await source.run(stopping)
             except ChangeStreamUnavailable as exc:
-                logger.info(
+                logger.info(  # the reason in words: an expected fallback, not an error (no class name)
                     "listener group %r: %s; polling every %.2fs instead",
                     self._group,
-                    describe(exc),
+                    scrub(str(exc)),
                     self._poll_interval,
                 )
                 use_stream = False

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib.util
+import warnings
 import os
 import re
 import shlex
@@ -107,8 +108,11 @@ def test_every_python_block_not_marked_as_a_fragment_runs(code: str, monkeypatch
     is ``<!-- fragment -->``: the README's service, every complete program of docs/ (those that call
     ``asyncio.run``), and the blocks that only define something (a consumer, a lifespan, a history)."""
     monkeypatch.delenv("MONGODB_URI", raising=False)  # snippets run on the in-memory backend
-    exec(compile(code, "<snippet>", "exec"), {"__name__": "__snippet__"})
+    with warnings.catch_warnings(record=True) as shown:
+        warnings.simplefilter("always")
+        exec(compile(code, "<snippet>", "exec"), {"__name__": "__snippet__"})
     assert asyncio.get_event_loop_policy() is not None
+    assert [f"{w.category.__name__}: {w.message}" for w in shown] == []  # a documented example warns nothing
 
 
 @pytest.mark.parametrize("code", snippets(ALL_DOCS, fragments=True))
