@@ -235,7 +235,7 @@ def test_an_unknown_core_is_one_line_and_exit_1(cli_db: Any, arguments: list[str
     result = CliRunner().invoke(main, ["--in-memory", *arguments])
 
     assert result.exit_code == 1
-    errors = [line for line in result.stderr.splitlines() if not line[:4].isdigit()]  # log lines start with a time
+    errors = [line for line in result.stderr.splitlines() if not line[:4].isdigit()]  # not the log lines
     assert errors == ["error: no core 'alcie': no core document and no unit has that core id"]
     assert result.stdout == ""
 

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import asyncio
 import importlib.util
-import warnings
 import os
 import re
 import shlex
 import tomllib
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +27,7 @@ from partner_repo.cli import main
 from partner_repo.cli.reference import (
     CLI_SECTION,
     DOCUMENTS,
+    EXIT_CODES_SECTION,
     SETTINGS_SECTION,
     cli_reference,
     current_section,
@@ -182,10 +183,10 @@ def test_the_settings_table_lists_every_setting_with_its_default() -> None:
 
 def test_each_generated_section_lives_in_one_document_and_the_readme_links_it() -> None:
     assert {ROOT / path: sections for path, sections in DOCUMENTS.items()} == {
-        CLI_DOC: (CLI_SECTION,),
+        CLI_DOC: (EXIT_CODES_SECTION, CLI_SECTION),
         SETTINGS_DOC: (SETTINGS_SECTION,),
     }
-    for section in (CLI_SECTION, SETTINGS_SECTION):
+    for section in (CLI_SECTION, EXIT_CODES_SECTION, SETTINGS_SECTION):
         assert markers(section)[0] not in README.read_text(), section
     assert "(docs/cli.md)" in README.read_text() and "(docs/operations.md#settings)" in README.read_text()
 

@@ -38,7 +38,7 @@ def test_an_app_uses_the_readme_example_with_the_plugin_loaded_on_its_own(
 
 
 def readme_configuration() -> str:
-    """The ``toml`` block of the README's section on testing a service: the pytest configuration it asks for."""
+    """The ``toml`` block of the README's section on testing a service: the pytest configuration it wants."""
     section = (ROOT / "README.md").read_text().split(SECTION, 1)[1].split("\n## ", 1)[0]
     (configuration,) = re.findall(r"^```toml\n(.*?)^```", section, re.S | re.M)
     return configuration
