@@ -23,16 +23,18 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from partner_repo.durations import parse_duration
 from partner_repo.errors import InvalidInput, InvalidSettings
 from partner_repo.mongo import (
+    DEFAULT_DATABASE,
     DEFAULTS,
+    URI_SCHEMES,
     MongoDatabase,
     ReadPreference,
     connect,
     database_name_problem,
     mask_uri,
+    uri_database,
 )
 from partner_repo.rolling import DEFAULT_TRIGGER_BYTES, DEFAULT_UNIT_SOFT_LIMIT_BYTES, RollingConfig
 
-URI_SCHEMES = ("mongodb://", "mongodb+srv://")
 ROLLING_FIELDS = tuple(field.name for field in fields(RollingConfig))
 """Each ``RollingConfig`` field is the setting ``rolling_<field>``."""
 
@@ -41,7 +43,7 @@ IN_MEMORY_FALLBACK = (
     "process exits; set MONGODB_URI, or call connect() for the in-memory database on purpose"
 )
 
-log = logging.getLogger("partner_repo.settings")
+log = logging.getLogger(__name__)
 
 ReadPreferenceName = Literal["primary", "primaryPreferred", "secondary", "secondaryPreferred", "nearest"]
 
@@ -67,7 +69,12 @@ class PartnerRepoSettings(BaseSettings):
         description="MongoDB connection string (mongodb:// or mongodb+srv://); unset: the embedded in-memory "
         "backend, with a warning (the CLI's writing commands refuse it).",
     )
-    db: str = Field(default="partner", min_length=1, description="Database name.")
+    db: str | None = Field(
+        default=None,
+        min_length=1,
+        description="Database name; unset: the one `MONGODB_URI` names in its path (`mongodb://host/NAME`), "
+        "else `partner` (`database_name` is the one used).",
+    )
 
     write_concern: str = Field(
         default=DEFAULTS["w"],
@@ -166,8 +173,8 @@ class PartnerRepoSettings(BaseSettings):
 
     @field_validator("db")
     @classmethod
-    def _usable_database_name(cls, value: str) -> str:
-        problem = database_name_problem(value)
+    def _usable_database_name(cls, value: str | None) -> str | None:
+        problem = None if value is None else database_name_problem(value)
         if problem is not None:
             raise ValueError(problem)
         return value
@@ -189,6 +196,12 @@ class PartnerRepoSettings(BaseSettings):
     def uri(self) -> str | None:
         """The connection string (a secret: log :attr:`masked_uri` instead)."""
         return None if self.mongodb_uri is None else self.mongodb_uri.get_secret_value()
+
+    @property
+    def database_name(self) -> str:
+        """The database these settings connect to: ``PARTNER_REPO_DB``, else the one the URI names in its
+        path, else ``partner``."""
+        return self.db or (uri_database(self.uri) if self.uri else None) or DEFAULT_DATABASE
 
     @property
     def masked_uri(self) -> str:

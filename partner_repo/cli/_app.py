@@ -56,7 +56,13 @@ class RootGroup(click.Group):
 )
 @click.version_option(__version__, "--version", prog_name="partner-repo")
 @click.option("--uri", default=None, help="MongoDB connection string [env: MONGODB_URI; default: in-memory].")
-@click.option("--db", "db_name", default=None, help="Database name [env: PARTNER_REPO_DB; default: partner].")
+@click.option(
+    "--db",
+    "db_name",
+    default=None,
+    help="Database name [env: PARTNER_REPO_DB; default: the one the URI names (mongodb://HOST/NAME), "
+    "else partner].",
+)
 @click.option(
     "--in-memory",
     is_flag=True,

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import click
-from rich.table import Table
 
 from partner_repo.cli._consumers import consumer_option, consumer_registry, recall_option, with_recall
 from partner_repo.cli._output import console, echo_json, json_option, short, when
+from partner_repo.cli._rows import Column, Rows
 from partner_repo.cli._runtime import EXIT_NOT_FOUND, connection, run_async
 from partner_repo.listener.delivery import replay_dead_letters
 from partner_repo.listener.state import DeadLetter, DeadLetterRepository
@@ -73,16 +73,24 @@ def _what(letter: DeadLetter) -> str:
     return letter.slice_id if not letter.revision else f"{letter.slice_id} (revision {letter.revision})"
 
 
-ID_COLUMNS = {"group", "consumer", "slice", "unit"}
-"""Never broken over lines (an id split in two cannot be copied); the error wraps instead."""
+COLUMNS = [
+    Column("failed (UTC)"),
+    Column("group", "id"),
+    Column("consumer", "id"),
+    Column("slice", "id"),
+    Column("unit", "id"),
+    Column("attempts", "fixed", "right"),
+    Column("error"),
+]
+"""The ids are never broken over lines (an id split in two cannot be copied); the error wraps instead."""
+
+ID_COLUMNS = {column.name for column in COLUMNS if column.kind == "id"}
+"""The id columns by name (0.4's name for them)."""
 
 
-def _table(letters: list[DeadLetter]) -> Table:
-    table = Table(title_justify="left")
-    for name in ("failed (UTC)", "group", "consumer", "slice", "unit", "attempts", "error"):
-        table.add_column(name, overflow="fold", no_wrap=name in ID_COLUMNS)
-    for letter in letters:
-        table.add_row(
+def _table(letters: list[DeadLetter]) -> Rows:
+    rows = [
+        [
             when(letter.failed_at),
             letter.group,
             letter.consumer,
@@ -90,5 +98,7 @@ def _table(letters: list[DeadLetter]) -> Table:
             letter.unit_id,
             str(letter.attempts),
             short(letter.error),
-        )
-    return table
+        ]
+        for letter in letters
+    ]
+    return Rows(COLUMNS, rows)

@@ -13,7 +13,7 @@ from typing import Any
 
 import click
 
-from partner_repo.cli._output import ISO_DATETIME, echo_json, json_option, when
+from partner_repo.cli._output import ISO_DATETIME, echo_json, echo_wrapped, json_option, when
 from partner_repo.cli._runtime import connection, run_async
 from partner_repo.erasure import LEASE_WAIT, ErasurePreview, ErasureReport, ErasureRequest, MemoryEraser
 
@@ -86,11 +86,11 @@ def forget(
     if as_json:
         echo_json(_jsonable(outcome, core_id))
     elif isinstance(outcome, int):
-        click.echo(f"cleared the window of core {core_id}: {outcome} message(s)")
+        echo_wrapped(f"cleared the window of core {core_id}: {outcome} message(s)")
     elif isinstance(outcome, ErasureReport):
-        click.echo(_describe(outcome))
+        echo_wrapped(_describe(outcome))
     elif isinstance(outcome, ErasurePreview):
-        click.echo(_previewed(outcome, _what(core_id, before, window_only, pending)))
+        echo_wrapped(_previewed(outcome, _what(core_id, before, window_only, pending)))
     else:
         _echo_list(outcome)
 
@@ -152,10 +152,10 @@ def _echo_list(outcome: list[ErasureReport] | list[ErasureRequest]) -> None:
         return
     for item in outcome:
         if isinstance(item, ErasureReport):
-            click.echo(_describe(item))
+            echo_wrapped(_describe(item))
         else:
             scope = "core" if item.scope == "core" else f"before {when(item.before)}"
-            click.echo(
+            echo_wrapped(
                 f"erasure {item.erasure_id}: core {item.core_id} ({scope}), {item.state} since "
                 f"{when(item.requested_at)}"
             )

@@ -13,7 +13,7 @@ import click
 from rich.table import Table
 
 from partner_repo.cli._output import console, echo_json, fields, json_option, when
-from partner_repo.cli._runtime import EXIT_NOT_FOUND, connection, run_async
+from partner_repo.cli._runtime import EXIT_NOT_FOUND, connection, run_async, say_error
 from partner_repo.clock import utc_now
 from partner_repo.listener.state import GroupStatus, listener_status
 
@@ -39,7 +39,7 @@ def status(ctx: click.Context, group: str | None, as_json: bool) -> None:
 
     groups = run_async(work)
     if group is not None and not groups:
-        click.echo(f"no listener group {group!r}", err=True)
+        say_error(f"no listener group {group!r}")
         raise SystemExit(EXIT_NOT_FOUND)
     if as_json:
         echo_json([as_document(g) for g in groups])

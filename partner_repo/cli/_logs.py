@@ -63,6 +63,17 @@ class JsonLines(logging.Formatter):
         return json.dumps(entry, ensure_ascii=False)
 
 
+CLI_LOGGER = "partner_repo.cli"
+"""The logger a command's own failure line is attributed to in JSON (``--log-format json``)."""
+
+
+def json_line(level: int, message: str) -> str:
+    """``message`` as a JSON log line of :data:`CLI_LOGGER`, as :class:`JsonLines` formats every record: a
+    command's failure line in a JSON log, printed whatever ``--log-level`` hides."""
+    record = logging.LogRecord(CLI_LOGGER, level, __file__, 0, message, None, None)
+    return JsonLines().format(record)
+
+
 class _Stderr(logging.StreamHandler):  # type: ignore[type-arg]
     """Writes to ``sys.stderr`` as it is when a record comes: a progress bar redirects it, so that log lines
     are printed above the bar instead of through it."""

@@ -11,11 +11,11 @@ from collections.abc import Iterable
 from pathlib import Path
 
 import click
-from rich.table import Table
 
 from partner_repo.admin import CheckReport, InvariantViolation, RepairReport, UnitChecker
 from partner_repo.cli._output import console, echo_json, json_option
 from partner_repo.cli._progress import counted_progress, progress_bar
+from partner_repo.cli._rows import Column, Rows
 from partner_repo.cli._runtime import EXIT_NOT_FOUND, connection, fail, run_async
 from partner_repo.cli._slices import open_admin, require_core, usage_errors
 from partner_repo.cores import DEFAULT_CORE_ID
@@ -79,14 +79,16 @@ def repair(ctx: click.Context, core_id: str | None, as_json: bool) -> None:
         out = console()
         if report.repaired:
             changed = ((u.unit_id, u.core_id, c) for u in report.repaired for c in u.changes)
-            out.print(_violations_table("repaired", changed))
+            out.print(_violations_table("repaired", changed, what="changes"))
         if report.failed:
-            failed = Table(title="not repaired", title_justify="left")
-            for name in ("unit", "core", "reason"):
-                failed.add_column(name, overflow="fold", no_wrap=name != "reason")
-            for failure in report.failed:
-                failed.add_row(failure.unit_id, failure.core_id or "-", failure.reason)
-            out.print(failed)
+            failed = [[failure.unit_id, failure.core_id or "-", failure.reason] for failure in report.failed]
+            out.print(
+                Rows(
+                    [Column("unit", "id"), Column("core", "id"), Column("reason")],
+                    failed,
+                    title="not repaired",
+                )
+            )
         out.print(
             f"checked {report.units_checked} unit(s): {len(report.repaired)} repaired, "
             f"{len(report.failed)} not repaired, {len(report.released_claims)} slice-id claim(s) released"
@@ -118,8 +120,9 @@ def import_state(ctx: click.Context, directory: Path, core_id: str, as_json: boo
         echo_json(report)
         return
     out = console()
+    untimed = f" ({report.messages_without_time} without a time)" if report.messages_without_time else ""
     out.print(
-        f"imported {report.units_imported} new unit(s), {report.messages_imported} message(s), "
+        f"imported {report.units_imported} new unit(s), {report.messages_imported} message(s){untimed}, "
         f"{report.slices_imported} slice(s) into core {report.core_id!r}; "
         f"{report.units_unchanged} unit(s) already present"
     )
@@ -154,28 +157,26 @@ def _import_interrupted(done: int, total: int) -> str:
     )
 
 
-def _violations_table(title: str, rows: Iterable[tuple[str, str | None, InvariantViolation]]) -> Table:
-    table = Table(title=title, title_justify="left")
-    for name in ("unit", "core", "code", "detail"):
-        table.add_column(name, overflow="fold", no_wrap=name != "detail")
+def _violations_table(
+    title: str, rows: Iterable[tuple[str, str | None, InvariantViolation]], *, what: str = "violations"
+) -> Rows:
+    """One row per unit, its violations (or changes) a line each: ``code: detail``."""
+    found: dict[tuple[str, str], list[str]] = {}
     for unit_id, core_id, violation in rows:
-        table.add_row(unit_id, core_id or "-", violation.code, violation.detail)
-    return table
+        found.setdefault((unit_id, core_id or "-"), []).append(f"{violation.code}: {violation.detail}")
+    columns = [Column("unit", "id"), Column("core", "id"), Column(what)]
+    return Rows(
+        columns, [[unit, core, "\n".join(lines)] for (unit, core), lines in found.items()], title=title
+    )
 
 
-def _issues_table(title: str, issues: list[ImportIssue]) -> Table:
-    table = Table(title=f"{title} ({len(issues)})", title_justify="left")
-    for name in ("file", "item", "reason"):
-        table.add_column(name, overflow="fold", no_wrap=name != "reason")
-    for issue in issues:
-        table.add_row(issue.file, issue.item, issue.reason)
-    return table
+def _issues_table(title: str, issues: list[ImportIssue]) -> Rows:
+    columns = [Column("file", "id"), Column("item", "fixed"), Column("reason")]
+    rows = [[issue.file, issue.item, issue.reason] for issue in issues]
+    return Rows(columns, rows, title=f"{title} ({len(issues)})")
 
 
-def _unknown_keys_table(unknown: dict[str, list[str]]) -> Table:
-    table = Table(title=f"unknown keys, ignored ({len(unknown)} file(s))", title_justify="left")
-    table.add_column("file", overflow="fold", no_wrap=True)
-    table.add_column("keys", overflow="fold")
-    for file, keys in unknown.items():
-        table.add_row(file, ", ".join(keys))
-    return table
+def _unknown_keys_table(unknown: dict[str, list[str]]) -> Rows:
+    rows = [[file, ", ".join(keys)] for file, keys in unknown.items()]
+    title = f"unknown keys, ignored ({len(unknown)} file(s))"
+    return Rows([Column("file", "id"), Column("keys")], rows, title=title)

@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from partner_repo.cli._progress import progress_bar
-from partner_repo.cli._runtime import connection, run_async
+from partner_repo.cli._runtime import connection, fail, run_async
 from partner_repo.migrating import default_migrations_path, migration_status, run_migrations
 from partner_repo.settings import settings_for
 
@@ -50,6 +50,8 @@ def migrate(
     each write is guarded on its own, so services may keep writing and there is no time limit; a run that
     fails leaves the migration pending, and running it again continues where it stopped.
     """
+    if path is not None and not path.is_dir():
+        fail(f"--path: no migrations directory at {path}")  # a bad option value: usage, exit 2
     where = connection(ctx, "read" if status else "write")
     directory = path or default_migrations_path()
 

@@ -7,6 +7,8 @@ People get tables on a rich console; scripts pass ``--json`` and get one JSON do
 from __future__ import annotations
 
 import json
+import textwrap
+from abc import ABC, abstractmethod
 from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -26,6 +28,10 @@ SUMMARY_WIDTH = 60
 SUMMARY_MIN = 36  # a table layout is used only when it leaves the summary this many columns
 CARD_SUMMARY_WIDTH = 240
 UNBOUNDED_WIDTH = 100_000
+WHOLE_WORD = 40
+"""In a table's wrapping text column (a message, an error, a reason) a word up to this long (a UUID in quotes)
+is kept whole, when the terminal is wide enough (else another layout is chosen); a longer one (a URL,
+compact JSON) is folded rather than the table printed wider than the terminal for it."""
 
 json_option = click.option(
     "--json", "as_json", is_flag=True, help="Print JSON for scripts instead of a table."
@@ -50,7 +56,7 @@ class IdSafeConsole(Console):
     """
 
     def print(self, *objects: Any, **kwargs: Any) -> None:
-        tables = [o.cards() if isinstance(o, SliceRows) else o for o in objects]
+        tables = [o.cards() if isinstance(o, Fitting) else o for o in objects]
         needed = max((self._width_keeping_ids(o) for o in tables if isinstance(o, Table)), default=0)
         if needed <= self.width:
             super().print(*objects, **kwargs)
@@ -67,13 +73,39 @@ class IdSafeConsole(Console):
 
 
 def width_keeping_ids(console: Console, table: Table) -> int:
-    """The narrowest ``table`` can be with every ``no_wrap`` column as wide as its longest cell."""
+    """The narrowest ``table`` can be with every ``no_wrap`` column as wide as its longest cell.
+
+    In a table with borders, a wrapping column needs its longest word up to :data:`WHOLE_WORD` columns (more
+    for its header's longest word or its own ``min_width``): rich folds a longer word in it. A grid (no
+    borders) keeps every word whole, as ids share its value column (:func:`fields`).
+    """
     unbounded = console.options.update_width(UNBOUNDED_WIDTH)
+    folding: list[Any] = []
     for column in table.columns:
         if column.no_wrap and column.min_width is None:
             widths = [Measurement.get(console, unbounded, cell).maximum for cell in column.cells]
             column.min_width = max(widths, default=0) or None
-    return Measurement.get(console, unbounded, table).minimum
+        elif not column.no_wrap and table.box is not None and column.max_width is None:
+            header = Measurement.get(console, unbounded, column.header).minimum
+            column.max_width = max(WHOLE_WORD, header, column.min_width or 0)
+            folding.append(column)
+    try:
+        return Measurement.get(console, unbounded, table).minimum
+    finally:
+        for column in folding:
+            column.max_width = None
+
+
+def echo_wrapped(text: str) -> None:
+    """``text`` on stdout, each line wrapped at word boundaries to the terminal's width (80 columns in a
+    pipe), continuation lines indented: an id (one word) is never broken, a line only as wide as its longest
+    word needs."""
+    width = console().width
+    for line in text.splitlines() or [""]:
+        wrapped = textwrap.wrap(
+            line, width, subsequent_indent="  ", break_long_words=False, break_on_hyphens=False
+        )
+        click.echo("\n".join(wrapped))
 
 
 def echo_json(value: BaseModel | dict[str, Any] | list[Any]) -> None:
@@ -113,7 +145,16 @@ def slices_table(views: Iterable[SliceView], *, title: str | None = None) -> Sli
     return SliceRows(list(views), title=title)
 
 
-class SliceRows:
+class Fitting(ABC):
+    """A renderable laid out for the width it is printed at; :meth:`cards`, its narrowest layout, is what
+    :class:`IdSafeConsole` measures to know whether it must print wider than the terminal."""
+
+    @abstractmethod
+    def cards(self) -> Table:
+        """One card per row: a name and a value per line (:func:`fields`)."""
+
+
+class SliceRows(Fitting):
     """Slices laid out for the width they are printed at: ids never broken, the summary of a useful width.
 
     - **one line per slice** (created, slice, unit, core, messages, summary) when that leaves the summary at

@@ -13,9 +13,10 @@ from dataclasses import asdict
 
 import click
 
-from partner_repo.cli._output import echo_json, json_option, short
+from partner_repo.cli._output import echo_json, echo_wrapped, json_option, short
 from partner_repo.cli._roll_idle import load_summarizer
 from partner_repo.cli._runtime import EXIT_NOT_FOUND, connection, run_async
+from partner_repo.cli._slices import require_core
 from partner_repo.rolling import (
     DEFAULT_RESUMMARIZE_LIMIT,
     ResummarizedSlice,
@@ -61,15 +62,18 @@ def resummarize(
     config = load_settings().rolling_config()
 
     async def work() -> ResummarizeReport:
-        service = RollingService(await target.open(), summarizer, config)
-        return await service.resummarize(core_id, limit=limit)
+        database = await target.open()
+        report = await RollingService(database, summarizer, config).resummarize(core_id, limit=limit)
+        if core_id is not None and not report.slices:
+            await require_core(database, core_id)  # a typo, most likely, which "0 replaced" would pass over
+        return report
 
     report = run_async(work)
     if as_json:
         echo_json({"slices": [asdict(piece) for piece in report.slices], "more": report.more})
     else:
         for piece in report.slices:
-            click.echo(_line(piece))
+            echo_wrapped(_line(piece))
         counts = f"{len(report.replaced)} replaced, {len(report.failed)} failed again"
         more = "; more are left: run again" if report.more else ""
         click.echo(f"{counts}, {len(report.skipped)} skipped{more}")

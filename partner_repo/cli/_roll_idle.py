@@ -14,7 +14,7 @@ from datetime import timedelta
 import click
 
 from partner_repo.cli._consumers import importable_from_working_directory
-from partner_repo.cli._output import Duration
+from partner_repo.cli._output import Duration, echo_wrapped, short
 from partner_repo.cli._runtime import connection, note_interruption, run_async
 from partner_repo.cli._signals import stop_on_signals
 from partner_repo.errors import InvalidInput
@@ -23,7 +23,10 @@ from partner_repo.plugins import import_object
 from partner_repo.rolling import RollingService, Summarizer, extractive_summarizer
 from partner_repo.settings import load_settings
 
-log = logging.getLogger("partner_repo.cli.roll_idle")
+ROLLED_SUMMARY_WIDTH = 100
+"""How much of a rolled summary its line shows (``slices show`` shows it whole)."""
+
+log = logging.getLogger("partner_repo.cli.roll_idle")  # its 0.4 name, which operators filter on
 """The scheduler's own lines (started, stopped) are log records, like those of ``listen``."""
 
 
@@ -105,10 +108,9 @@ def roll_idle(
 
 def _echo(result: RollingResult) -> None:
     piece, unit = result.memory_slice, result.memory_unit
-    summary = " ".join(result.summary.split())
-    click.echo(
+    echo_wrapped(
         f"rolled core {unit.core_id}: slice {piece.id} [{piece.start_index}, {piece.end_index}) "
-        f"of unit {unit.id}: {summary[:100]}"
+        f"of unit {unit.id}: {short(result.summary, ROLLED_SUMMARY_WIDTH)}"
     )
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass
@@ -18,8 +19,16 @@ from typing import Any, Literal, NoReturn, TypeVar
 
 import click
 
+from partner_repo.cli._logs import json_line
 from partner_repo.errors import ConnectionFailed, InvalidInput, PartnerRepoError
-from partner_repo.mongo import MongoDatabase, connect, database_name_problem, scrub
+from partner_repo.mongo import (
+    DEFAULT_DATABASE,
+    MongoDatabase,
+    connect,
+    database_name_problem,
+    scrub,
+    uri_database,
+)
 from partner_repo.settings import connect_from_settings, settings_for, uri_problem
 
 T = TypeVar("T")
@@ -30,6 +39,8 @@ EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
 """Ctrl-C (SIGINT), as a shell reports a process it ended: 128 + 2."""
 INTERRUPTION_NOTE = "partner_repo.interruption_note"
+LOG_FORMAT = "partner_repo.log_format"
+"""``ctx.meta`` key: the log format the command runs with (``text`` or ``json``)."""
 
 
 Use = Literal["read", "write", "daemon"]
@@ -50,16 +61,20 @@ READ_NOTE = (
 
 @dataclass
 class Connection:
-    """Where commands connect: ``--uri``/``--db``, else ``MONGODB_URI``/``PARTNER_REPO_DB``, else memory.
+    """Where commands connect: ``--uri``/``--db``, else ``MONGODB_URI``/``PARTNER_REPO_DB``, else memory; the
+    database, when neither ``--db`` nor ``PARTNER_REPO_DB`` names one, is the one the URI names in its path,
+    else ``partner``.
 
     ``uri_from`` names where the URI came from (``--uri`` or ``MONGODB_URI``), for errors about it;
-    ``in_memory`` says the in-memory backend was asked for (``--in-memory``) rather than fallen back to.
+    ``db_from_uri`` says the database is the one the URI's path names; ``in_memory`` says the in-memory
+    backend was asked for (``--in-memory``) rather than fallen back to.
     """
 
     uri: str | None
     db_name: str
     uri_from: str = "--uri"
     in_memory: bool = False
+    db_from_uri: bool = False
 
     async def open(self, *, create_indexes: bool | None = None) -> MongoDatabase:
         """Connect with the production options of :mod:`partner_repo.settings` (``PARTNER_REPO_*``).
@@ -90,11 +105,15 @@ def resolve_connection(
     if db_name and (problem := database_name_problem(db_name)) is not None:
         fail(f"--db: {problem}")
     from_environment = None if in_memory else (environ.get("MONGODB_URI") or "").strip() or None
+    uri = given_uri or from_environment
+    named = db_name or environ.get("PARTNER_REPO_DB")
+    in_uri = None if named or uri is None else uri_database(uri)
     return Connection(
-        uri=given_uri or from_environment,
-        db_name=db_name or environ.get("PARTNER_REPO_DB") or "partner",
+        uri=uri,
+        db_name=named or in_uri or DEFAULT_DATABASE,
         uri_from="--uri" if given_uri else "MONGODB_URI",
         in_memory=in_memory,
+        db_from_uri=in_uri is not None,
     )
 
 
@@ -110,6 +129,8 @@ def connection(ctx: click.Context, use: Use) -> Connection:
     assert isinstance(obj, Connection)
     if obj.uri is not None and (problem := uri_problem(obj.uri)) is not None:
         fail(f"{obj.uri_from}: {problem}")
+    if obj.db_from_uri and (problem := database_name_problem(obj.db_name)) is not None:
+        fail(f"{obj.uri_from}: the database its path names: {problem}")
     settings_for(obj.uri, obj.db_name)
     if obj.uri is None and not obj.in_memory:
         if use == "read":
@@ -121,8 +142,18 @@ def connection(ctx: click.Context, use: Use) -> Connection:
 
 def fail(message: str) -> NoReturn:
     """End the command with ``error: message`` on stderr (one line) and the usage exit code."""
-    click.echo(f"error: {message}", err=True)
+    say_error(message)
     raise SystemExit(EXIT_USAGE)
+
+
+def say_error(message: str) -> None:
+    """``error: message``, one line on stderr; with ``--log-format json`` a JSON log line (level ERROR, logger
+    ``partner_repo.cli``) like every other line there, so a log shipper reads it too."""
+    ctx = click.get_current_context(silent=True)
+    if ctx is not None and ctx.find_root().meta.get(LOG_FORMAT) == "json":
+        click.echo(json_line(logging.ERROR, message), err=True)
+    else:
+        click.echo(f"error: {message}", err=True)
 
 
 @contextlib.contextmanager
@@ -134,7 +165,7 @@ def one_line_errors() -> Iterator[None]:
     except (ConnectionFailed, InvalidInput) as exc:
         fail(scrub(str(exc)))  # may quote the driver, hence the URI: scrubbed like every shown error
     except PartnerRepoError as exc:
-        click.echo(f"error: {scrub(str(exc))}", err=True)
+        say_error(scrub(str(exc)))
         raise SystemExit(EXIT_NOT_FOUND) from None
 
 

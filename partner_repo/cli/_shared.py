@@ -1,11 +1,11 @@
 """The root's options (``--uri``, ``--db``, ``--in-memory``, ``--log-level``, ``--log-format``) accepted after
 the command too: ``partner-repo listen --consumer X --in-memory`` is ``partner-repo --in-memory listen
---consumer X``.
+--consumer X``, and ``partner-repo slices --in-memory list`` is ``partner-repo --in-memory slices list``.
 
-:func:`share_root_options` adds them to every command (hidden from its help: the root's help lists them);
-what a command is given there is merged over what the root was given (the command's value wins, and a
-command's ``--uri`` replaces a root ``--in-memory`` as its ``--in-memory`` replaces a root ``--uri``) before
-the command runs.
+:func:`share_root_options` adds them to every group and command (hidden from their help: the root's help
+lists them); what a group or command is given there is merged over what the root was given, level after level
+(the later value wins, and a ``--uri`` replaces an earlier ``--in-memory`` as an ``--in-memory`` replaces an
+earlier ``--uri``) before the command runs.
 """
 
 from __future__ import annotations
@@ -19,12 +19,12 @@ import click
 from click.core import ParameterSource
 
 from partner_repo.cli._logs import FORMATS, LEVELS, configure_logging
-from partner_repo.cli._runtime import resolve_connection
+from partner_repo.cli._runtime import LOG_FORMAT, resolve_connection
 
 ROOT_VALUES = "partner_repo.root_options"
 """``ctx.meta`` key: what the root command was given (and its logging's undo)."""
 GIVEN_AFTER = "partner_repo.options_after_the_command"
-"""``ctx.meta`` key: the root options given after the command."""
+"""``ctx.meta`` key: the root options given after the root, by depth (1: after a group or a top command)."""
 RESTORE_LOGGING = "partner_repo.restore_logging"
 """``ctx.meta`` key: undoes the logging the command configured, when it closes."""
 
@@ -52,10 +52,11 @@ def remember_root(
 
 
 def share_root_options(root: click.Group) -> None:
-    """Add the root's options (hidden) to every command below ``root``, merged in before each runs."""
-    for command in _leaves(root):
+    """Add the root's options (hidden) to every group and command below ``root``; a command merges what it and
+    the groups above it were given before it runs."""
+    for command in _below(root):
         command.params.extend(_options())
-        if command.callback is not None:
+        if not isinstance(command, click.Group) and command.callback is not None:
             command.callback = _merging(command.callback)
 
 
@@ -63,19 +64,25 @@ def _nothing() -> None:
     return None
 
 
-def _leaves(group: click.Group) -> Iterator[click.Command]:
+def _below(group: click.Group) -> Iterator[click.Command]:
     for command in group.commands.values():
+        yield command
         if isinstance(command, click.Group):
-            yield from _leaves(command)
-        else:
-            yield command
+            yield from _below(command)
+
+
+def _depth(ctx: click.Context) -> int:
+    depth = 0
+    while ctx.parent is not None:
+        depth, ctx = depth + 1, ctx.parent
+    return depth
 
 
 def _options() -> list[click.Option]:
     def given(name: str) -> Callable[[click.Context, click.Parameter, Any], None]:
         def remember(ctx: click.Context, param: click.Parameter, value: Any) -> None:
             if param.name is not None and ctx.get_parameter_source(param.name) is ParameterSource.COMMANDLINE:
-                ctx.meta.setdefault(GIVEN_AFTER, {})[name] = value
+                ctx.meta.setdefault(GIVEN_AFTER, {}).setdefault(_depth(ctx), {})[name] = value
 
         return remember
 
@@ -103,17 +110,27 @@ def _merging(callback: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(callback)
     def merged(*args: Any, **kwargs: Any) -> Any:
         ctx = click.get_current_context()
-        after: dict[str, Any] = ctx.meta.pop(GIVEN_AFTER, {})
-        if after:
+        levels: dict[int, dict[str, Any]] = ctx.meta.pop(GIVEN_AFTER, {})
+        if levels:
             root = ctx.find_root()
-            values = {**root.meta[ROOT_VALUES], **after}
-            if "uri" in after and "in_memory" not in after:
-                values["in_memory"] = False
-            if after.get("in_memory") and "uri" not in after:
-                values["uri"] = None
-            _apply(root, values, logging_changed="log_level" in after or "log_format" in after)
+            values = dict(root.meta[ROOT_VALUES])
+            for depth in sorted(levels):
+                values = _over(values, levels[depth])
+            logging_changed = any("log_level" in given or "log_format" in given for given in levels.values())
+            _apply(root, values, logging_changed=logging_changed)
         return callback(*args, **kwargs)
 
+    return merged
+
+
+def _over(values: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
+    """``values`` with the options given ``after`` them: a ``--uri`` replaces an earlier ``--in-memory``, an
+    ``--in-memory`` an earlier ``--uri``."""
+    merged = {**values, **after}
+    if "uri" in after and "in_memory" not in after:
+        merged["in_memory"] = False
+    if after.get("in_memory") and "uri" not in after:
+        merged["uri"] = None
     return merged
 
 
@@ -121,6 +138,7 @@ def _apply(root: click.Context, values: dict[str, Any], *, logging_changed: bool
     if logging_changed:
         root.meta.pop(RESTORE_LOGGING, _nothing)()
         root.meta[RESTORE_LOGGING] = configure_logging(values["log_level"], values["log_format"])
+        root.meta[LOG_FORMAT] = values["log_format"].lower()
     root.obj = resolve_connection(values["uri"], values["db_name"], os.environ, in_memory=values["in_memory"])
     root.meta["explicit_uri"] = root.obj.uri if root.obj.uri_from == "--uri" else None
     root.meta["explicit_db"] = values["db_name"] or None

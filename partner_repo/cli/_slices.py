@@ -8,7 +8,9 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 import click
 from rich.table import Table
@@ -18,8 +20,8 @@ from partner_repo.admin import (
     MAX_LIMIT,
     MemoryStats,
     SliceDetail,
+    SlicePage,
     SliceQueries,
-    SliceView,
     UnitView,
 )
 from partner_repo.cli._output import (
@@ -35,6 +37,7 @@ from partner_repo.cli._output import (
     slices_table,
     when,
 )
+from partner_repo.cli._rows import Column, Rows
 from partner_repo.cli._runtime import connection, note_interruption, run_async
 from partner_repo.cores import MemoryCoreRepository
 from partner_repo.errors import InvalidCursor, InvalidInput, InvalidSettings, NotFound
@@ -110,55 +113,94 @@ def list_slices(
     as_json: bool,
 ) -> None:
     """List slices newest first (with --order asc, oldest first), one page or --all."""
+    filters: dict[str, Any] = {
+        "core_id": core_id,
+        "unit_id": unit_id,
+        "created_from": created_from,
+        "created_to": created_to,
+        "text": text,
+        "order": order,
+        "limit": limit,
+    }
+    run_async(lambda: _list(ctx, filters, _Listing(as_json, walk_all, resume=after)))
 
-    async def work() -> None:
-        queries = SliceQueries(await open_admin(ctx))
-        filters = {
-            "core_id": core_id,
-            "unit_id": unit_id,
-            "created_from": created_from,
-            "created_to": created_to,
-            "text": text,
-            "order": order,
-            "limit": limit,
-        }
-        cursor = after
-        shown = 0
-        rows: list[SliceView] = []
-        resume = [after]  # the cursor after the last page printed in full (streamed --json --all)
-        if walk_all:
-            note_interruption(lambda: _list_interrupted(as_json, shown, len(rows), resume[0]))
-        if as_json and walk_all:
-            click.echo('{"items": [', nl=False)
-        while True:
-            with usage_errors():
-                page = await queries.find(after=cursor, **filters)  # type: ignore[arg-type]
-            if as_json and walk_all:  # streamed: one valid JSON document, memory bounded by a page
-                for item in page.items:
-                    click.echo(
-                        (",\n" if shown else "\n") + json.dumps(plain(item), ensure_ascii=False), nl=False
-                    )
-                    shown += 1
-                resume[0] = page.next_cursor
-            elif as_json:
+
+async def _list(ctx: click.Context, filters: dict[str, Any], listing: _Listing) -> None:
+    """Read page after page (one without --all), printing each as it comes: an interrupted --all has printed
+    every page it read, and says the cursor after the last one."""
+    database = await open_admin(ctx)
+    queries = SliceQueries(database)
+    if listing.walk_all:
+        note_interruption(listing.interrupted)
+    cursor = listing.resume
+    while True:
+        with usage_errors():
+            page = await queries.find(after=cursor, **filters)
+        if not page.items and not listing.shown:
+            await _known_filters(database, filters["core_id"], filters["unit_id"])
+        listing.show(page)
+        cursor = page.next_cursor
+        if cursor is None or not listing.walk_all:
+            break
+    listing.finish(cursor)
+
+
+async def _known_filters(database: MongoDatabase, core_id: str | None, unit_id: str | None) -> None:
+    """:class:`NotFound` when ``--core`` or ``--unit`` names nothing stored (a typo, most likely), rather than
+    an empty list."""
+    if core_id is not None:
+        await require_core(database, core_id)
+    if unit_id is not None and await database[UNITS].find_one({"_id": unit_id}, {"_id": 1}) is None:
+        raise NotFound(f"no unit {unit_id!r}")
+
+
+@dataclass
+class _Listing:
+    """How ``slices list`` prints its pages: a table per page for people, one JSON page, or every page
+    streamed as one JSON document (``--json --all``, memory bounded by a page); and how far it got."""
+
+    as_json: bool
+    walk_all: bool
+    resume: str | None
+    """The cursor after the last page printed in full (where ``--after`` continues)."""
+    shown: int = 0
+
+    @property
+    def streamed(self) -> bool:
+        return self.as_json and self.walk_all
+
+    def show(self, page: SlicePage) -> None:
+        if self.streamed:
+            for item in page.items:
+                opening = ",\n" if self.shown else '{"items": [\n'
+                click.echo(opening + json.dumps(plain(item), ensure_ascii=False), nl=False)
+                self.shown += 1
+        else:
+            if self.as_json:
                 echo_json(page)
-                return
-            else:
-                rows += page.items
-                shown += len(page.items)
-            cursor = page.next_cursor
-            if cursor is None or not walk_all:
-                break
-        if as_json:
-            click.echo('\n], "next_cursor": null}')
-            return
-        out = console()
-        out.print(slices_table(rows))
-        out.print(f"{shown} slice(s)")
-        if cursor is not None:
-            out.print(f"more: add --after {cursor}", soft_wrap=True)
+            elif page.items or not self.shown:
+                console().print(slices_table(page.items))
+            self.shown += len(page.items)
+        self.resume = page.next_cursor
 
-    run_async(work)
+    def finish(self, cursor: str | None) -> None:
+        if self.streamed:
+            click.echo(('{"items": [' if not self.shown else "") + '\n], "next_cursor": null}')
+        elif not self.as_json:
+            out = console()
+            out.print(f"{self.shown} slice(s)")
+            if cursor is not None:
+                out.print(f"more: add --after {cursor}", soft_wrap=True)
+
+    def interrupted(self) -> str:
+        if not self.shown:
+            return "no slice printed yet; run it again to list them"
+        if self.resume is None:
+            return f"printed {self.shown} slice(s); run it again to list them from the start"
+        return (
+            f"printed {self.shown} slice(s); add --after {self.resume} to continue after the last page "
+            "printed in full"
+        )
 
 
 @slices.command("show")
@@ -210,7 +252,11 @@ def slice_stats(
 
     async def work() -> MemoryStats:
         with usage_errors():
-            return await SliceQueries(await open_admin(ctx)).stats(core_id, days=days, largest=largest)
+            database = await open_admin(ctx)
+            stats = await SliceQueries(database).stats(core_id, days=days, largest=largest)
+        if not stats.units:
+            await _known_filters(database, core_id, None)
+        return stats
 
     stats = run_async(work)
     if as_json:
@@ -221,7 +267,7 @@ def slice_stats(
         out.print(renderable)
 
 
-def stats_tables(stats: MemoryStats, *, quiet_days: bool = True) -> list[Table]:
+def stats_tables(stats: MemoryStats, *, quiet_days: bool = True) -> list[Table | Rows]:
     """Totals, slices per day (days without slices left out unless ``quiet_days=False``), largest units."""
     totals = fields(
         ("core", stats.core_id or "(all cores)"),
@@ -240,17 +286,21 @@ def stats_tables(stats: MemoryStats, *, quiet_days: bool = True) -> list[Table]:
     if not per_day.rows:
         quiet = len(stats.slices_per_day)
         per_day = fields(("slices per day", f"none in the last {quiet} day{'s' if quiet != 1 else ''} (UTC)"))
-    sizes = Table(title="largest units", title_justify="left")
-    for name in ("unit", "core", "messages", "bytes", "of 16 MiB"):
-        sizes.add_column(name, justify="left" if name in ("unit", "core") else "right", no_wrap=True)
-    for unit in stats.largest_units:
-        sizes.add_row(
-            unit.unit_id,
-            unit.core_id,
-            str(unit.message_count),
-            f"{unit.size_bytes:,}",
-            share(unit.share_of_limit),
-        )
+    sizes = Rows(
+        [Column("unit", "id"), Column("core", "id")]
+        + [Column(name, "fixed", "right") for name in ("messages", "bytes", "of 16 MiB")],
+        [
+            [
+                unit.unit_id,
+                unit.core_id,
+                str(unit.message_count),
+                f"{unit.size_bytes:,}",
+                share(unit.share_of_limit),
+            ]
+            for unit in stats.largest_units
+        ],
+        title="largest units",
+    )
     return [totals, per_day, sizes]
 
 
@@ -303,14 +353,6 @@ def show_unit(ctx: click.Context, unit_id: str, with_messages: bool, as_json: bo
     out.print(slices_table(view.slices, title="slices"))
     if messages is not None:
         out.print(_messages_table(messages, first=0))
-
-
-def _list_interrupted(streamed: bool, printed: int, read: int, resume: str | None) -> str:
-    if not streamed:
-        return f"read {read} slice(s), none printed yet (the table is printed once every page is read)"
-    if resume is None:
-        return f"printed {printed} slice(s); run it again to list them from the start"
-    return f"printed {printed} slice(s); add --after {resume} to continue after the last page printed in full"
 
 
 def _messages_table(messages: list[Message], *, first: int) -> Table:

@@ -1,6 +1,7 @@
-"""Generated documentation: the CLI reference (from the commands' own help) and the settings table (from
-:class:`~partner_repo.settings.PartnerRepoSettings`), written between markers so neither drifts: the reference
-in docs/cli.md, the table in docs/operations.md (:data:`DOCUMENTS`).
+"""Generated documentation: the CLI reference (from the commands' own help), the exit-code rule (from
+:data:`~partner_repo.cli._exits.EXIT_RULE`) and the settings table (from
+:class:`~partner_repo.settings.PartnerRepoSettings`), written between markers so none drifts: the reference
+and the rule in docs/cli.md, the table in docs/operations.md (:data:`DOCUMENTS`).
 
 ``python -m partner_repo.cli.reference`` rewrites the sections; ``--check`` only reports whether they are
 current (exit 1 when not), which a test runs.
@@ -18,6 +19,7 @@ import click
 from pydantic.fields import FieldInfo
 
 from partner_repo.cli._app import main
+from partner_repo.cli._exits import exit_code_table
 from partner_repo.settings import PartnerRepoSettings
 
 WIDTH = 100
@@ -25,6 +27,7 @@ WIDTH = 100
 
 CLI_SECTION = "cli-reference"
 SETTINGS_SECTION = "settings-table"
+EXIT_CODES_SECTION = "exit-codes"
 
 
 def commands(
@@ -72,7 +75,11 @@ def _default(field: FieldInfo) -> str:
     return f"`{value}`"
 
 
-GENERATORS = {CLI_SECTION: cli_reference, SETTINGS_SECTION: settings_table}
+GENERATORS = {
+    CLI_SECTION: cli_reference,
+    SETTINGS_SECTION: settings_table,
+    EXIT_CODES_SECTION: exit_code_table,
+}
 
 
 def markers(section: str) -> tuple[str, str]:
@@ -91,7 +98,7 @@ def current_section(text: str, section: str) -> str:
 
 
 DOCUMENTS: dict[Path, tuple[str, ...]] = {
-    Path("docs/cli.md"): (CLI_SECTION,),
+    Path("docs/cli.md"): (EXIT_CODES_SECTION, CLI_SECTION),
     Path("docs/operations.md"): (SETTINGS_SECTION,),
 }
 """Where each generated section lives (paths from the repository root); the default documents of ``run``."""

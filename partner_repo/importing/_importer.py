@@ -56,12 +56,15 @@ the driver raises for network errors too) are not the file's: they stop the impo
 
 class ImportReport(BaseModel):
     """What an import did. ``units_imported`` is what was new; units already stored count as unchanged.
+    ``messages_without_time`` counts the imported messages that carry no time (none in the file, or one that
+    could not be read: each of those is noted too).
     ``unknown_keys`` maps a file (relative to the state directory) to its keys that are no part of Partner's
     format, which were ignored (a misspelt key is data the import did not bring in)."""
 
     core_id: str
     units_imported: int = 0
     messages_imported: int = 0
+    messages_without_time: int = 0
     slices_imported: int = 0
     units_unchanged: int = 0
     session_id: str | None = None
@@ -287,6 +290,7 @@ async def _import_file(
     if stored is not None:
         report.units_imported += 1
         report.messages_imported += len(stored.conversation_messages)
+        report.messages_without_time += sum(m.at is None for m in stored.conversation_messages)
         report.slices_imported += len(stored.complete_slices())
 
 

@@ -156,6 +156,12 @@ def _shown(value: int | float) -> str:
     return text if len(text) <= SHOWN else f"{text[: SHOWN // 2]}... ({len(text)} digits)"
 
 
+def _shown_value(value: Any) -> str:
+    """Any JSON value as the file spells it, cut to :data:`SHOWN` characters."""
+    text = json.dumps(value, ensure_ascii=False)
+    return printable(text if len(text) <= SHOWN else f"{text[: SHOWN - 1]}…")
+
+
 def _list_field(data: Mapping[str, Any], field: str, name: str, issues: list[ImportIssue]) -> list[Any]:
     value = data.get(field)
     if value is None:
@@ -207,16 +213,34 @@ def _message_extras(
             extras["metadata"] = storable_json_object(raw["metadata"], "metadata")
         except InvalidInput as exc:
             issues.append(ImportIssue(file=name, item=item, reason=f"{exc}; imported without it"))
-    for field in MESSAGE_TIME_FIELDS:
-        try:
-            at = epoch_ms(raw.get(field), field)
-        except InvalidInput as exc:
-            issues.append(ImportIssue(file=name, item=item, reason=f"{exc}; imported without a time"))
-            break
-        if at is not None:
-            extras["at"] = at
-            break
+    at, unreadable = message_time(raw)
+    if at is not None:
+        extras["at"] = at
+    elif unreadable is not None:
+        issues.append(ImportIssue(file=name, item=item, reason=f"{unreadable}; imported without a time"))
     return extras
+
+
+def message_time(raw: Mapping[str, Any]) -> tuple[datetime | None, str | None]:
+    """A message's time, from the first of :data:`MESSAGE_TIME_FIELDS` that holds a readable one; without
+    one, why a field that holds something could not be read (``None`` when none holds anything: absent,
+    null, or Partner's ``<= 0`` for unset), so no unreadable time is dropped unsaid."""
+    unreadable: list[str] = []
+    for field in MESSAGE_TIME_FIELDS:
+        value = raw.get(field)
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            unreadable.append(f"{field} {_shown_value(value)} is not a time (epoch milliseconds, a number)")
+            continue
+        try:
+            at = epoch_ms(value, field)
+        except InvalidInput as exc:
+            unreadable.append(str(exc))
+            continue
+        if at is not None:
+            return at, None
+    return None, "; ".join(unreadable) or None
 
 
 def _slice(raw: Any, item: str, name: str, issues: list[ImportIssue]) -> MemorySlice | None:
@@ -283,6 +307,7 @@ __all__ = [
     "UNIT_FIELDS",
     "ImportIssue",
     "epoch_ms",
+    "message_time",
     "partner_unit",
     "printable",
     "state_directory_problem",

@@ -31,7 +31,13 @@ from pymongo.errors import (
 from pymongo.read_concern import ReadConcern
 
 from partner_repo.mongo import _driver as driver
-from partner_repo.mongo._connection import DEFAULTS, database_name_problem
+from partner_repo.mongo._connection import (
+    DEFAULT_DATABASE,
+    DEFAULTS,
+    URI_SCHEMES,
+    database_name_problem,
+    uri_database,
+)
 from partner_repo.mongo._database import (
     DOCUMENT_MODELS,
     Connecting,
@@ -88,6 +94,9 @@ from partner_repo.mongo._storage import (
 from partner_repo.mongo._topology import topology_of
 
 __all__ = [
+    "DEFAULT_DATABASE",
+    "URI_SCHEMES",
+    "uri_database",
     "ASCENDING",
     "DESCENDING",
     "ReadPreference",

@@ -25,13 +25,21 @@ from pymongo.errors import ConfigurationError, InvalidURI, OperationFailure, PyM
 from partner_repo.errors import ConnectionFailed, InvalidInput
 from partner_repo.models import MemoryCore, MemoryUnit
 from partner_repo.mongo import driver
-from partner_repo.mongo._connection import client_options, require_database_name
+from partner_repo.mongo._connection import (
+    DEFAULT_DATABASE,
+    client_options,
+    database_name_problem,
+    driver_refusals,
+    ignored_uri_options,
+    require_database_name,
+    uri_database,
+)
 from partner_repo.mongo._indexes import ALL_INDEXES
 from partner_repo.mongo._masking import mask_uri as mask_uri  # its home before partner_repo.mongo._masking
 from partner_repo.mongo._masking import remember_secrets, scrub
 from partner_repo.mongo._topology import topology_of
 
-log = logging.getLogger("partner_repo.database")
+log = logging.getLogger("partner_repo.database")  # its 0.4 name, which operators filter on
 
 MongoDatabase: TypeAlias = Any
 """A database of either driver (PyMongo's async API or Motor), the in-memory backend's, or anything with the
@@ -83,7 +91,7 @@ async def ensure_indexes(database: MongoDatabase) -> None:
             await database[collection].create_index(keys, **options)
 
 
-def in_memory_database(db_name: str = "partner") -> MongoDatabase:
+def in_memory_database(db_name: str = DEFAULT_DATABASE) -> MongoDatabase:
     """A fresh embedded in-memory database (mongomock, in the installed stack's shape): no server, nothing
     persists."""
     return driver.in_memory_client(tz_aware=True)[require_database_name(db_name)]
@@ -116,7 +124,7 @@ class Connecting:
 
 def connect(
     uri: str | Any | None = None,
-    db_name: str = "partner",
+    db_name: str | None = None,
     *,
     create_indexes: bool = True,
     server_selection_timeout_ms: int | None = None,
@@ -132,14 +140,17 @@ def connect(
 
     The client gets the one connection policy (:mod:`partner_repo.mongo._connection`): its defaults, under the
     ``client_options`` given here (``server_selection_timeout_ms`` is ``serverSelectionTimeoutMS``), under
-    whatever the URI itself sets. A bad ``db_name`` is :class:`InvalidInput`. A server that cannot be
-    reached, or a URI the driver refuses, raises :class:`ConnectionFailed` naming the host; whatever could
-    be a credential is masked (:mod:`partner_repo.mongo._masking`), in the URI and in the driver's text, and
-    the secrets of ``uri`` are masked in every later :func:`~partner_repo.mongo._masking.scrub`.
+    whatever the URI itself sets; an option of the URI the driver ignores is logged (one WARNING naming it).
+    The database is ``db_name``, else the one the URI names in its path (``mongodb://host/NAME``), else
+    ``partner``; a bad one is :class:`InvalidInput`. A server that cannot be reached, or a URI the driver
+    refuses, raises :class:`ConnectionFailed` naming the host and the driver's reason; whatever could be a
+    credential is masked (:mod:`partner_repo.mongo._masking`), in the URI and in the driver's text, and the
+    secrets of ``uri`` are masked in every later :func:`~partner_repo.mongo._masking.scrub`.
     """
     if uri is not None and not isinstance(uri, str):
-        return Connecting(_adopt(uri, db_name, create_indexes), owned=False)
-    require_database_name(db_name)
+        return Connecting(_adopt(uri, db_name or DEFAULT_DATABASE, create_indexes), owned=False)
+    if db_name is not None:
+        require_database_name(db_name)
     if server_selection_timeout_ms is not None:
         client_options["serverSelectionTimeoutMS"] = server_selection_timeout_ms
     return Connecting(_connect(uri, db_name, create_indexes, client_options))
@@ -167,13 +178,16 @@ async def _adopt(given: Any, db_name: str, create_indexes: bool) -> Database:
     return ready
 
 
-async def _connect(uri: str | None, db_name: str, create_indexes: bool, given: dict[str, Any]) -> Database:
+async def _connect(
+    uri: str | None, db_name: str | None, create_indexes: bool, given: dict[str, Any]
+) -> Database:
     if uri is None:
-        database = in_memory_database(db_name)
+        database = in_memory_database(db_name or DEFAULT_DATABASE)
     else:
         remember_secrets(uri)
+        name = db_name or _database_of(uri)
         client = _client(uri, given)
-        database = client[db_name]
+        database = client[name]
         try:
             # With an operation timeout the driver would wait that long to select a server; reaching it
             # takes no longer than the server selection timeout (the URI's, when it sets one).
@@ -193,24 +207,54 @@ async def _connect(uri: str | None, db_name: str, create_indexes: bool, given: d
     return ready
 
 
-def _client(uri: str, given: dict[str, Any]) -> Any:
-    """The driver's client, or :class:`ConnectionFailed` without the driver's text (it may quote the URI).
+def _database_of(uri: str) -> str:
+    """The database the URI names in its path, else ``partner``; :class:`InvalidInput` for one MongoDB would
+    refuse (the driver accepts some of those in a URI)."""
+    name = uri_database(uri)
+    if name is None:
+        return DEFAULT_DATABASE
+    if (problem := database_name_problem(name)) is not None:
+        raise InvalidInput(f"the database {mask_uri(uri)} names in its path: {problem}")
+    return name
 
-    The driver's warnings (an unknown option) are held back while it parses the URI: shown, scrubbed, when
-    the client is made; dropped when the URI is refused anyway (the error says what to check).
+
+def _client(uri: str, given: dict[str, Any]) -> Any:
+    """The driver's client, or :class:`ConnectionFailed` with the driver's reason, scrubbed (it may quote the
+    URI).
+
+    The driver's warnings while it parses the URI are never Python warnings: each option it ignores is one
+    log line naming it (:func:`~partner_repo.mongo._connection.ignored_uri_options`), any other warning (a
+    repeated option) is logged scrubbed; none is said when the URI is refused anyway.
     """
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
             client = driver.new_client(uri, **client_options(uri, given))
         except (ConfigurationError, InvalidURI, ValueError, TypeError) as exc:
-            raise ConnectionFailed(
-                f"unusable MongoDB URI {mask_uri(uri)} ({type(exc).__name__}); check its options, and escape "
-                "special characters in the user name and password (urllib.parse.quote_plus)"
-            ) from None
+            raise ConnectionFailed(_unusable(uri, exc)) from None
+    for name, reason in ignored_uri_options(uri).items():
+        log.warning("MongoDB URI option %r is ignored: %s", name, scrub(reason, uri))
+    said = set(driver_refusals(uri).values())
     for warning in caught:
-        warnings.warn(scrub(str(warning.message), uri), warning.category, stacklevel=3)
+        if str(warning.message) not in said:
+            log.warning("MongoDB URI: %s", scrub(str(warning.message), uri))
     return client
+
+
+def _unusable(uri: str, exc: BaseException) -> str:
+    """Why the driver refused ``uri``, in its words (scrubbed); when the URI has no ``@`` and a "port" that is
+    no number, that is masked and said to be possibly a password whose ``@host`` was forgotten."""
+    reason = scrub(driver.first_line(exc), uri).rstrip(".")
+    if "@" not in uri and _odd_port(uri):
+        reason += " (masked: with no '@' in the URI, what follows a ':' there may be a password)"
+    return f"unusable MongoDB URI {mask_uri(uri)}: {reason}"
+
+
+def _odd_port(uri: str) -> bool:
+    """Whether a host of ``uri`` has a "port" that is no number."""
+    hosts = uri.partition("://")[2].partition("?")[0].partition("/")[0]
+    ports = (host.rpartition("]")[2].partition(":")[2] for host in hosts.split(","))
+    return any(port and not port.isdigit() for port in ports)
 
 
 def _not_connected(uri: str, exc: PyMongoError) -> str:

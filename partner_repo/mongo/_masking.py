@@ -10,8 +10,9 @@ would; it finds every span that could hold a secret and masks it, erring on the 
 - the value of every option whose name looks secret (``...password...``, ``...token...``, ``...secret...``,
   ``...key...``, ``authMechanismProperties``), wherever a ``?``, ``&`` or ``;`` starts it;
 - a query component without ``=`` (the tail of a value holding an unescaped ``&``);
-- after a host, a "port" that is not a number, to the end (``mongodb://user:secret`` with the ``@host``
-  forgotten).
+- in a URI without ``@``, after a host, a "port" that is not a number, to the end (``mongodb://user:secret``
+  with the ``@host`` forgotten). After the last ``@`` a port is a port, shown as written, so the error about a
+  bad one can say which it is.
 
 :func:`scrub` masks text: every URI-looking word in it, and every secret of the URIs this process connected
 with (:func:`remember_secrets`) wherever it stands as itself (not as letters of a longer word: a password
@@ -64,7 +65,8 @@ def secret_spans(uri: str) -> list[tuple[int, int]]:
     query = uri.find("?", hosts)
     if query >= 0:
         spans += _bare_components(uri, query + 1)
-    spans += _odd_port(uri, hosts, query)
+    if at < prefix:  # no user information: the "host:port" may be "user:password" with "@host" forgotten
+        spans += _odd_port(uri, hosts, query)
     return spans
 
 

@@ -9,8 +9,11 @@ single-node replica set with change streams and transactions). It is GPL-2.0, a 
 its own virtual environment (``$PARTNER_REPO_TEST_SERVER_VENV``, or ``.test-server/venv`` under the current
 directory), installed there on first use from the package index; it is never imported by partner-repo nor
 listed among its dependencies, and listens on 127.0.0.1 only, with in-memory storage that vanishes when it
-stops. The command runs with ``MONGODB_URI`` pointing at it; the server is stopped when the command ends (or
-this is interrupted), and the command's exit code is returned.
+stops. The command runs with ``MONGODB_URI`` pointing at it; the server is stopped when the command ends, and
+the command's exit code is returned. Nothing is left behind: stopped with Ctrl-C (exit 130) or SIGTERM (exit
+143), this stops the command and the server; when the server dies while the command runs, the command is
+stopped and this fails (exit 1) with one line saying so, instead of letting the command hang on a server
+that is gone.
 
 Only Python (>= 3.11) and the package index are needed: no Docker, no mongod. This module imports nothing but
 the standard library, so ``scripts/test-server`` of the repository runs it with a bare Python.
@@ -41,6 +44,22 @@ does not cause; the library's default (on) is what the wire tests and the real-M
 Recorded in tests/emulator_gaps.py."""
 READY_TIMEOUT_S = 60.0
 STOP_TIMEOUT_S = 10.0
+WATCH_INTERVAL_S = 0.2
+"""How often the server is looked at while the command runs."""
+SERVER_DIED = 1
+"""The exit code when the server died under the command."""
+
+
+class Stopped(Exception):
+    """This process was asked to stop (SIGTERM): the command and the server are stopped, like for Ctrl-C."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _stopped(signum: int, frame: object) -> None:
+    raise Stopped(signum)
 
 
 def main(argv: list[str] | None = None, *, default_venv: Path = DEFAULT_VENV, prog: str | None = None) -> int:
@@ -62,21 +81,70 @@ def main(argv: list[str] | None = None, *, default_venv: Path = DEFAULT_VENV, pr
     log_path = args.log or environment.parent / f"secantusd-{port}.log"
     log_path.parent.mkdir(parents=True, exist_ok=True)
     uri = f"mongodb://127.0.0.1:{port}/?{URI_OPTIONS}"
-    with open(log_path, "wb") as log:
-        process = subprocess.Popen(
-            [str(server), "--host", "127.0.0.1", "--port", str(port), "--storage-path", ":memory:"],
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
+    previous = signal.signal(signal.SIGTERM, _stopped)
+    process = None
     try:
+        with open(log_path, "wb") as log:
+            process = subprocess.Popen(
+                [str(server), "--host", "127.0.0.1", "--port", str(port), "--storage-path", ":memory:"],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
         wait_ready(environment, uri, process, log_path)
         print(f"test-server: SecantusDB ready at {uri} (log: {log_path})", flush=True)
-        return subprocess.call(command, env={**os.environ, "MONGODB_URI": uri})
+        return run_command(command, uri, process, log_path)
     except KeyboardInterrupt:
         return 130
+    except Stopped as asked:
+        return 128 + asked.signum
     finally:
-        stop(process)
+        if process is not None:
+            stop(process)
+        signal.signal(signal.SIGTERM, previous)
+
+
+def run_command(command: list[str], uri: str, server: subprocess.Popen[bytes], log_path: Path) -> int:
+    """Run ``command`` against the server, watching the server: the command's exit code, or
+    :data:`SERVER_DIED` (the command stopped) when the server exits first. However this ends (Ctrl-C,
+    SIGTERM), the command is not left running."""
+    child = subprocess.Popen(command, env={**os.environ, "MONGODB_URI": uri})
+    interrupted = False
+    try:
+        while True:
+            try:
+                return child.wait(WATCH_INTERVAL_S)
+            except subprocess.TimeoutExpired:
+                pass
+            if server.poll() is not None:
+                print(
+                    f"test-server: the server exited with {server.returncode} while the command ran "
+                    f"(see {log_path}); the command was stopped",
+                    file=sys.stderr,
+                    flush=True,
+                )
+                return SERVER_DIED
+    except KeyboardInterrupt:
+        interrupted = True  # Ctrl-C reached the command too: it is given the time to finish on its own
+        raise
+    finally:
+        end_command(child, ask=not interrupted)
+
+
+def end_command(child: subprocess.Popen[bytes], *, ask: bool) -> None:
+    """Stop ``child`` if it still runs: SIGTERM, then SIGKILL after :data:`STOP_TIMEOUT_S`. Without ``ask``
+    (a Ctrl-C at the terminal reached it too) it is first given that long to finish on its own."""
+    for step in ("wait", "terminate", "kill") if not ask else ("terminate", "kill"):
+        if child.poll() is not None:
+            return
+        if step == "terminate":
+            child.terminate()
+        elif step == "kill":
+            child.kill()
+        try:
+            child.wait(STOP_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            continue
 
 
 def install(environment: Path) -> Path:

@@ -18,6 +18,7 @@ from partner_repo.listener.state import ListenerCheckpoints, describe
 from partner_repo.listener.stream._change_stream import ChangeStreamSource
 from partner_repo.listener.stream._polling import PollingSource, UnitScanner
 from partner_repo.listener.stream._unreadable import UnreadableUnits
+from partner_repo.mongo import scrub
 from partner_repo.units import MemoryUnitRepository
 
 logger = logging.getLogger("partner_repo.listener")
@@ -73,10 +74,10 @@ class GroupSources:
             try:
                 await source.run(stopping)
             except ChangeStreamUnavailable as exc:
-                logger.info(
+                logger.info(  # the reason in words: an expected fallback, not an error (no class name)
                     "listener group %r: %s; polling every %.2fs instead",
                     self._group,
-                    describe(exc),
+                    scrub(str(exc)),
                     self._poll_interval,
                 )
                 use_stream = False

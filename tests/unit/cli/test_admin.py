@@ -219,6 +219,36 @@ def test_check_of_an_unknown_core_says_so_in_one_line_and_exits_1(cli_db: Any) -
     assert result.stderr == "error: no core 'alcie': no core document and no unit has that core id\n"
 
 
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        ["slices", "list", "--core", "alcie"],
+        ["slices", "stats", "--core", "alcie"],
+        ["resummarize", "--core", "alcie"],
+    ],
+    ids=" ".join,
+)
+def test_an_unknown_core_is_one_line_and_exit_1(cli_db: Any, arguments: list[str]) -> None:
+    result = CliRunner().invoke(main, ["--in-memory", *arguments])
+
+    assert result.exit_code == 1
+    errors = [line for line in result.stderr.splitlines() if not line[:4].isdigit()]  # not the log lines
+    assert errors == ["error: no core 'alcie': no core document and no unit has that core id"]
+    assert result.stdout == ""
+
+
+def test_slices_list_of_an_unknown_unit_is_one_line_and_exit_1(cli_db: Any) -> None:
+    result = CliRunner().invoke(main, ["--in-memory", "slices", "list", "--unit", "u9"])
+
+    assert result.exit_code == 1 and result.stderr == "error: no unit 'u9'\n" and result.stdout == ""
+
+
+def test_a_known_core_with_no_matching_slice_is_an_empty_answer(cli_db: Any) -> None:
+    result = run("slices", "list", "--core", "alice", "--text", "nothing like this")
+
+    assert result.exit_code == 0 and "0 slice(s)" in result.output
+
+
 def test_repair_of_an_unknown_core_says_so_and_exits_1(cli_db: Any) -> None:
     result = CliRunner().invoke(main, ["--in-memory", "repair", "--core", "alcie"])
 
@@ -250,6 +280,25 @@ def test_import_state_imports_a_partner_directory_and_reports(cli_db: Any, tmp_p
     assert "unknown role 'robot'" in first.output and "listed in core/memory.json" in first.output
     report = json.loads(second.output)
     assert (report["units_imported"], report["units_unchanged"]) == (0, 1)
+
+
+def test_import_state_counts_and_shows_the_messages_whose_time_cannot_be_read(
+    cli_db: Any, tmp_path: Path
+) -> None:
+    (tmp_path / "core" / "memory").mkdir(parents=True)
+    (tmp_path / "core" / "memory.json").write_text(json.dumps({"memory_unit_uuid_set": ["p1"]}))
+    messages = [
+        {"role": "user", "content": "hi", "timestamp": "2024-03-01T08:00:00Z"},
+        {"role": "assistant", "content": "hello", "timestamp": 1_709_280_000_000},
+    ]
+    (tmp_path / "core" / "memory" / "memory-unitp1.json").write_text(
+        json.dumps({"conversation_messages": messages})
+    )
+
+    table = run("import-state", str(tmp_path), "--core", "partner")
+
+    assert "imported 1 new unit(s), 2 message(s) (1 without a time)" in table.output
+    assert '"2024-03-01T08:00:00Z" is not a time' in table.output and "message 0" in table.output
 
 
 def test_import_state_of_a_missing_directory_is_a_usage_error(cli_db: Any, tmp_path: Path) -> None:

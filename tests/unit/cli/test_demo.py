@@ -44,6 +44,19 @@ def test_demo_runs_in_memory_and_prints_rolls_deliveries_slices_stats_and_a_reca
     assert f"recall {QUESTION!r}" in output and "found by text" in output
 
 
+def test_the_demo_logs_no_warning_and_names_no_exception_class(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("MONGODB_URI", raising=False)
+
+    result = CliRunner(env={"COLUMNS": "200"}).invoke(main, ["demo"], catch_exceptions=False)
+
+    assert result.exit_code == 0
+    levels = {line.split()[1] for line in result.stderr.splitlines()}
+    assert levels == {"INFO"}, result.stderr
+    exception_class = r"\b[A-Z][a-z]+(?:[A-Z][a-z]+)*(?:Error|Exception|Unavailable|Failure)\b"
+    assert not re.search(exception_class, result.output)
+    assert "polling every 0.05s instead" in result.stderr  # said in words: no change streams in memory
+
+
 async def test_the_demo_stores_every_message_and_delivers_every_roll() -> None:
     database = await init_repository(in_memory_database("demo_test"))
     buffer = io.StringIO()

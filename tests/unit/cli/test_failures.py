@@ -162,17 +162,23 @@ def test_an_interrupted_streamed_slice_list_gives_the_cursor_to_continue(
     )
 
 
-def test_an_interrupted_table_slice_list_says_nothing_was_printed(
+def test_an_interrupted_table_slice_list_has_printed_what_it_read_and_gives_the_cursor_to_continue(
     seeded: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    ctrl_c_after_one_page(monkeypatch)
+    original = SliceQueries.find
+    pages = ctrl_c_after_one_page(monkeypatch)
 
     result = run("--in-memory", "slices", "list", "--all", "--limit", "2")
 
     assert result.exit_code == 130
+    assert [s.id for s in pages[0].items] == ["s2", "s1"] and "s2" in result.stdout and "s1" in result.stdout
     assert one_line(result) == (
-        "interrupted: read 2 slice(s), none printed yet (the table is printed once every page is read)"
+        f"interrupted: printed 2 slice(s); add --after {pages[0].next_cursor} to continue after the last "
+        "page printed in full"
     )
+    monkeypatch.setattr(SliceQueries, "find", original)
+    continued = run("--in-memory", "slices", "list", "--all", "--after", pages[0].next_cursor)
+    assert "s0" in continued.stdout and "s1" not in continued.stdout
 
 
 def test_an_interrupted_roll_idle_once_says_how_many_cores_it_rolled(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -30,7 +30,7 @@ def cli_db(every_command_uses: Callable[[Seed], Any]) -> Any:
 
 
 def run(*args: str) -> Result:
-    return CliRunner().invoke(main, ["--in-memory", *args], catch_exceptions=False)
+    return CliRunner(env={"COLUMNS": "250"}).invoke(main, ["--in-memory", *args], catch_exceptions=False)
 
 
 def test_without_yes_nothing_is_erased_and_what_would_be_is_counted(cli_db: Any) -> None:
@@ -154,6 +154,6 @@ def test_usage_errors_are_one_line_and_exit_2(cli_db: Any, args: list[str], comp
 
 def test_forget_refuses_the_implicit_in_memory_database(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("MONGODB_URI", raising=False)
-    result = CliRunner().invoke(main, ["forget", "alice", "--yes"])
+    result = CliRunner(env={"COLUMNS": "250"}).invoke(main, ["forget", "alice", "--yes"])
 
     assert result.exit_code == 2 and "in-memory" in result.output

@@ -61,4 +61,4 @@ def test_the_cli_modules_import_each_other_without_a_cycle() -> None:
 def test_the_shared_plumbing_imports_no_command() -> None:
     graph = cli_imports()
 
-    assert graph["runtime"] <= {"output"}
+    assert graph["runtime"] <= {"output", "logs"}  # plumbing too: its failure line is JSON in a JSON log

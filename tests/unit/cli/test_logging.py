@@ -104,3 +104,27 @@ def test_a_command_leaves_logging_as_it_found_it() -> None:
     migrate("--log-level", "DEBUG")
 
     assert (list(root.handlers), root.level) == before
+
+
+CONSUMER = "partner_repo.listener.examples:print_consumer"
+UNREACHABLE = "mongodb://127.0.0.1:1/?serverSelectionTimeoutMS=200"
+
+
+@pytest.mark.parametrize(
+    ("arguments", "code", "message"),
+    [
+        (["listen", "--uri", UNREACHABLE, "--consumer", CONSUMER], 2, "cannot reach MongoDB at "),
+        (["listen", "--consumer", CONSUMER], 2, "partner-repo listen runs until stopped, but "),
+        (["--in-memory", "slices", "show", "nope"], 1, "no slice 'nope'"),
+    ],
+    ids=["listen, server unreachable", "listen, no database named", "not found"],
+)
+def test_with_json_logs_the_failure_line_is_json_too(arguments: list[str], code: int, message: str) -> None:
+    result = CliRunner(env={"MONGODB_URI": ""}).invoke(
+        main, ["--log-format", "json", *arguments], prog_name="partner-repo"
+    )
+
+    assert result.exit_code == code, result.output
+    records = [json.loads(line) for line in result.stderr.splitlines()]
+    assert (records[-1]["level"], records[-1]["logger"]) == ("ERROR", "partner_repo.cli")
+    assert records[-1]["message"].startswith(message), records[-1]

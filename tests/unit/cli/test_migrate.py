@@ -71,8 +71,8 @@ def test_a_negative_distance_is_a_usage_error() -> None:
     assert "--distance" in output
 
 
-def test_a_missing_migrations_directory_is_one_clear_line(tmp_path: Path) -> None:
+def test_a_missing_migrations_directory_is_one_clear_line_and_a_usage_error(tmp_path: Path) -> None:
     code, output = migrate("--path", str(tmp_path / "nowhere"))
 
-    assert code == 1
-    assert "no migrations directory" in output
+    assert code == 2  # a bad option value, as import-state's DIRECTORY that is not one
+    assert output == f"error: --path: no migrations directory at {tmp_path / 'nowhere'}\n"

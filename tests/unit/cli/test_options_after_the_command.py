@@ -88,3 +88,30 @@ def test_log_options_after_the_command_set_the_logging(monkeypatch: pytest.Monke
 
     assert result.exit_code == 0, result.output
     assert configured == [("INFO", "text"), ("DEBUG", "json")]
+
+
+def test_root_options_between_a_group_and_its_subcommand_are_used(opened: list[Connection]) -> None:
+    result = run("slices", "--uri", "mongodb://db.example/", "--db", "agents", "list")
+
+    assert result.exit_code == 3, result.output
+    assert [(c.uri, c.db_name) for c in opened] == [("mongodb://db.example/", "agents")]
+
+
+def test_in_memory_between_a_group_and_its_subcommand_runs_a_writing_command(
+    opened: list[Connection],
+) -> None:
+    result = run("dead-letters", "--in-memory", "replay", "--consumer", CONSUMER)
+
+    assert result.exit_code == 3, result.output
+    assert [(c.uri, c.in_memory) for c in opened] == [(None, True)]
+
+
+def test_an_option_after_the_subcommand_wins_over_the_same_option_after_the_group(
+    opened: list[Connection],
+) -> None:
+    result = run(
+        "--db", "root", "slices", "--in-memory", "--db", "group", "list", "--uri", "mongodb://db.example/"
+    )
+
+    assert result.exit_code == 3, result.output
+    assert [(c.uri, c.in_memory, c.db_name) for c in opened] == [("mongodb://db.example/", False, "group")]

@@ -67,7 +67,7 @@ def summaries(database: Any) -> dict[str, str]:
 
 
 def test_it_replaces_every_placeholder_and_prints_a_line_per_slice(database: Any) -> None:
-    result = CliRunner().invoke(
+    result = CliRunner(env={"COLUMNS": "250"}).invoke(
         main,
         ["--in-memory", "resummarize", "--summarizer", "tests.unit.cli.test_resummarize:custom_summarizer"],
     )

@@ -39,7 +39,7 @@ def database(every_command_uses: Callable[[Seed], Any]) -> Any:
 
 
 def test_once_rolls_the_idle_cores_prints_them_and_exits(database: Any) -> None:
-    result = CliRunner().invoke(main, ["--in-memory", "roll-idle", "--once"])
+    result = CliRunner(env={"COLUMNS": "250"}).invoke(main, ["--in-memory", "roll-idle", "--once"])
 
     assert result.exit_code == 0, result.output
     assert "rolled core idle-core: slice " in result.stdout

@@ -35,7 +35,7 @@ def clean_environment(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_the_defaults_are_the_production_ones() -> None:
     settings = load_settings()
 
-    assert settings.uri is None and settings.db == "partner"
+    assert settings.uri is None and settings.database_name == "partner"
     assert settings.write_concern == "majority" and settings.write_timeout_ms == 10_000
     assert settings.retry_writes is True and settings.retry_reads is True
     assert settings.admin_read_preference == "secondaryPreferred"
@@ -75,7 +75,7 @@ def test_an_empty_variable_counts_as_unset(monkeypatch: pytest.MonkeyPatch) -> N
 
     settings = load_settings()
 
-    assert settings.uri is None and settings.db == "partner"
+    assert settings.uri is None and settings.database_name == "partner"
 
 
 def test_client_options_carry_the_production_defaults() -> None:

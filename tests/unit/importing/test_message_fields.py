@@ -78,3 +78,30 @@ async def test_a_value_that_cannot_be_stored_is_dropped_and_noted_and_the_messag
     noted = [f"{issue.item}: {issue.reason}" for issue in report.warnings + report.skipped]
     assert [line.split(":")[0] for line in noted] == ["message 0", "message 1", "message 2", "message 3"]
     assert all(line.endswith(("imported without it", "imported without a time")) for line in noted)
+
+
+async def test_a_message_whose_time_cannot_be_read_is_counted_and_noted(
+    tmp_path: Path, database: Any
+) -> None:
+    report, messages = await import_and_read(
+        tmp_path,
+        database,
+        [
+            {"role": "user", "content": "a", "timestamp": "2024-03-01T08:00:00Z"},
+            {"role": "assistant", "content": "b", "created_timestamp": {"ms": MS}},
+            {"role": "user", "content": "c", "timestamp": True},
+            {"role": "assistant", "content": "d"},  # no time at all: counted, not noted
+            {"role": "user", "content": "e", "timestamp": "soon", "created_timestamp": MS},  # the other one
+        ],
+    )
+
+    assert [m.at for m in messages] == [None, None, None, None, AT]
+    assert report.messages_without_time == 4
+    noted = {issue.item: issue.reason for issue in report.warnings + report.skipped}
+    assert noted == {
+        "message 0": 'timestamp "2024-03-01T08:00:00Z" is not a time (epoch milliseconds, a number); '
+        "imported without a time",
+        "message 1": 'created_timestamp {"ms": 1709280000000} is not a time (epoch milliseconds, a number); '
+        "imported without a time",
+        "message 2": "timestamp true is not a time (epoch milliseconds, a number); imported without a time",
+    }

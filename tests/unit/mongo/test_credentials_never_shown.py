@@ -60,7 +60,7 @@ async def test_a_malformed_uri_is_connection_failed_without_the_password() -> No
     assert SECRET not in str(caught.value)
     assert (
         caught.value.__cause__ is None and caught.value.__context__ is not None
-    )  # shown without the driver's text
+    )  # the driver's exception is not chained: its reason is in the message, scrubbed
 
 
 def test_the_cli_prints_one_masked_line_for_an_unreachable_server() -> None:

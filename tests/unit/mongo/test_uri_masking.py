@@ -27,7 +27,7 @@ SECRET = "pa55w0rd"
         ("mongodb://app:pa55w0rd@", "mongodb://app:***@"),
         ("mongodb://app:pa55w0rd", "mongodb://app:***"),
         ("mongodb://app:pa55w0rd/partner", "mongodb://app:***"),
-        ("mongodb://app:pa55w0rd@db:notaport/", "mongodb://app:***@db:***"),
+        ("mongodb://app:pa55w0rd@db:notaport/", "mongodb://app:***@db:notaport/"),  # a port: after the @
         ("mongodb://app:pa?55w0rd@db/?w=1", "mongodb://app:***@db/?w=1"),
         ("mongodb://app:pa@55?w0rd@db/", "mongodb://app:***@db/"),
         ("mongodb://app:pa55w0rd@db/?appname=a@b", "mongodb://app:***@b"),

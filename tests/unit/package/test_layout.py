@@ -89,3 +89,14 @@ def test_an_old_path_is_the_module_that_holds_its_names_now() -> None:
 
     assert old is new
     assert new.__spec__ is not None and new.__spec__.name == "partner_repo.mongo._database"
+
+
+def test_loggers_keep_their_0_4_names() -> None:
+    """Operators filter logs by logger name: a module renamed private names its logger as 0.4 did
+    (``logging.getLogger("partner_repo.rolling.service")``), never by ``__name__`` (``..._service``)."""
+    private = [
+        str(path.relative_to(ROOT))
+        for path in PACKAGE.rglob("_*.py")
+        if not path.name.startswith("__") and "getLogger(__name__)" in path.read_text(encoding="utf-8")
+    ]
+    assert private == []

@@ -10,6 +10,8 @@ import importlib.util
 import os
 import re
 import shlex
+import subprocess
+import sys
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -25,6 +27,7 @@ from partner_repo.cli import main
 from partner_repo.cli.reference import (
     CLI_SECTION,
     DOCUMENTS,
+    EXIT_CODES_SECTION,
     SETTINGS_SECTION,
     cli_reference,
     current_section,
@@ -111,6 +114,27 @@ def test_every_python_block_not_marked_as_a_fragment_runs(code: str, monkeypatch
     assert asyncio.get_event_loop_policy() is not None
 
 
+@pytest.mark.parametrize("code", [s for s in snippets(ALL_DOCS) if "asyncio.run(" in s.values[0]])
+def test_every_complete_program_runs_as_a_script_without_a_warning(code: str, tmp_path: Path) -> None:
+    """What a reader sees running a complete program of the docs (``python example.py``): Python's own
+    warning filters, and those the libraries install, decide what is shown, as they do for the reader."""
+    script = tmp_path / "example.py"
+    script.write_text(code)
+    environment = {k: v for k, v in os.environ.items() if k != "MONGODB_URI" and not k.startswith("PYTHON")}
+
+    result = subprocess.run(
+        [sys.executable, str(script)],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=environment,
+        timeout=120,
+    )
+
+    assert result.returncode == 0, result.stderr
+    assert "Warning" not in result.stderr, result.stderr
+
+
 @pytest.mark.parametrize("code", snippets(ALL_DOCS, fragments=True))
 def test_a_block_marked_as_a_fragment_cannot_run_on_its_own(
     code: str, monkeypatch: pytest.MonkeyPatch
@@ -178,10 +202,10 @@ def test_the_settings_table_lists_every_setting_with_its_default() -> None:
 
 def test_each_generated_section_lives_in_one_document_and_the_readme_links_it() -> None:
     assert {ROOT / path: sections for path, sections in DOCUMENTS.items()} == {
-        CLI_DOC: (CLI_SECTION,),
+        CLI_DOC: (EXIT_CODES_SECTION, CLI_SECTION),
         SETTINGS_DOC: (SETTINGS_SECTION,),
     }
-    for section in (CLI_SECTION, SETTINGS_SECTION):
+    for section in (CLI_SECTION, EXIT_CODES_SECTION, SETTINGS_SECTION):
         assert markers(section)[0] not in README.read_text(), section
     assert "(docs/cli.md)" in README.read_text() and "(docs/operations.md#settings)" in README.read_text()
 

@@ -38,6 +38,26 @@ def test_an_app_uses_the_readme_example_with_the_plugin_loaded_on_its_own(
     result.assert_outcomes(passed=2)
 
 
+def readme_configuration() -> str:
+    """The ``toml`` block of the documented section on testing a service: the pytest configuration it
+    wants."""
+    section = (ROOT / "docs" / "testing.md").read_text().split(SECTION, 1)[1].split("\n## ", 1)[0]
+    (configuration,) = re.findall(r"^```toml\n(.*?)^```", section, re.S | re.M)
+    return configuration
+
+
+def test_the_readme_example_as_the_readme_configures_it_passes_without_a_warning(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makepyprojecttoml(readme_configuration())
+    pytester.makepyfile(test_app=readme_example())
+
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")  # as the application runs it
+
+    result.assert_outcomes(passed=2, warnings=0)
+    assert "Warning" not in result.stdout.str() + result.stderr.str()
+
+
 def test_each_test_gets_a_database_of_its_own_closed_after_it(pytester: pytest.Pytester) -> None:
     pytester.makeini("[pytest]\nasyncio_mode = auto\nasyncio_default_fixture_loop_scope = function\n")
     pytester.makepyfile(
