@@ -20,6 +20,7 @@ from partner_repo.cli.listen import listen
 from partner_repo.cli.listener_status import listener
 from partner_repo.cli.logs import format_option, level_option
 from partner_repo.cli.maintenance import check, import_state, repair
+from partner_repo.cli.mcp import mcp_command
 from partner_repo.cli.migrate import migrate
 from partner_repo.cli.recall import recall
 from partner_repo.cli.resummarize import resummarize
@@ -86,6 +87,7 @@ for command in (
     import_state,
     listen,
     listener,
+    mcp_command,
     migrate,
     recall,
     repair,

@@ -1,9 +1,12 @@
-"""Stopping a long-running command (``listen``, ``roll-idle``) cleanly on SIGINT/SIGTERM."""
+"""Stopping a long-running command (``listen``, ``roll-idle``, ``mcp``) on SIGINT/SIGTERM: cleanly, or at once
+where it cannot be stopped from inside."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
+import os
 import signal
 from collections.abc import Iterator
 
@@ -19,6 +22,34 @@ def stop_on_signals(stop: asyncio.Event) -> Iterator[None]:
     for sig in (signal.SIGINT, signal.SIGTERM):
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.add_signal_handler(sig, stop.set)
+            installed.append(sig)
+    try:
+        yield
+    finally:
+        for sig in installed:
+            loop.remove_signal_handler(sig)
+
+
+@contextlib.contextmanager
+def end_at_once_on_signals(say: str) -> Iterator[None]:
+    """End the process at once on SIGINT/SIGTERM while the block runs (logging ``say`` first), as if no
+    handler were installed: for work that cannot be stopped cleanly from inside, such as a read of stdin
+    blocked in a thread (``mcp`` over stdio) that only the other end can finish by closing the pipe.
+
+    The signal is raised again with its default action, so the process ends as killed by it (what its
+    parent expects of SIGTERM); work cut short must be safe to cut (the library's writes are fenced).
+    """
+    loop = asyncio.get_running_loop()
+    installed: list[signal.Signals] = []
+
+    def end(sig: signal.Signals) -> None:
+        logging.getLogger(__name__).info("%s: %s", sig.name, say)
+        signal.signal(sig, signal.SIG_DFL)
+        os.kill(os.getpid(), sig)
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(sig, end, sig)
             installed.append(sig)
     try:
         yield
