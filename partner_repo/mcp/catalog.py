@@ -33,8 +33,9 @@ from partner_repo.mcp.tools import MemoryTools
 @dataclass(frozen=True)
 class ToolSpec:
     """One tool: ``run`` takes the tools and the validated arguments (an instance of ``arguments``) and
-    answers an instance of ``result``. The hints are MCP's tool annotations (hints to a host, never
-    guarantees): ``read_only`` tools change nothing; a ``destructive`` one may remove what was stored."""
+    answers an instance of ``result``; it calls the method by name, so a subclass's override is the one
+    run. The hints are MCP's tool annotations (hints to a host, never guarantees): ``read_only`` tools
+    change nothing; a ``destructive`` one may remove what was stored."""
 
     name: str
     title: str
@@ -59,7 +60,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         ),
         arguments=RecordTurnArguments,
         result=RecordTurnResult,
-        run=MemoryTools.record_turn,
+        run=lambda tools, arguments: tools.record_turn(arguments),
     ),
     ToolSpec(
         name="recall",
@@ -71,7 +72,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         ),
         arguments=RecallArguments,
         result=RecallResult,
-        run=MemoryTools.recall,
+        run=lambda tools, arguments: tools.recall(arguments),
         read_only=True,
         idempotent=True,
     ),
@@ -84,7 +85,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         ),
         arguments=ContextArguments,
         result=ContextResult,
-        run=MemoryTools.context,
+        run=lambda tools, arguments: tools.context(arguments),
         read_only=True,
         idempotent=True,
     ),
@@ -97,7 +98,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         ),
         arguments=TopicsArguments,
         result=TopicsResult,
-        run=MemoryTools.topics,
+        run=lambda tools, arguments: tools.topics(arguments),
         read_only=True,
         idempotent=True,
     ),
@@ -111,7 +112,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         ),
         arguments=ForgetArguments,
         result=ForgetResult,
-        run=MemoryTools.forget,
+        run=lambda tools, arguments: tools.forget(arguments),
         destructive=True,
         idempotent=True,
     ),
