@@ -86,10 +86,6 @@ class MemoryTools:
         self._indexer = RecallIndexer(database)
         self._eraser = MemoryEraser(database)
 
-    @property
-    def served_cores(self) -> frozenset[str] | None:
-        return self._served
-
     def _serve(self, core_id: str) -> str:
         """``core_id``, or :class:`InvalidInput` when this server does not serve it (``--core``)."""
         if self._served is not None and core_id not in self._served:

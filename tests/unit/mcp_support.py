@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 import json
 import os
-import socket
+import re
 import subprocess
 import sys
 import time
@@ -75,19 +75,16 @@ class HeldClient:
             await self._task
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
+SERVING_AT = re.compile(r"serving MCP over streamable HTTP at (http://\S+/mcp)")
 
 
-def start_http_server(port: int, token: str, errlog: IO[str]) -> subprocess.Popen[bytes]:
-    """``partner-repo mcp --transport http`` on 127.0.0.1:``port`` requiring ``token`` (from the
-    environment, as the docs advise), once it answers."""
+def start_http_server(token: str, errlog: IO[str]) -> tuple[subprocess.Popen[bytes], str]:
+    """``partner-repo mcp --transport http --port 0`` on 127.0.0.1, requiring ``token`` (from the
+    environment, as the docs advise), and the URL it serves at once it answers: the port it took is read
+    from its log, so no other process can take it in between."""
     env = {**os.environ, **SERVER_ENV, "PARTNER_REPO_MCP_TOKEN": token}
     process = subprocess.Popen(
-        server_command("--transport", "http", "--port", str(port)),
+        server_command("--transport", "http", "--port", "0"),
         cwd=ROOT,
         env=env,
         stdin=subprocess.DEVNULL,
@@ -98,11 +95,15 @@ def start_http_server(port: int, token: str, errlog: IO[str]) -> subprocess.Pope
     while time.monotonic() < deadline:
         if process.poll() is not None:
             raise RuntimeError(f"the server exited with {process.returncode}")
+        errlog.seek(0)
+        found = SERVING_AT.search(errlog.read())
         try:
-            httpx2.get(f"http://127.0.0.1:{port}/mcp", timeout=1)
-            return process
+            if found is not None:
+                httpx2.get(found.group(1), timeout=1)
+                return process, found.group(1)
         except httpx2.TransportError:
-            time.sleep(0.1)
+            pass
+        time.sleep(0.1)
     process.kill()
     raise RuntimeError("the server did not start listening within 60 s")
 

@@ -1,7 +1,7 @@
-"""``partner-repo mcp --transport http`` on a free local port, configured to require a bearer token (from
-``PARTNER_REPO_MCP_TOKEN``): the SDK's own client over streamable HTTP, at the current revision and at the
-previous one, and plain requests without the token. The server is stopped with SIGTERM at the end of the
-module, and must stop cleanly (exit 0)."""
+"""``partner-repo mcp --transport http --port 0`` (a free local port, read from its log), configured to
+require a bearer token (from ``PARTNER_REPO_MCP_TOKEN``): the SDK's own client over streamable HTTP, at the
+current revision and at the previous one, and plain requests without the token. The server is stopped with
+SIGTERM at the end of the module, and must stop cleanly (exit 0)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import httpx2
 import pytest
 import pytest_asyncio
 from mcp import MCPError
-from mcp_support import free_port, http_client, record_turns, start_http_server, structured, turn
+from mcp_support import http_client, record_turns, start_http_server, structured, turn
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -37,10 +37,9 @@ class Served:
 @pytest.fixture(scope="module")
 def served() -> Iterator[Served]:
     with tempfile.TemporaryFile("w+") as log:
-        port = free_port()
-        process = start_http_server(port, TOKEN, log)
+        process, url = start_http_server(TOKEN, log)
         try:
-            yield Served(f"http://127.0.0.1:{port}/mcp", log)
+            yield Served(url, log)
         finally:
             process.send_signal(signal.SIGTERM)
             assert process.wait(timeout=30) == 0
