@@ -16,7 +16,7 @@ import click
 from click.core import ParameterSource
 
 from partner_repo import __version__
-from partner_repo.cli.roll_idle import load_summarizer
+from partner_repo.cli.roll_idle import load_summarizer, summarizer_option
 from partner_repo.cli.runtime import connection, fail, run_async
 from partner_repo.cli.signals import end_at_once_on_signals, stop_on_signals
 from partner_repo.mcp import DEFAULT_MAX_TURN_BYTES, TOKEN_VARIABLE, McpUnavailable, require_sdk
@@ -68,13 +68,7 @@ HTTP_ONLY = ("host", "port", "token")
     metavar="ID",
     help="Serve only this core (repeatable); any other core id is refused [default: every core].",
 )
-@click.option(
-    "--summarizer",
-    "summarizer_path",
-    default=None,
-    metavar="MODULE:NAME",
-    help="A callable (messages) -> str, async or sync [default: the offline extractive summarizer].",
-)
+@summarizer_option
 @click.option(
     "--max-turn-bytes",
     type=click.IntRange(1024, MAX_MESSAGE_BYTES),

@@ -14,7 +14,7 @@ from dataclasses import asdict
 import click
 
 from partner_repo.cli.output import echo_json, json_option, short
-from partner_repo.cli.roll_idle import load_summarizer
+from partner_repo.cli.roll_idle import load_summarizer, summarizer_option
 from partner_repo.cli.runtime import EXIT_NOT_FOUND, connection, run_async
 from partner_repo.rolling.resummarize import DEFAULT_RESUMMARIZE_LIMIT, ResummarizedSlice, ResummarizeReport
 from partner_repo.rolling.service import RollingService
@@ -26,13 +26,7 @@ from partner_repo.settings import load_settings
 @click.option(
     "--core", "core_id", default=None, metavar="ID", help="Only this core's slices [default: every core]."
 )
-@click.option(
-    "--summarizer",
-    "summarizer_path",
-    default=None,
-    metavar="MODULE:NAME",
-    help="A callable (messages) -> str, async or sync [default: the offline extractive summarizer].",
-)
+@summarizer_option
 @click.option(
     "--limit",
     type=click.IntRange(min=1),

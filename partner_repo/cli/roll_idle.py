@@ -27,6 +27,16 @@ from partner_repo.settings import load_settings
 log = logging.getLogger(__name__)
 """The scheduler's own lines (started, stopped) are log records, like those of ``listen``."""
 
+summarizer_option = click.option(
+    "--summarizer",
+    "summarizer_path",
+    default=None,
+    metavar="MODULE:NAME",
+    help="A callable (messages) -> str, async or sync [default: the offline extractive summarizer].",
+)
+"""``--summarizer MODULE:NAME``, as every command that rolls or summarizes takes it (see
+:func:`load_summarizer`)."""
+
 
 @click.command("roll-idle")
 @click.option("--once", is_flag=True, help="Do one pass over the idle cores and exit.")
@@ -49,13 +59,7 @@ log = logging.getLogger(__name__)
     default=None,
     help="The window keeps 1/N of what was rolled [default: PARTNER_REPO_ROLLING_RETAIN_DIVISOR].",
 )
-@click.option(
-    "--summarizer",
-    "summarizer_path",
-    default=None,
-    metavar="MODULE:NAME",
-    help="A callable (messages) -> str, async or sync [default: the offline extractive summarizer].",
-)
+@summarizer_option
 @click.pass_context
 def roll_idle(
     ctx: click.Context,

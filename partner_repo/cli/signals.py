@@ -8,7 +8,7 @@ import contextlib
 import logging
 import os
 import signal
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 
 @contextlib.contextmanager
@@ -17,17 +17,8 @@ def stop_on_signals(stop: asyncio.Event) -> Iterator[None]:
 
     Where the platform has no loop signal handlers, nothing is installed and Ctrl-C interrupts as usual.
     """
-    loop = asyncio.get_running_loop()
-    installed: list[signal.Signals] = []
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        with contextlib.suppress(NotImplementedError, RuntimeError):
-            loop.add_signal_handler(sig, stop.set)
-            installed.append(sig)
-    try:
+    with _on_signals(lambda _sig: stop.set()):
         yield
-    finally:
-        for sig in installed:
-            loop.remove_signal_handler(sig)
 
 
 @contextlib.contextmanager
@@ -39,17 +30,25 @@ def end_at_once_on_signals(say: str) -> Iterator[None]:
     The signal is raised again with its default action, so the process ends as killed by it (what its
     parent expects of SIGTERM); work cut short must be safe to cut (the library's writes are fenced).
     """
-    loop = asyncio.get_running_loop()
-    installed: list[signal.Signals] = []
 
     def end(sig: signal.Signals) -> None:
         logging.getLogger(__name__).info("%s: %s", sig.name, say)
         signal.signal(sig, signal.SIG_DFL)
         os.kill(os.getpid(), sig)
 
+    with _on_signals(end):
+        yield
+
+
+@contextlib.contextmanager
+def _on_signals(handle: Callable[[signal.Signals], None]) -> Iterator[None]:
+    """``handle(signal)`` on SIGINT/SIGTERM while the block runs, on the running loop (where it has signal
+    handlers)."""
+    loop = asyncio.get_running_loop()
+    installed: list[signal.Signals] = []
     for sig in (signal.SIGINT, signal.SIGTERM):
         with contextlib.suppress(NotImplementedError, RuntimeError):
-            loop.add_signal_handler(sig, end, sig)
+            loop.add_signal_handler(sig, handle, sig)
             installed.append(sig)
     try:
         yield

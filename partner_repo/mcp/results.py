@@ -13,10 +13,11 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from partner_repo.models import Message
-
 
 class ToolResult(BaseModel):
+    """Built from the library's own results by attribute (``model_validate(x, from_attributes=True)``): a
+    field is named as the attribute it shows, and what the library adds later stays out."""
+
     model_config = ConfigDict(frozen=True)
 
 
@@ -26,10 +27,6 @@ class MessageView(ToolResult):
     role: str
     content: str
     name: str | None = None
-
-    @classmethod
-    def of(cls, message: Message) -> MessageView:
-        return cls(role=message.role, content=message.content, name=message.name)
 
 
 class RecordTurnResult(ToolResult):

@@ -136,18 +136,7 @@ class MemoryTools:
             until=arguments.until,
         )
         return RecallResult(
-            slices=[
-                RecalledSlice(
-                    slice_id=piece.slice_id,
-                    unit_id=piece.unit_id,
-                    summary=piece.summary,
-                    day=piece.day,
-                    topic=piece.topic,
-                    score=piece.score,
-                    messages=[MessageView.of(message) for message in piece.messages],
-                )
-                for piece in found
-            ]
+            slices=[RecalledSlice.model_validate(piece, from_attributes=True) for piece in found]
         )
 
     async def context(self, arguments: ContextArguments) -> ContextResult:
@@ -164,12 +153,14 @@ class MemoryTools:
                 )
                 for view in reversed(page.items)
             ]
-        window = [MessageView.of(message) for message in await self._cores.snapshot(core_id)]
+        window = [
+            MessageView.model_validate(m, from_attributes=True) for m in await self._cores.snapshot(core_id)
+        ]
         return ContextResult(summaries=summaries, window=window)
 
     async def topics(self, arguments: TopicsArguments) -> TopicsResult:
         nodes = await topic_nodes(self._recall, self._serve(arguments.core_id))
-        return TopicsResult(nodes=[TopicView(path=node.path, slices=node.slices) for node in nodes])
+        return TopicsResult(nodes=[TopicView.model_validate(node, from_attributes=True) for node in nodes])
 
     async def forget(self, arguments: ForgetArguments) -> ForgetResult:
         """Without ``confirm``, what erasing the core would remove; with it, the erasure (as ``partner-repo
@@ -177,25 +168,11 @@ class MemoryTools:
         core_id = self._serve(arguments.core_id)
         if not arguments.confirm:
             preview = await self._eraser.preview(core_id)
-            counts = WouldErase(
-                window_messages=preview.window_messages,
-                units=preview.units,
-                slices=preview.slices,
-                messages=preview.messages,
-                checkpoints=preview.checkpoints,
-                dead_letters=preview.dead_letters,
+            return ForgetResult(
+                erased=False, would_erase=WouldErase.model_validate(preview, from_attributes=True)
             )
-            return ForgetResult(erased=False, would_erase=counts)
         report = await self._eraser.forget(core_id)
-        removed = Erased(
-            erasure_id=report.erasure_id,
-            window_messages=report.window_messages,
-            units=report.units,
-            slices=report.slices,
-            checkpoints=report.checkpoints,
-            dead_letters=report.dead_letters,
-        )
-        return ForgetResult(erased=True, removed=removed)
+        return ForgetResult(erased=True, removed=Erased.model_validate(report, from_attributes=True))
 
 
 __all__ = ["MemoryTools", "topic_nodes"]

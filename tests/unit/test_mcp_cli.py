@@ -1,14 +1,19 @@
 """``partner-repo mcp`` refuses what cannot work before it serves anything: a missing SDK (the ``mcp``
 extra), an HTTP server reachable from other machines without a bearer token, a weak token, options that do
-not fit the transport, a port in use. Each is one line on stderr and exit 2, and no token is ever shown."""
+not fit the transport, a port in use. Each is one line on stderr and exit 2, and no token is ever shown. And
+over stdio a signal ends the server at once, even while its client keeps the pipe open."""
 
 from __future__ import annotations
 
+import os
+import signal
 import socket
+import subprocess
 import sys
 
 import pytest
 from click.testing import CliRunner
+from mcp_support import ROOT, server_command
 
 from partner_repo.cli import main
 from partner_repo.mcp.http import is_loopback
@@ -95,3 +100,32 @@ def test_a_port_in_use_is_one_line() -> None:
     assert code == 2
     assert stderr.startswith(f"error: cannot serve on 127.0.0.1 port {port}: Address already in use")
     assert stderr.count("\n") == 1
+
+
+def test_over_stdio_sigterm_ends_the_server_at_once_while_its_client_keeps_the_pipe_open() -> None:
+    environment = {key: value for key, value in os.environ.items() if key != "MONGODB_URI"}
+    process = subprocess.Popen(
+        server_command(),
+        stdin=subprocess.PIPE,  # held open: the server never sees the end of its input
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+        env=environment,
+    )
+    try:
+        assert process.stderr is not None
+        for line in process.stderr:
+            if "serving MCP on stdio" in line:
+                break
+        process.send_signal(signal.SIGTERM)
+        code = process.wait(timeout=30)
+        said = process.stderr.read()
+    finally:
+        if process.poll() is None:
+            process.kill()
+        assert process.stdin is not None
+        process.stdin.close()
+
+    assert code == -signal.SIGTERM
+    assert "SIGTERM: ending at once; a client ends the server cleanly by closing its stdin" in said
