@@ -120,7 +120,7 @@ def mcp_command(
         server = memory_server(tools, version=__version__)
         if transport == "stdio":
             await _serve_stdio(server)
-        else:  # a turn's JSON, escapes and all, fits twice its BSON bytes; past that the SDK answers 413
+        else:  # room for a turn's JSON (escapes add to it); a larger request body is answered 413
             await _serve_http(server, host=host, port=port, token=token, max_body_bytes=2 * max_turn_bytes)
         log.info("stopped")
 
