@@ -20,6 +20,7 @@ from partner_repo.cli._listen import listen
 from partner_repo.cli._listener_status import listener
 from partner_repo.cli._logs import format_option, level_option
 from partner_repo.cli._maintenance import check, import_state, repair
+from partner_repo.cli._mcp import mcp_command
 from partner_repo.cli._migrate import migrate
 from partner_repo.cli._recall import recall
 from partner_repo.cli._resummarize import resummarize
@@ -92,6 +93,7 @@ for command in (
     import_state,
     listen,
     listener,
+    mcp_command,
     migrate,
     recall,
     repair,

@@ -39,14 +39,16 @@ EXIT_RULE = (
         EXIT_USAGE,
         "usage: an unknown command or option, a missing argument, a bad option value, setting "
         "(`PARTNER_REPO_*`) or URI, an argument that is not UTF-8, an option the install cannot serve "
-        "(`listen --metrics-port` without the `metrics` extra), a command that writes or runs until stopped "
-        "with no database named; and a server that cannot be reached or refuses the credentials",
+        "(`listen --metrics-port` without the `metrics` extra, `mcp` without the `mcp` extra), a command "
+        "that writes or runs until stopped with no database named; and a server that cannot be reached or "
+        "refuses the credentials",
         "one line, `error: ...`; click's own (an unknown option, a missing argument) print the usage line "
         "first, then `Error: ...`",
     ),
     ExitCode(
         EXIT_INTERRUPTED,
-        "interrupted: Ctrl-C (SIGINT)",
+        "interrupted: Ctrl-C (SIGINT; `mcp` over stdio ends at once, as the signal would end it: its client "
+        "ends it cleanly by closing its stdin)",
         "one line, `interrupted`, with how far a resumable command got and what running it again does",
     ),
 )

@@ -14,7 +14,7 @@ from dataclasses import asdict
 import click
 
 from partner_repo.cli._output import echo_json, echo_wrapped, json_option, short
-from partner_repo.cli._roll_idle import load_summarizer
+from partner_repo.cli._roll_idle import load_summarizer, summarizer_option
 from partner_repo.cli._runtime import EXIT_NOT_FOUND, connection, run_async
 from partner_repo.cli._slices import require_core
 from partner_repo.rolling import (
@@ -31,13 +31,7 @@ from partner_repo.settings import load_settings
 @click.option(
     "--core", "core_id", default=None, metavar="ID", help="Only this core's slices [default: every core]."
 )
-@click.option(
-    "--summarizer",
-    "summarizer_path",
-    default=None,
-    metavar="MODULE:NAME",
-    help="A callable (messages) -> str, async or sync [default: the offline extractive summarizer].",
-)
+@summarizer_option
 @click.option(
     "--limit",
     type=click.IntRange(min=1),

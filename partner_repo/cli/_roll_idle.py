@@ -29,6 +29,16 @@ ROLLED_SUMMARY_WIDTH = 100
 log = logging.getLogger("partner_repo.cli.roll_idle")  # its 0.4 name, which operators filter on
 """The scheduler's own lines (started, stopped) are log records, like those of ``listen``."""
 
+summarizer_option = click.option(
+    "--summarizer",
+    "summarizer_path",
+    default=None,
+    metavar="MODULE:NAME",
+    help="A callable (messages) -> str, async or sync [default: the offline extractive summarizer].",
+)
+"""``--summarizer MODULE:NAME``, as every command that rolls or summarizes takes it (see
+:func:`load_summarizer`)."""
+
 
 @click.command("roll-idle")
 @click.option("--once", is_flag=True, help="Do one pass over the idle cores and exit.")
@@ -51,13 +61,7 @@ log = logging.getLogger("partner_repo.cli.roll_idle")  # its 0.4 name, which ope
     default=None,
     help="The window keeps 1/N of what was rolled [default: PARTNER_REPO_ROLLING_RETAIN_DIVISOR].",
 )
-@click.option(
-    "--summarizer",
-    "summarizer_path",
-    default=None,
-    metavar="MODULE:NAME",
-    help="A callable (messages) -> str, async or sync [default: the offline extractive summarizer].",
-)
+@summarizer_option
 @click.pass_context
 def roll_idle(
     ctx: click.Context,

@@ -142,6 +142,7 @@ NO_TABLE = {
     "partner-repo demo": "rendered by test_the_demo_fits_80_columns (it takes seconds)",
     "partner-repo import-state": "rendered by test_import_state_fits_80_columns (it needs a state directory)",
     "partner-repo listen": "log lines only, on stderr",
+    "partner-repo mcp": "a server: log lines only, on stderr (its answers are the protocol's, to its client)",
     "partner-repo dead-letters replay": "one line of counts",
 }
 

@@ -93,7 +93,8 @@ def test_an_old_path_is_the_module_that_holds_its_names_now() -> None:
 
 def test_loggers_keep_their_0_4_names() -> None:
     """Operators filter logs by logger name: a module renamed private names its logger as 0.4 did
-    (``logging.getLogger("partner_repo.rolling.service")``), never by ``__name__`` (``..._service``)."""
+    (``logging.getLogger("partner_repo.rolling.service")``), a new private module by what it serves
+    (``"partner_repo.mcp"``), never by ``__name__`` (``..._service``, a name that moves with the code)."""
     private = [
         str(path.relative_to(ROOT))
         for path in PACKAGE.rglob("_*.py")
