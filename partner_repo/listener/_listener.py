@@ -100,6 +100,13 @@ class RollingListener:
             concurrency=concurrency,
             observer=observer,
         )
+        self._wire(database, registry, options)
+
+    def _wire(
+        self, database: MongoDatabase, registry: AfterRollingRegistry, options: ListenerOptions
+    ) -> None:
+        """The listener's collaborators on ``database``, built from its checked ``options``: what reads (the
+        group's sources), what keeps state (checkpoints, dead letters, the group's lease), what observes."""
         self._group = options.group
         self._poll_interval = options.poll_interval
         self._drain_timeout = options.drain_timeout
