@@ -20,13 +20,13 @@ from pymongo.errors import DocumentTooLarge, DuplicateKeyError, OperationFailure
 from partner_repo import driver
 from partner_repo.clock import utc_now
 from partner_repo.cores.state import WindowState, count_window, is_count, repair_window, state_projection
-from partner_repo.cores.trim import clear_front, trim_front, window_of_size
-from partner_repo.cores.window import dropped_count
+from partner_repo.cores.trim import RollFinish, clear_front, trim_front, window_of_size
+from partner_repo.cores.window import dropped_count, refuse_unrollable
 from partner_repo.database import MongoDatabase
 from partner_repo.errors import ConflictError, InvalidInput, LeaseLost, WindowTooLarge, found
 from partner_repo.indexes import CORES
 from partner_repo.models import MemoryCore, Message
-from partner_repo.storage import MAX_MESSAGE_BYTES, bson_size, messages_bytes
+from partner_repo.storage import messages_bytes
 from partner_repo.validation import optional_datetime, parse_messages, require_count, require_id
 
 DEFAULT_CORE_ID = "default"
@@ -182,7 +182,7 @@ class MemoryCoreRepository:
         documents = [m.model_dump() for m in parsed]
         for document in documents:
             document.setdefault("at", stamp)  # the message's own time, unless the caller gave one
-        _refuse_unrollable(documents)
+        refuse_unrollable(documents)
         update: dict[str, Any] = {
             "$push": {"chat_messages": {"$each": documents}},
             "$set": {"last_interaction_at": stamp, "idle_rolled": False},
@@ -246,6 +246,7 @@ class MemoryCoreRepository:
         window_size: int | None = None,
         release: bool = False,
         message_bytes: Sequence[int] | None = None,
+        finish: RollFinish | None = None,
     ) -> int:
         """Partner's ``rollChatMessagesWithSnapshot``: drop what rolling the first ``snapshot_size`` consumed.
 
@@ -261,13 +262,16 @@ class MemoryCoreRepository:
         the window still holding exactly that many messages (under the caller's lease only ``record`` changes
         it, and only by adding); otherwise it reads and retries as above.
         ``release`` (with ``lease_owner``) gives the lease back in the same write. ``window_start`` moves by
-        what is dropped, so every message keeps its position.
+        what is dropped, so every message keeps its position. ``finish``: what a roll sets in the same write
+        (:class:`~partner_repo.cores.trim.RollFinish`), so no state lies between them.
         """
         core_id = require_id(core_id, "core_id")
         dropped_count(0, snapshot_size, retain_divisor)  # validates the arguments before any round trip
         owner = None if lease_owner is None else require_id(lease_owner, "lease_owner")
-        if release and owner is None:
-            raise InvalidInput("trim_window(release=True) needs the lease_owner that holds the lease")
+        if (release or finish is not None) and owner is None:
+            raise InvalidInput(
+                "trim_window(release=True or finish=...) needs the lease_owner holding the lease"
+            )
         return await trim_front(
             self._cores,
             core_id,
@@ -279,6 +283,7 @@ class MemoryCoreRepository:
             message_bytes=None
             if message_bytes is None
             else [require_count(n, "message_bytes") for n in message_bytes],
+            finish=finish,
         )
 
     async def clear_window(self, core_id: str, *, lease_owner: str) -> int | None:
@@ -372,8 +377,7 @@ def _session(session_id: str, stamp: datetime, continues: str | None = None) -> 
     return {"memory_session_id": session_id, "session_started_at": stamp, "session_continues": continues}
 
 
-DOCUMENT_TOO_LARGE_CODES = frozenset({10334, 17419})
-"""BSONObjectTooLarge, and "resulting document after update is larger than 16777216"."""
+DOCUMENT_TOO_LARGE_CODES = frozenset({10334, 17419})  # BSONObjectTooLarge; "resulting document ... larger"
 
 
 def _counted(core_id: str) -> dict[str, Any]:
@@ -381,20 +385,3 @@ def _counted(core_id: str) -> dict[str, Any]:
     not asked for: a core written before 0.4 counts the bytes of its turns from its first 0.4 one on, and
     its next roll's trim sets the count exactly; until then only the byte trigger sees less.)"""
     return {"_id": core_id, "window_size": {"$type": "number"}}
-
-
-def _refuse_unrollable(documents: list[dict[str, Any]]) -> None:
-    """A message (or a turn) no unit could hold with its slice is refused: it would wedge the core."""
-    total = 0
-    for position, document in enumerate(documents):
-        size = bson_size(document)
-        total += size
-        if size > MAX_MESSAGE_BYTES:
-            raise InvalidInput(
-                f"message {position} is {size} bytes; at most {MAX_MESSAGE_BYTES} fit in a memory unit with "
-                "its summary"
-            )
-    if total > MAX_MESSAGE_BYTES:
-        raise InvalidInput(
-            f"the turn is {total} bytes; record at most {MAX_MESSAGE_BYTES} bytes of messages at once"
-        )

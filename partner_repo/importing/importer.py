@@ -352,7 +352,8 @@ async def _adopt_session(
         report.session_set = await cores.set_session(core_id, session_id)
     elif core.memory_session_id == session_id:
         return
-    elif await units.head(core.memory_session_id) is None:
+    elif (fence := await units.fence(core.memory_session_id)).head is None and fence.reservation is None:
+        # a clear's reservation is a unit here too: adopting over it would lose the mark it fences with
         report.session_set = await cores.set_session(core_id, session_id, expected=core.memory_session_id)
     if not report.session_set and core is not None and core.memory_session_id != session_id:
         report.warnings.append(

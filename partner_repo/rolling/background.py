@@ -47,6 +47,11 @@ class BackgroundRolls:
         self._closed = False
 
     @property
+    def closed(self) -> bool:
+        """Whether :meth:`drain` began: no roll is taken any more."""
+        return self._closed
+
+    @property
     def pending(self) -> int:
         """How many cores have a roll waiting or running."""
         return len(self._tasks)

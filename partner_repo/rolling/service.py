@@ -34,6 +34,7 @@ from partner_repo.rolling.leased_roll import APPEND_ATTEMPTS, HeldLease, LeasedR
 from partner_repo.rolling.positions import stored_overlap
 from partner_repo.rolling.result import RollingResult
 from partner_repo.rolling.resummarize import DEFAULT_RESUMMARIZE_LIMIT, ResummarizeReport, resummarize
+from partner_repo.rolling.room import RoomForTurn
 from partner_repo.rolling.summarizer import Summarizer, as_async_summarizer
 from partner_repo.rolling.summarizing import Summary, SummaryAttempts
 from partner_repo.rolling.triggers import Trigger, due_query, trigger
@@ -127,6 +128,8 @@ class RollingService:
         at most ``background_concurrency`` at a time, one per core, errors logged; what shutdown cancels stays
         in the window for the next roller). Returns what ``record`` answered.
         """
+        if self._background.closed:  # refused before the turn is written: InvalidInput writes nothing
+            raise InvalidInput("the background rolls are closed: the service is shutting down")
         recorded, _ = await self._record(core_id, messages, at)
         if self.trigger(recorded, self._now(at)) is not None:
             self._background.schedule(recorded.core_id, at, recorded)
@@ -146,16 +149,16 @@ class RollingService:
     async def _record(
         self, core_id: str, messages: Iterable[Message | dict[str, Any]], at: datetime | None
     ) -> tuple[WindowState, RollingResult | None]:
-        """Record a turn; one the window cannot take (:class:`WindowTooLarge`, past 16 MiB) is recorded
-        after a roll of the window, a one-message window included (every message fits in a unit: ``record``
-        refuses any other), so a core never stops taking turns. The roll's result, when one was needed."""
+        """Record a turn; one the window cannot take (:class:`WindowTooLarge`) is recorded once rolls made
+        room for it (:mod:`partner_repo.rolling.room`). The roll's result, when one was needed."""
         parsed = parse_messages(messages)
         try:
             return await self._cores.record(core_id, parsed, at=at), None
         except WindowTooLarge:
             stamp = self._now(at)
-            rolled = await self._leased_roll(core_id, stamp, _keep_session, seen=None, due=None, single=True)
-            return await self._cores.record(core_id, parsed, at=at), rolled
+            roll = lambda: self._leased_roll(core_id, stamp, _keep_session, seen=None, due=None, single=True)  # noqa: E731
+            room = RoomForTurn(self._cores, roll, self._monotonic, self._config.room_wait)
+            return await room.record(core_id, parsed, at)
 
     # -- triggers --------------------------------------------------------------------------------------------
 
@@ -242,15 +245,7 @@ class RollingService:
         if core is None:
             return None
         try:
-            if (
-                skip
-                and seen is not None
-                and (core.window_start, core.memory_session_id)
-                != (
-                    seen.window_start,
-                    seen.memory_session_id,
-                )
-            ):  # the window moved since: what was skipped is not known to be stored
+            if skip and seen is not None and _moved(core, seen):  # what was skipped is not known stored
                 core, skip = await self._cores.get(core_id), 0
                 if core is None:
                     return None
@@ -391,6 +386,11 @@ class RollingService:
             await self._lease.release(core_id, owner)
         except Exception:
             logger.warning("core %r: could not release the lease; it will expire", core_id, exc_info=True)
+
+
+def _moved(core: MemoryCore, seen: WindowState) -> bool:
+    """Whether the window moved (trimmed, cleared, another session) since ``seen`` was read."""
+    return (core.window_start, core.memory_session_id) != (seen.window_start, seen.memory_session_id)
 
 
 def _keep_session(_core: MemoryCore, _skipped: int) -> bool:
