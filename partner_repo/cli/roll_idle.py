@@ -15,9 +15,10 @@ import click
 
 from partner_repo.cli.consumers import importable_from_working_directory
 from partner_repo.cli.output import Duration
-from partner_repo.cli.runtime import connection, note_interruption, run_async
+from partner_repo.cli.runtime import EXIT_NOT_FOUND, connection, note_interruption, run_async
 from partner_repo.cli.signals import stop_on_signals
 from partner_repo.errors import InvalidInput
+from partner_repo.masking import scrub
 from partner_repo.plugins import import_object
 from partner_repo.rolling.result import RollingResult
 from partner_repo.rolling.service import RollingService
@@ -91,8 +92,14 @@ def roll_idle(
                     "still idle (a roll cut short is taken up again once its lease expires)"
                 )
             )
-            results = await service.roll_idle(on_rolled=echo)
+            failed: list[tuple[str, Exception]] = []
+            results = await service.roll_idle(on_rolled=echo, on_failed=lambda *f: failed.append(f))
             click.echo(f"{len(results)} idle core(s) rolled", err=True)
+            if failed:  # one line, and a failure's exit code: a pass that left cores unrolled did not succeed
+                first, error = failed[0]
+                said = f"{len(failed)} idle core(s) could not be rolled; core {first!r}: {scrub(str(error))}"
+                click.echo(f"error: {said}", err=True)
+                raise SystemExit(EXIT_NOT_FOUND)
             return
         stop = asyncio.Event()
         with stop_on_signals(stop):

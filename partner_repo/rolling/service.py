@@ -28,7 +28,7 @@ from partner_repo.database import MongoDatabase
 from partner_repo.errors import InvalidInput, WindowTooLarge
 from partner_repo.leases import SilenceWatch
 from partner_repo.models import MemoryCore, Message
-from partner_repo.rolling.background import BackgroundRolls, RolledCallback, idle_pass
+from partner_repo.rolling.background import BackgroundRolls, FailedCallback, RolledCallback, idle_pass
 from partner_repo.rolling.config import RollingConfig
 from partner_repo.rolling.leased_roll import APPEND_ATTEMPTS, HeldLease, LeasedRoll
 from partner_repo.rolling.positions import stored_overlap
@@ -347,10 +347,15 @@ class RollingService:
     # -- the idle scheduler ----------------------------------------------------------------------------------
 
     async def roll_idle(
-        self, now: datetime | None = None, *, on_rolled: RolledCallback | None = None
+        self,
+        now: datetime | None = None,
+        *,
+        on_rolled: RolledCallback | None = None,
+        on_failed: FailedCallback | None = None,
     ) -> list[RollingResult]:
-        """One pass of the idle scheduler: roll (with session refresh) every core idle at ``now``."""
-        return await self._idle_pass(self._now(now), None, on_rolled)
+        """One pass of the idle scheduler: roll (with session refresh) every core idle at ``now``; a core
+        whose roll fails is logged, told to ``on_failed`` and left for the next pass."""
+        return await self._idle_pass(self._now(now), None, on_rolled, on_failed)
 
     async def run_idle_scheduler(
         self, stop_event: asyncio.Event, *, on_rolled: RolledCallback | None = None
@@ -370,11 +375,15 @@ class RollingService:
                 await asyncio.wait_for(stop_event.wait(), timeout=interval)
 
     async def _idle_pass(
-        self, stamp: datetime, stop_event: asyncio.Event | None, on_rolled: RolledCallback | None
+        self,
+        stamp: datetime,
+        stop_event: asyncio.Event | None,
+        on_rolled: RolledCallback | None,
+        on_failed: FailedCallback | None = None,
     ) -> list[RollingResult]:
         idle = await self._cores.idle_core_ids(stamp - self._config.idle_after)
         roll = lambda core_id: self.maybe_roll(core_id, now=stamp)  # noqa: E731
-        return await idle_pass(idle, roll, stop_event, on_rolled)
+        return await idle_pass(idle, roll, stop_event, on_rolled, on_failed)
 
     # -- helpers ---------------------------------------------------------------------------------------------
 

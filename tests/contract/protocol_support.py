@@ -102,6 +102,8 @@ class ProcessDatabase:
         self.dead = False
         self.faults = Faults()
         self.writes = 0
+        self.on_landed: Callable[[Sent, Any], None] | None = None
+        """Told of every write that landed, before a death armed for it (the model's record order)."""
         self._collections: dict[str, ProcessCollection] = {}
 
     def __getitem__(self, name: str) -> ProcessCollection:
@@ -208,6 +210,8 @@ class ProcessCollection:
             owner.wire.landed(
                 Write(**{**logged, "start": start, "end": owner.wire.tick(), "applied": _applied(result)})
             )
+            if owner.on_landed is not None:
+                owner.on_landed(sent, result)
             owner.after(sent)
             return result
 
@@ -223,7 +227,7 @@ class ProcessCollection:
             target = query.get("_id") if isinstance(query, dict) else None
         return {
             "collection": self._name,
-            "target": target,
+            "target": target if isinstance(target, str) else None,  # one document's id, or none
             "contents": tuple(_contents(payload)),
             "touches_window": _names(payload, "chat_messages"),
         }
