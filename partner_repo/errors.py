@@ -148,7 +148,10 @@ class WindowTooLarge(PartnerRepoError):
 
 
 class ConnectionFailed(PartnerRepoError):
-    """The MongoDB server at the URI could not be reached; the message names the host, not a password."""
+    """The MongoDB server at the URI could not be reached, or the connection to it failed during an operation
+    (reset, or the operation cancelled by the driver because its server went away): the message names the
+    host or the operation, never a password. A write's outcome is then unknown; the library's writes are
+    fenced, safe to send again."""
 
 
 class OperationTimedOut(PartnerRepoError, TimeoutError):

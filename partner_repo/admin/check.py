@@ -20,6 +20,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from partner_repo import driver
 from partner_repo.admin.inspection import (
     DUPLICATE_SLICE_ID,
     ID_TOO_LONG,
@@ -84,6 +85,7 @@ class RepairReport(BaseModel):
         return not self.failed
 
 
+@driver.timeouts_surface_as_project_errors
 class UnitChecker:
     """Checks (read-only) and repairs (through the unit repository) the units of one database."""
 

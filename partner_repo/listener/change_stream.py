@@ -35,7 +35,13 @@ from typing import Any, Literal
 from pydantic import ValidationError
 from pymongo.errors import OperationFailure, PyMongoError
 
-from partner_repo.errors import ChangeStreamUnavailable, InvalidInput, UnreadableUnit
+from partner_repo.errors import (
+    ChangeStreamUnavailable,
+    ConnectionFailed,
+    InvalidInput,
+    OperationTimedOut,
+    UnreadableUnit,
+)
 from partner_repo.listener.checkpoints import ListenerCheckpoints, TokenKind
 from partner_repo.listener.dead_letters import describe
 from partner_repo.listener.pipeline import DeliveryPipeline
@@ -177,7 +183,12 @@ class ChangeStreamSource:
                 await self._follow(stopping)
             except ChangeStreamUnavailable:
                 raise
-            except (_TokenRejected, PyMongoError) as exc:
+            except (
+                _TokenRejected,
+                PyMongoError,
+                ConnectionFailed,
+                OperationTimedOut,
+            ) as exc:  # the two: watch's
                 if self._followed != followed:  # the stream got going since the last failure: back off afresh
                     failures = recoveries = 0
                 if isinstance(exc, PyMongoError) and verdict(exc) == "unavailable":

@@ -29,7 +29,7 @@ from pymongo.errors import ConnectionFailure
 from partner_repo.cores.lease import CoreLease
 from partner_repo.cores.repository import MemoryCoreRepository, new_session_id
 from partner_repo.cores.trim import RollFinish
-from partner_repo.errors import ConflictError, LeaseLost, NotFound, StaleIncrement
+from partner_repo.errors import ConflictError, ConnectionFailed, LeaseLost, NotFound, StaleIncrement
 from partner_repo.models import MemoryCore, MemorySlice, Message
 from partner_repo.normalization import new_slice_id
 from partner_repo.rolling.config import RollingConfig
@@ -293,7 +293,7 @@ class LeasedRoll:
                 )
             except StaleIncrement:
                 raise
-            except (ConnectionFailure, ConflictError) as exc:
+            except (ConnectionFailure, ConnectionFailed, ConflictError) as exc:
                 if attempt == APPEND_ATTEMPTS:
                     raise
                 logger.warning(
