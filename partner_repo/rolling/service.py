@@ -30,6 +30,7 @@ from partner_repo.leases import SilenceWatch
 from partner_repo.models import MemoryCore, Message
 from partner_repo.rolling.background import BackgroundRolls, FailedCallback, RolledCallback, idle_pass
 from partner_repo.rolling.config import RollingConfig
+from partner_repo.rolling.lease_taking import LeaseTaking
 from partner_repo.rolling.leased_roll import APPEND_ATTEMPTS, HeldLease, LeasedRoll
 from partner_repo.rolling.positions import stored_overlap
 from partner_repo.rolling.result import RollingResult
@@ -80,7 +81,7 @@ class RollingService:
         self._summarizer = SummaryAttempts(summarize, self._config)  # timeout, attempts: see summarizing.py
         self._clock = clock
         self._monotonic = monotonic
-        self._watch = SilenceWatch(monotonic)
+        self._taking = LeaseTaking(self._lease, SilenceWatch(monotonic), self._config.lease_duration)
         self._roll = LeasedRoll(self._cores, self._units, self._lease, self._config, self._summarize_leased)
         self._background = BackgroundRolls(
             lambda core_id, at, recorded: self.maybe_roll(core_id, at, recorded=recorded),
@@ -241,7 +242,7 @@ class RollingService:
         skip: int = 0,
     ) -> RollingResult | None:
         held = HeldLease(core_id, f"roll-{uuid.uuid4()}")
-        core = await self._take_lease(core_id, held.owner, seen, due, skip)
+        core = await self._taking.take(core_id, held.owner, seen, due, skip)
         if core is None:
             return None
         try:
@@ -256,36 +257,6 @@ class RollingService:
         finally:
             if not held.released:
                 await self._release(core_id, held.owner)
-
-    async def _take_lease(
-        self, core_id: str, owner: str, seen: WindowState | None, due: dict[str, Any] | None, skip: int
-    ) -> MemoryCore | None:
-        """The core with its lease taken by ``owner``, or None (held by a live roller, no longer ``due``, or
-        no such core).
-
-        A free lease is taken at once. A held one is taken over only once this process has watched its holder
-        and beat stay unchanged for the holder's ttl (measured here, on this process's monotonic clock).
-        """
-        duration = self._config.lease_duration
-        state = None if seen is None else seen.lease
-        if state is None or state.holder is None:
-            core = await self._lease.acquire(core_id, owner, duration=duration, when=due, skip=skip)
-            if core is not None or seen is not None:
-                return core
-            state = await self._lease.state(core_id)  # roll(): who holds it, to watch for its silence
-            if state is None or state.holder is None:
-                return None
-        # a lease written without a ttl (0.1.0's) counts with this service's lease duration
-        if not self._watch.silent(core_id, state.or_ttl(duration.total_seconds())):
-            logger.debug("core %r: lease held by %s; not rolling", core_id, state.holder)
-            return None
-        logger.warning(
-            "core %r: rolling lease of %s silent for %.0fs; taking it over",
-            core_id,
-            state.holder,
-            state.ttl_s,
-        )
-        return await self._lease.acquire(core_id, owner, duration=duration, silent=state, when=due, skip=skip)
 
     def _known_stored(self, state: WindowState) -> int:
         """How many of the window's first messages this process knows its session's unit has taken (the
