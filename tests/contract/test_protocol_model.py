@@ -264,6 +264,7 @@ def run_model(backend: str, examples: int, steps: int) -> None:
                 database=None,
                 suppress_health_check=list(HealthCheck),
                 print_blob=True,
+                derandomize=not minutes,  # CI explores the same runs every time; the long run new ones
                 phases=PHASES if budget("PARTNER_REPO_MODEL_SHRINK", 1) else PHASES[:-2],
             ),
         )

@@ -178,7 +178,9 @@ def test_an_interrupted_table_slice_list_says_nothing_was_printed(
 
 
 def test_an_interrupted_roll_idle_once_says_how_many_cores_it_rolled(monkeypatch: pytest.MonkeyPatch) -> None:
-    async def ctrl_c(self: RollingService, now: Any = None, *, on_rolled: Any = None, on_failed: Any = None) -> Any:
+    async def ctrl_c(
+        self: RollingService, now: Any = None, *, on_rolled: Any = None, on_failed: Any = None
+    ) -> Any:
         raise KeyboardInterrupt
 
     monkeypatch.setattr(RollingService, "roll_idle", ctrl_c)

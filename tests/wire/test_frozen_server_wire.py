@@ -77,7 +77,9 @@ async def test_a_server_that_stops_answering_after_connecting_surfaces_as_the_li
         await close_database(database)
     took = time.monotonic() - started
 
-    assert isinstance(caught, PartnerRepoError), f"{type(caught).__module__}.{type(caught).__name__}: {caught}"
+    assert isinstance(caught, PartnerRepoError), (
+        f"{type(caught).__module__}.{type(caught).__name__}: {caught}"
+    )
     assert isinstance(caught, ConnectionFailed | OperationTimedOut)
     assert "MemoryCoreRepository.record" in str(caught) and "\n" not in str(caught)
     assert took < TIMEOUT_MS / 1000 + 2

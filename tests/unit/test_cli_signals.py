@@ -1,0 +1,59 @@
+"""Finding 9 of issue 30: the long-running commands answer SIGINT and SIGTERM at every moment, with real
+processes and real signals. Here: while connecting to a server that does not answer (the server that went
+away after connecting is in tests/contract/test_signals_after_the_server_went_away.py)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from partner_repo.testing.server import free_port
+
+
+def start(arguments: list[str]) -> subprocess.Popen[str]:
+    environment = {k: v for k, v in os.environ.items() if k not in {"MONGODB_URI", "PARTNER_REPO_DB"}}
+    return subprocess.Popen(
+        [sys.executable, "-m", "partner_repo", *arguments],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=environment,
+    )
+
+
+def stopped_within(
+    process: subprocess.Popen[str], stop_signal: signal.Signals, bound: float
+) -> tuple[int, str]:
+    """Send ``stop_signal``; the exit code and stderr (failing when it takes longer than ``bound``)."""
+    process.send_signal(stop_signal)
+    sent = time.monotonic()
+    try:
+        _, errors = process.communicate(timeout=bound + 10)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    took = time.monotonic() - sent
+    assert took < bound, f"took {took:.1f}s to stop: {errors}"
+    return process.returncode, errors
+
+
+@pytest.mark.parametrize("stop_signal", [signal.SIGINT, signal.SIGTERM])
+@pytest.mark.parametrize("command", [["listen", "--recall"], ["roll-idle"]])
+def test_a_long_running_command_stops_at_once_while_it_connects(
+    command: list[str], stop_signal: signal.Signals
+) -> None:
+    """Nothing listens on the port: connecting would wait out the 20 s server selection timeout."""
+    uri = f"mongodb://127.0.0.1:{free_port()}/?serverSelectionTimeoutMS=20000&connectTimeoutMS=20000"
+    process = start(["--uri", uri, *command])
+    time.sleep(1.5)  # it started and is connecting
+    assert process.poll() is None
+
+    code, errors = stopped_within(process, stop_signal, bound=2.0)
+
+    assert code == (130 if stop_signal == signal.SIGINT else 0), errors
+    assert "Traceback" not in errors
