@@ -112,15 +112,7 @@ async def import_partner_state(
         await refuse_units_of_other_cores(database, core_id, [*files, *([session_id] if session_id else [])])
     elif session_id is not None:
         session_id = renamed.unit_id(session_id)
-    missing = [unit_id for unit_id in dict.fromkeys(listed or []) if unit_id not in files]
-    for unit_id in missing:
-        report.skipped.append(
-            ImportIssue(
-                file=_relative(_unit_path(root, unit_id), root),
-                item="unit",
-                reason="listed in core/memory.json but the file does not exist",
-            )
-        )
+    _note_missing(root, files, listed, report)
     units = MemoryUnitRepository(database)
     total = len(files)
     if progress is not None:
@@ -147,6 +139,19 @@ async def import_partner_state(
         report.session_set, kept = await adopt_session(database, units, core_id, session_id)
         report.warnings += [kept] if kept is not None else []
     return report
+
+
+def _note_missing(root: Path, files: dict[str, Path], listed: list[str] | None, report: ImportReport) -> None:
+    """Units ``core/memory.json`` lists without a file, reported as skipped."""
+    for unit_id in dict.fromkeys(listed or []):
+        if unit_id not in files:
+            report.skipped.append(
+                ImportIssue(
+                    file=_relative(_unit_path(root, unit_id), root),
+                    item="unit",
+                    reason="listed in core/memory.json but the file does not exist",
+                )
+            )
 
 
 async def _guarded(work: Awaitable[T], fallback: T, name: str, report: ImportReport) -> T:
