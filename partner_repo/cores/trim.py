@@ -133,7 +133,8 @@ async def clear_front(cores: Collection, core_id: str, owner: str) -> int | None
             return None
         size = len(document.get("chat_messages") or [])
         update = {
-            "$set": {"chat_messages": [], "window_size": 0, "window_bytes": 0},
+            # the unit's head changed (the clear raised its mark): no roller may trust the one it remembers
+            "$set": {"chat_messages": [], "window_size": 0, "window_bytes": 0, "last_unit_version": None},
             "$inc": {"version": 1, "window_start": size},
         }
         if await _write(cores, {"_id": core_id, "lease_owner": owner, **window_of_size(size)}, update):

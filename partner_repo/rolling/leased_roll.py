@@ -249,7 +249,15 @@ class LeasedRoll:
         it moved on), then switch the core to a new session continuing it, fenced on the lease (None: lost).
         The core as it is then."""
         if not head.sealed and not await self._units.seal(head.id, version=head.version):
-            raise StaleIncrement(head.id, head.message_count, None)
+            # the unit changed since it was resolved: still sealable when it took nothing new meanwhile (a
+            # summary replaced, a clear's cut moved), else the increment is resolved again
+            fresh = await self._units.head(head.id)
+            if fresh is None or (fresh.message_count, fresh.mark) != (head.message_count, head.mark):
+                raise StaleIncrement(
+                    head.id, head.message_count, None if fresh is None else fresh.message_count
+                )
+            if not fresh.sealed and not await self._units.seal(head.id, version=fresh.version):
+                raise StaleIncrement(head.id, head.message_count, fresh.message_count)
         try:
             session = await self._cores.switch_session(
                 core.id, lease_owner=owner, continues=head.id, now=stamp

@@ -296,6 +296,8 @@ class World:
         )
         if back is not None:
             found.append(f"unit {back['_id']} holds forgotten messages")
+        if any(generation.tainted for generation in self.generations.values()):
+            return found  # an erasure is unfinished: its units may be gone and their progress not yet
         live = {d["_id"] async for d in self.base[UNITS].find({"core_id": {"$exists": True}}, {"_id": 1})}
         async for progress in self.base["listener_checkpoints"].find({"kind": "unit"}, {"unit_id": 1}):
             if progress.get("unit_id") not in live:

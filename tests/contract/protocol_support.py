@@ -162,8 +162,8 @@ class ProcessCollection:
         attribute = getattr(self._collection, name)
         if not callable(attribute):
             return attribute
-        if name == "with_options":
-            return lambda *a, **k: ProcessCollection(self._owner, attribute(*a, **k), self._name)
+        if name == "with_options":  # a wrapper keeps what it wraps where the backend gives another kind back
+            return lambda *a, **k: self._with_options(attribute(*a, **k))
         if name in {"find", "aggregate", "watch", "list_indexes"}:
             return lambda *a, **k: self._cursor(attribute(*a, **k))
         if name in WRITE_METHODS:
@@ -180,6 +180,11 @@ class ProcessCollection:
             return result
 
         return call
+
+    def _with_options(self, chosen: Any) -> Any:
+        if type(chosen) is not type(self._collection):
+            return self
+        return ProcessCollection(self._owner, chosen, self._name)
 
     def _cursor(self, made: Any) -> Any:
         if inspect.isawaitable(made):  # PyMongo's async aggregate: a coroutine that returns the cursor

@@ -325,3 +325,30 @@ async def test_a_turn_too_large_waits_for_the_roll_holding_the_lease_then_is_rec
 
     assert [m.content[:7] for m in await MemoryCoreRepository(database).snapshot("f7")] == ["second "]
     assert [c[:6] for c in await stored_contents(database, "f7")] == ["first "]
+
+
+# -- found by the model check ----------------------------------------------------------------------------
+
+
+async def test_the_roller_that_rolled_last_summarizes_once_after_a_clear_changed_its_unit(
+    database: Any,
+) -> None:
+    """The protocol model's first counterexample: a clear raises the unit's mark (a new version) after this
+    process's roll, so the head it remembers is stale; the core's record of the last roll's head must not
+    vouch for it any more (the continuation's seal failed on the stale version, the increment was summarized
+    twice)."""
+    cores = MemoryCoreRepository(database)
+    calls = Calls()
+    service = RollingService(database, calls, config(retain_divisor=0, unit_soft_limit_bytes=700))
+    big_turn = [Message(role="user", content=f"{n} " + "x" * 300) for n in range(3)]
+    await cores.record("m1", big_turn, at=T0)
+    assert await service.roll("m1", now=T0) is not None
+    await MemoryEraser(database).clear_window("m1")
+    await cores.record(
+        "m1", [Message(role="user", content=f"later {n} " + "x" * 300) for n in range(3)], at=T0
+    )
+
+    assert await service.roll("m1", now=T0) is not None
+
+    units = await MemoryUnitRepository(database).list_units("m1")
+    assert len(calls.increments) == sum(len(u.slices) for u in units) == 2
