@@ -18,6 +18,7 @@ from partner_repo.database import MongoDatabase
 from partner_repo.errors import UnitOfAnotherCore
 from partner_repo.indexes import UNITS
 from partner_repo.models import MemoryUnit
+from partner_repo.validation import id_problem
 
 COPY_NAMESPACE = uuid.UUID("5b0b1f4e-6a3c-4c59-9a51-2f6e0f7f3c31")
 """The namespace of the ids a copy gets (any fixed UUID: the ids only need to be stable)."""
@@ -57,7 +58,7 @@ class Copies:
 
 async def refuse_units_of_other_cores(database: MongoDatabase, core_id: str, unit_ids: Sequence[str]) -> None:
     """:class:`UnitOfAnotherCore` (nothing written) when one of ``unit_ids`` is stored under another core."""
-    ids = sorted(set(unit_ids))
+    ids = sorted({unit_id for unit_id in unit_ids if _storable(unit_id)})  # the others are reported skipped
     for start in range(0, len(ids), LOOKUP_BATCH):
         query: dict[str, Any] = {
             "_id": {"$in": ids[start : start + LOOKUP_BATCH]},
@@ -67,6 +68,15 @@ async def refuse_units_of_other_cores(database: MongoDatabase, core_id: str, uni
         if found is not None:
             hint = ": import it into that core, or a copy under new ids (import-state --as-copy)"
             raise UnitOfAnotherCore(found["_id"], found["core_id"], core_id, hint=hint)
+
+
+def _storable(unit_id: str) -> bool:
+    """Whether ``unit_id`` could be a stored unit's id (one the import skips is no other core's)."""
+    try:
+        unit_id.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return bool(unit_id.strip()) and id_problem(unit_id, "it") is None
 
 
 __all__ = ["COPY_NAMESPACE", "Copies", "copy_id", "refuse_units_of_other_cores"]

@@ -251,6 +251,11 @@ class World:
             messages.append(Message(role=role, content=tag + (" " + "x" * pad if pad else "")))
         return messages
 
+    @property
+    def refused(self) -> set[str]:
+        """The cores a turn too large for the window was refused on (in memory, by the stand-in)."""
+        return self.database.refused if isinstance(self.database, WindowLimit) else set()
+
     # -- the invariants ------------------------------------------------------------------------------------
 
     async def scan(self) -> dict[str, list[Any]]:
@@ -283,7 +288,7 @@ class World:
                 units[core_id],
                 self.wire.writes,
                 pending=pending,
-                shortened=generation.shortened or core_id in getattr(self.database, "refused", ()),
+                shortened=generation.shortened or core_id in self.refused,
             )
         found += await self.erasure_problems(units)
         found += self.summary_problems()
@@ -455,10 +460,11 @@ class Steps:
         start = world.wire.tick()
 
         async def done(outcome: Any) -> None:
+            current = world.generations[core_id]  # a clear thawed after a forget clears the core as it is now
             if isinstance(outcome, int):
-                clear = generation.history.cleared(outcome, world.wire.writes, start, world.wire.tick())
-                world.cleared_done |= {generation.history.recorded[p] for p in clear.positions}
-            elif isinstance(outcome, BaseException):
+                clear = current.history.cleared(outcome, world.wire.writes, start, world.wire.tick())
+                world.cleared_done |= {current.history.recorded[p] for p in clear.positions}
+            elif isinstance(outcome, BaseException) and current is generation:
                 await self.clear_cut_short(generation, before, start)
 
         async def parked() -> None:

@@ -239,7 +239,7 @@ async def settle(world: World, steps: Steps) -> list[str]:
             generation.history,
             units,
             world.wire.writes,
-            shortened=generation.shortened or core_id in getattr(world.database, "refused", ()),
+            shortened=generation.shortened or core_id in world.refused,
         )
     for group in ("g1", "g2"):
         await steps.deliver(0, group, None, False)
