@@ -65,6 +65,7 @@ from partner_repo import (
     RollingResult,
     RollingService,
     UnitOfAnotherCore,
+    WindowTooLarge,
     close_database,
     import_partner_state,
     in_memory_database,
@@ -421,7 +422,7 @@ class Steps:
             world.disruptions += 1
             world.seen["died"] += 1
             world.processes[process.number] = world.spawn(process.number, process.generation + 1)
-        elif isinstance(error, ConflictError):
+        elif isinstance(error, ConflictError | WindowTooLarge):  # a documented refusal: nothing written
             world.seen[type(error).__name__] += 1
         elif error is not None:
             world.surprises.append(f"process {process.db.name}: {error!r}")
