@@ -150,7 +150,7 @@ async def _listen(
         database = await until_stopped(stop, target.open())
         if database is None:
             log.info("stopped before the database answered")
-            return received.exit_code
+            exit_now(received.exit_code)  # a driver thread still connecting (Motor's) is not waited for
         metrics = ListenerMetrics() if options.metrics_port is not None else None
         listener = _listener(database, with_recall(registry, database, recall), options, metrics)
         server = (

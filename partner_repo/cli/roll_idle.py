@@ -119,7 +119,7 @@ async def _schedule(target: Connection, summarizer: Summarizer, config: RollingC
         database = await until_stopped(stop, target.open())
         if database is None:
             log.info("stopped before the database answered")
-            return received.exit_code
+            exit_now(received.exit_code)  # a driver thread still connecting (Motor's) is not waited for
         service = RollingService(database, summarizer, config)
         log.info(
             "rolling idle cores every %gs; stop with Ctrl-C or SIGTERM", config.check_interval.total_seconds()

@@ -17,7 +17,7 @@ import signal
 import sys
 from collections.abc import Awaitable, Iterator
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import NoReturn, TypeVar
 
 T = TypeVar("T")
 
@@ -81,7 +81,7 @@ async def until_stopped(stop: asyncio.Event, work: Awaitable[T]) -> T | None:
     return None
 
 
-def exit_now(code: int) -> None:
+def exit_now(code: int) -> NoReturn:
     """End the process now with ``code``, output flushed: what is left (a driver's threads blocked on a server
     that went away, a stop that did not finish) is not waited for."""
     logging.shutdown()
