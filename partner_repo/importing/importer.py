@@ -87,11 +87,8 @@ async def import_partner_state(
 ) -> ImportReport:
     """Import Partner's state directory ``path`` into ``core_id``; see the module docstring for the rules.
 
-    A unit of the state that is stored already under another core (the same state imported into a second
-    core) is refused before anything is written (:class:`UnitOfAnotherCore`, naming the core that owns
-    it): the core would otherwise record into a unit it cannot roll. ``as_copy`` imports a copy under new ids
-    instead (:func:`partner_repo.importing.copies.copy_id`: the same ids for the same state and core, so
-    running it again changes nothing).
+    A unit of the state stored already under another core is refused before anything is written
+    (:class:`UnitOfAnotherCore`); ``as_copy`` imports a copy under new ids instead (:mod:`.copies`).
 
     :class:`InvalidInput` for a bad argument (not a directory, an unusable ``core_id``); database errors
     pass; every problem of the state directory is reported.
