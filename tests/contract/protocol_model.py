@@ -496,6 +496,8 @@ class Steps:
     async def forget(self, number: int, core_id: str, fault: tuple[str, int] | None) -> None:
         world = self.world
         generation = world.generations[core_id]
+        if world.processes[number].pending is not None:
+            return  # a stalled process does nothing: no erasure starts
         generation.tainted = True  # until an erasure of it completes
 
         async def done(outcome: Any) -> None:
