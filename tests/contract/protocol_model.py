@@ -418,7 +418,7 @@ class Steps:
         on_done, process.on_done = process.on_done, None
         if on_done is not None:
             await on_done(task.result() if error is None else error)
-        if isinstance(error, ProcessDied):
+        if isinstance(error, ProcessDied) or process.db.dead:  # a background roll may have died after it
             world.disruptions += 1
             world.seen["died"] += 1
             world.processes[process.number] = world.spawn(process.number, process.generation + 1)

@@ -229,6 +229,8 @@ async def settle(world: World, steps: Steps) -> list[str]:
             problems.append(f"core {core_id}: its erasure did not finish once faults stopped")
             continue
         turn = world.messages(core_id, 2, [0])
+        if world.processes[0].db.dead:  # died in a background roll after its last step
+            world.processes[0] = world.spawn(0, world.processes[0].generation + 1)
         process = world.processes[0]
         await process.cores.record(core_id, turn, at=world.now)
         for _ in range(8):  # the leases of dead processes lapse on this process's clock
