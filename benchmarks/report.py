@@ -321,6 +321,19 @@ def _locomo_part(results: list[SectionResult], data: dict[str, Any]) -> list[str
     return ["## Recall on LoCoMo", "", LOCOMO_START, table, LOCOMO_END, ""] if table else []
 
 
+MODEL_START = "<!-- protocol-model:start -->"
+MODEL_END = "<!-- protocol-model:end -->"
+
+
+def keep_protocol_model_section(old_page: str, new_page: str) -> str:
+    """``new_page`` with the protocol model check's section of ``old_page`` (between :data:`MODEL_START` and
+    :data:`MODEL_END`, recorded by hand after a long run, docs/testing.md) appended: not a benchmark's."""
+    if MODEL_START not in old_page or MODEL_END not in old_page:
+        return new_page
+    section = old_page[old_page.index(MODEL_START) : old_page.index(MODEL_END) + len(MODEL_END)]
+    return new_page.rstrip("\n") + "\n\n" + section + "\n"
+
+
 def replace_between_markers(text: str, body: str, start: str = README_START, end: str = README_END) -> str:
     """``text`` with what lies between the two marker lines replaced by ``body``."""
     if start not in text or end not in text or text.index(start) > text.index(end):

@@ -36,6 +36,7 @@ from benchmarks.locomo_data import ENVIRONMENT
 from benchmarks.report import (
     default_output,
     document,
+    keep_protocol_model_section,
     locomo_table,
     markdown,
     print_tables,
@@ -137,7 +138,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         write(output, json.dumps(data, indent=2, default=str) + "\n")
         console.print(f"raw figures: {output}")
     if arguments.markdown is not None:
-        write(arguments.markdown, markdown(results, data))
+        page = markdown(results, data)
+        if arguments.markdown.exists():  # the protocol model's long run is recorded by hand: kept
+            page = keep_protocol_model_section(arguments.markdown.read_text(encoding="utf-8"), page)
+        write(arguments.markdown, page)
         console.print(f"markdown: {arguments.markdown}")
     if arguments.readme is not None:
         text = arguments.readme.read_text(encoding="utf-8")

@@ -91,7 +91,12 @@ async def _operations(database: Any, size: int) -> dict[str, Operation]:
 
     async def set_window() -> None:
         # The window a roll sees: the context the previous roll kept (positions the unit has taken), then
-        # WINDOW_NEW new messages.
+        # WINDOW_NEW new messages. The measured operations before this one appended to the unit through
+        # other repositories: an unmeasured roll first, so the measured one is the steady state of a process
+        # that rolled the core last (one that did not reads the unit's head first, one more command).
+        clock["now"] = clock["now"] + timedelta(seconds=1)
+        await cores.record(core_id, conversation(WINDOW_NEW, seed=10 + next(counter)), at=clock["now"])
+        await roll()
         clock["now"] = clock["now"] + timedelta(seconds=1)
         await cores.record(core_id, conversation(WINDOW_NEW, seed=10 + next(counter)), at=clock["now"])
 

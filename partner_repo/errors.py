@@ -89,6 +89,17 @@ class StaleIncrement(ConflictError):
         self.taken_until = taken_until
 
 
+class UnitOfAnotherCore(ConflictError):
+    """A unit an operation would make a core's (an import adopting it, a state imported twice) is stored under
+    another core; nothing was written. A core whose session is another core's unit could never roll."""
+
+    def __init__(self, unit_id: str, owner: str, core_id: str, *, hint: str = "") -> None:
+        super().__init__(f"unit {unit_id!r} belongs to core {owner!r}, not {core_id!r}{hint}")
+        self.unit_id = unit_id
+        self.owner = owner
+        self.core_id = core_id
+
+
 class DuplicateSliceId(ConflictError):
     """A slice id is already used by another unit; slice ids are unique across the whole collection."""
 
@@ -137,7 +148,10 @@ class WindowTooLarge(PartnerRepoError):
 
 
 class ConnectionFailed(PartnerRepoError):
-    """The MongoDB server at the URI could not be reached; the message names the host, not a password."""
+    """The MongoDB server at the URI could not be reached, or the connection to it failed during an operation
+    (reset, or the operation cancelled by the driver because its server went away): the message names the
+    host or the operation, never a password. A write's outcome is then unknown; the library's writes are
+    fenced, safe to send again."""
 
 
 class OperationTimedOut(PartnerRepoError, TimeoutError):

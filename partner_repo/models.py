@@ -280,6 +280,7 @@ class MemoryCore(_PlainConstruction):
     refresh: a new conversation session starts afresh).
     ``idle_rolled`` is set once an idle roll has covered the window's last interaction and cleared by the next
     ``record``, so an idle window is rolled once, not again at every scheduler pass.
+    ``last_unit_id``/``last_unit_version`` say which unit head the last trimming roll left (a cache check).
     ``window_size`` counts ``chat_messages`` (kept by every write of the window, so ``record`` can answer
     without it). ``window_start`` is the position of the window's first message: positions count every
     message ever recorded into the core, so message ``i`` of the window is at ``window_start + i``; only a
@@ -299,6 +300,10 @@ class MemoryCore(_PlainConstruction):
     window_start: Annotated[int, BeforeValidator(_count_or_zero)] = 0
     idle_rolled: bool = False
     version: int = 0
+    last_unit_id: BoundedId | None = None
+    """The unit the last roll that trimmed the window appended to, and its ``version`` after that append
+    (``last_unit_version``): a roller that remembers exactly that head may resolve without reading it."""
+    last_unit_version: int | None = None
 
     class Settings:
         name = CORES

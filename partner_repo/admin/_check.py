@@ -23,18 +23,18 @@ from pydantic import BaseModel, ConfigDict
 from partner_repo.admin._inspection import (
     DUPLICATE_SLICE_ID,
     ID_TOO_LONG,
-    UNREADABLE,
     UNVERSIONED,
     InvariantViolation,
-    abbreviated,
     inspect_document,
 )
+from partner_repo.admin._repairs import Repairing, release_shared_ids, shorten_slice_ids
+from partner_repo.admin._sessions import ForeignSession, foreign_sessions, give_fresh_session
 from partner_repo.admin._slice_ids import OrphanClaim, SharedSliceIds, orphan_claims, shared_slice_ids
+from partner_repo.admin._unit_reports import UnitRepair, UnitRepairFailure, UnitViolations
 from partner_repo.clock import utc_now
 from partner_repo.errors import ConflictError, DuplicateSliceId, InvalidInput, NotFound, UnitTooLarge
-from partner_repo.models import MAX_ID_LENGTH, MemoryUnit
-from partner_repo.mongo import NOT_ERASED, UNITS, MongoDatabase, live, unit_from_document
-from partner_repo.normalization import new_slice_id
+from partner_repo.models import MemoryUnit
+from partner_repo.mongo import NOT_ERASED, UNITS, MongoDatabase, driver, live, unit_from_document
 from partner_repo.progress import Progress
 from partner_repo.units import MemoryUnitRepository, SliceIdClaims
 from partner_repo.validation import require_id
@@ -46,17 +46,6 @@ REPAIR_ATTEMPTS = 5
 DEFAULT_MAX_TIME_MS = 30_000
 
 
-class UnitViolations(BaseModel):
-    """The violations of one unit. ``repairable`` is False when repair cannot fix them (unreadable data)."""
-
-    model_config = ConfigDict(frozen=True)
-
-    unit_id: str
-    core_id: str | None
-    violations: list[InvariantViolation]
-    repairable: bool
-
-
 class CheckReport(BaseModel):
     """What ``check`` found: how many units it read, every unit with a problem, and every slice-id claim its
     unit does not hold (of every core: a claim names no core)."""
@@ -66,30 +55,13 @@ class CheckReport(BaseModel):
     units_checked: int
     units: list[UnitViolations]
     orphan_claims: list[OrphanClaim] = []
+    foreign_sessions: list[ForeignSession] = []
+    """Cores whose session unit belongs to another core (they cannot roll: ``repair`` gives them a fresh
+    session)."""
 
     @property
     def ok(self) -> bool:
-        return not self.units and not self.orphan_claims
-
-
-class UnitRepair(BaseModel):
-    """One repaired unit: what was wrong (now fixed), and the version it was saved as."""
-
-    model_config = ConfigDict(frozen=True)
-
-    unit_id: str
-    core_id: str | None
-    changes: list[InvariantViolation]
-    version: int
-
-
-class UnitRepairFailure(BaseModel):
-    model_config = ConfigDict(frozen=True)
-
-    unit_id: str
-    core_id: str | None
-    violations: list[InvariantViolation]
-    reason: str
+        return not self.units and not self.orphan_claims and not self.foreign_sessions
 
 
 class RepairReport(BaseModel):
@@ -101,12 +73,15 @@ class RepairReport(BaseModel):
     repaired: list[UnitRepair]
     failed: list[UnitRepairFailure]
     released_claims: list[OrphanClaim] = []
+    fresh_sessions: list[ForeignSession] = []
+    """Cores whose session unit belonged to another core, given a fresh session."""
 
     @property
     def ok(self) -> bool:
         return not self.failed
 
 
+@driver.timeouts_surface_as_project_errors
 class UnitChecker:
     """Checks (read-only) and repairs (through the unit repository) the units of one database."""
 
@@ -144,7 +119,10 @@ class UnitChecker:
             if progress is not None:
                 progress(checked, total)
         orphans = [claim async for claim in self._orphans()]
-        return CheckReport(units_checked=checked, units=found, orphan_claims=orphans)
+        foreign = [f async for f in foreign_sessions(self._database, core_id, max_time_ms=self._max_time_ms)]
+        return CheckReport(
+            units_checked=checked, units=found, orphan_claims=orphans, foreign_sessions=foreign
+        )
 
     async def violations(self, core_id: str | None = None) -> AsyncIterator[UnitViolations]:
         """The broken units one by one as the walk finds them (``check`` without collecting)."""
@@ -176,7 +154,15 @@ class UnitChecker:
             if progress is not None:
                 progress(checked, total)
         released = [o async for o in self._orphans() if o.releasable and await self._claims.release(*o.key)]
-        return RepairReport(units_checked=checked, repaired=repaired, failed=failed, released_claims=released)
+        foreign = foreign_sessions(self._database, core_id, max_time_ms=self._max_time_ms)
+        fresh = [f async for f in foreign if await give_fresh_session(self._database, f)]
+        return RepairReport(
+            units_checked=checked,
+            repaired=repaired,
+            failed=failed,
+            released_claims=released,
+            fresh_sessions=fresh,
+        )
 
     # -- internals -----------------------------------------------------------------------------------------
 
@@ -240,65 +226,62 @@ class UnitChecker:
     async def _repair_one(
         self, document: dict[str, Any], report: UnitViolations, shared: SharedSliceIds
     ) -> UnitRepair | UnitRepairFailure:
-        unit_id = report.unit_id
-
-        def done(changes: list[InvariantViolation], version: Any) -> UnitRepair:
-            number = version if isinstance(version, int) and not isinstance(version, bool) else 0
-            return UnitRepair(unit_id=unit_id, core_id=report.core_id, changes=changes, version=number)
-
-        def failure(reason: str) -> UnitRepairFailure:
-            return UnitRepairFailure(
-                unit_id=unit_id, core_id=report.core_id, violations=report.violations, reason=reason
-            )
-
+        """Repair one broken unit: complete it when another tool wrote it, else save it normalized; re-read
+        and look again when another writer changed it meanwhile."""
+        repairing = Repairing(report)
         if not report.repairable:
-            if any(p.code == UNREADABLE for p in report.violations):
-                return failure("the stored document is not a valid unit; fix or delete it by hand")
-            return failure(
-                f"a unit's own, core or previous unit id longer than {MAX_ID_LENGTH} characters cannot be "
-                "renamed in place; copy the unit under a shorter id by hand"
-            )
-        current = report
-        adopted = False
+            return repairing.unrepairable()
         try:
             for _ in range(REPAIR_ATTEMPTS):
-                if any(p.code == UNVERSIONED for p in current.violations):
-                    if adopted:
-                        return failure(
-                            "the unit has no version although its derived fields are set, so no save can be "
-                            "guarded; set its version to 1 by hand and run repair again"
-                        )
-                    await self._repository.head(unit_id)  # completes a unit written by another tool, guarded
-                    adopted = True
-                else:
-                    unit = unit_from_document(document)
-                    kept = _release_shared_ids(unit, shared)
-                    renamed = _shorten_slice_ids(unit) + [change for change, _, _ in kept]
-                    try:
-                        stored = await self._repository.save(unit)
-                    except DuplicateSliceId as exc:
-                        return failure(f"{exc}; repair or fix that unit first, then run repair again")
-                    except ConflictError:
-                        pass  # changed meanwhile: re-read and look again
-                    else:
-                        for _, slice_id, keeper in kept:  # the unit keeping the id gets its claim
-                            shared.let_go(slice_id, unit_id)
-                            await self._claims.transfer(slice_id, unit_id, keeper)
-                        renaming = (DUPLICATE_SLICE_ID, ID_TOO_LONG)
-                        fixed = [p for p in current.violations if p.code not in renaming]
-                        return done(fixed + renamed, stored.version)
-                document = await self._reload(unit_id)
+                outcome = await self._repair_attempt(document, repairing, shared)
+                if outcome is not None:
+                    return outcome
+                document = await self._reload(report.unit_id)
                 latest = self._violations(document, shared)
                 if latest is None:  # fixed by the completion above, or by another writer
-                    return done(report.violations if adopted else [], document.get("version"))
-                current = latest
+                    return repairing.done(
+                        report.violations if repairing.adopted else [], document.get("version")
+                    )
+                repairing.current = latest
         except NotFound:
-            return failure("the unit was deleted while it was being repaired")
+            return repairing.failure("the unit was deleted while it was being repaired")
         except DuplicateSliceId as exc:
-            return failure(f"{exc}; repair or fix that unit first, then run repair again")
+            return repairing.failure(f"{exc}; repair or fix that unit first, then run repair again")
         except UnitTooLarge as exc:
-            return failure(str(exc))
-        return failure(f"the unit kept changing during {REPAIR_ATTEMPTS} repair attempts; run repair again")
+            return repairing.failure(str(exc))
+        return repairing.failure(
+            f"the unit kept changing during {REPAIR_ATTEMPTS} repair attempts; run repair again"
+        )
+
+    async def _repair_attempt(
+        self, document: dict[str, Any], repairing: Repairing, shared: SharedSliceIds
+    ) -> UnitRepair | UnitRepairFailure | None:
+        """One attempt: the outcome, or None to re-read the unit and look again."""
+        unit_id = repairing.report.unit_id
+        if any(p.code == UNVERSIONED for p in repairing.current.violations):
+            if repairing.adopted:
+                return repairing.failure(
+                    "the unit has no version although its derived fields are set, so no save can be "
+                    "guarded; set its version to 1 by hand and run repair again"
+                )
+            await self._repository.head(unit_id)  # completes a unit written by another tool, guarded
+            repairing.adopted = True
+            return None
+        unit = unit_from_document(document)
+        kept = release_shared_ids(unit, shared)
+        renamed = shorten_slice_ids(unit) + [change for change, _, _ in kept]
+        try:
+            stored = await self._repository.save(unit)
+        except DuplicateSliceId as exc:
+            return repairing.failure(f"{exc}; repair or fix that unit first, then run repair again")
+        except ConflictError:
+            return None  # changed meanwhile: re-read and look again
+        for _, slice_id, keeper in kept:  # the unit keeping the id gets its claim
+            shared.let_go(slice_id, unit_id)
+            await self._claims.transfer(slice_id, unit_id, keeper)
+        renaming = (DUPLICATE_SLICE_ID, ID_TOO_LONG)
+        fixed = [p for p in repairing.current.violations if p.code not in renaming]
+        return repairing.done(fixed + renamed, stored.version)
 
     async def _reload(self, unit_id: str) -> dict[str, Any]:
         document = await self._units.find_one(live({"_id": unit_id}), max_time_ms=self._max_time_ms)
@@ -316,37 +299,6 @@ def _scope(core_id: str | None) -> dict[str, Any]:
 def _shared_ids(unit: MemoryUnit, shared: SharedSliceIds) -> list[tuple[str, str]]:
     """(slice id, other unit id) for each of the unit's slice ids that another unit also uses."""
     return shared.of(unit.id, sorted({s.id for s in unit.complete_slices() if s.id}))
-
-
-def _release_shared_ids(
-    unit: MemoryUnit, shared: SharedSliceIds
-) -> list[tuple[InvariantViolation, str, str]]:
-    """Fresh ids for slices whose ids a unit with a smaller id also uses (that unit keeps them): each change,
-    with the id let go and the unit keeping it."""
-    changes: list[tuple[InvariantViolation, str, str]] = []
-    lost: dict[str, str] = {}
-    for slice_id, other in _shared_ids(unit, shared):
-        if other < unit.id:
-            lost[slice_id] = min(other, lost.get(slice_id, other))
-    for piece in unit.slices:
-        if piece is not None and piece.id in lost:
-            fresh, keeper = new_slice_id(), lost[piece.id]
-            detail = f"slice id {piece.id!r} (kept by unit {keeper!r}) is now {fresh!r}"
-            changes.append((InvariantViolation(code=DUPLICATE_SLICE_ID, detail=detail), piece.id, keeper))
-            piece.id = fresh
-    return changes
-
-
-def _shorten_slice_ids(unit: MemoryUnit) -> list[InvariantViolation]:
-    """Fresh ids for slices whose ids are over the id limit (written by another tool)."""
-    changes: list[InvariantViolation] = []
-    for piece in unit.slices:
-        if piece is not None and piece.id is not None and len(piece.id) > MAX_ID_LENGTH:
-            fresh = new_slice_id()
-            detail = f"slice id {abbreviated(piece.id)} is now {fresh!r}"
-            changes.append(InvariantViolation(code=ID_TOO_LONG, detail=detail))
-            piece.id = fresh
-    return changes
 
 
 def _text_or_none(value: Any) -> str | None:

@@ -24,7 +24,8 @@ EXIT_RULE = (
         EXIT_OK,
         "done: the command did what it was asked. A warning does not change it: an option of the URI the "
         "driver ignores, an import item skipped (reported), a filter that matches nothing (an empty answer: "
-        "`dead-letters list --group g`), nothing to forget",
+        "`dead-letters list --group g`), nothing to forget; `listen` or `roll-idle` stopped by SIGTERM (a "
+        "service manager's stop)",
         "its output on stdout; log lines (`--log-level`) on stderr",
     ),
     ExitCode(

@@ -51,7 +51,16 @@ def check(ctx: click.Context, core_id: str | None, as_json: bool) -> None:
         for claim in report.orphan_claims:
             when = "repair releases it" if claim.releasable else "too recent: a write may be on its way"
             out.print(f"slice id {claim.slice_id!r}: claimed by unit {claim.unit_id!r}, not held ({when})")
-        if any(u.repairable for u in report.units) or any(c.releasable for c in report.orphan_claims):
+        for foreign in report.foreign_sessions:
+            out.print(
+                f"core {foreign.core_id!r}: its session unit {foreign.session_id!r} belongs to core "
+                f"{foreign.owner!r}, so it cannot roll (repair gives it a fresh session)"
+            )
+        if (
+            any(u.repairable for u in report.units)
+            or any(c.releasable for c in report.orphan_claims)
+            or report.foreign_sessions
+        ):
             out.print("run `partner-repo repair` to normalize them")
     if not report.ok:
         ctx.exit(EXIT_NOT_FOUND)
@@ -89,9 +98,15 @@ def repair(ctx: click.Context, core_id: str | None, as_json: bool) -> None:
                     title="not repaired",
                 )
             )
+        for fresh in report.fresh_sessions:
+            out.print(
+                f"core {fresh.core_id!r}: a fresh session (its session unit {fresh.session_id!r} "
+                f"belongs to core {fresh.owner!r})"
+            )
         out.print(
             f"checked {report.units_checked} unit(s): {len(report.repaired)} repaired, "
-            f"{len(report.failed)} not repaired, {len(report.released_claims)} slice-id claim(s) released"
+            f"{len(report.failed)} not repaired, {len(report.released_claims)} slice-id claim(s) released, "
+            f"{len(report.fresh_sessions)} core(s) given a fresh session"
         )
     if not report.ok:
         ctx.exit(EXIT_NOT_FOUND)
@@ -100,9 +115,15 @@ def repair(ctx: click.Context, core_id: str | None, as_json: bool) -> None:
 @click.command("import-state")
 @click.argument("directory", type=click.Path(file_okay=False, path_type=Path))
 @click.option("--core", "core_id", default=DEFAULT_CORE_ID, show_default=True, help="Core to import into.")
+@click.option(
+    "--as-copy",
+    is_flag=True,
+    help="Import a copy under new ids (for a state whose units another core already holds; without it "
+    "such an import is refused before anything is written).",
+)
 @json_option
 @click.pass_context
-def import_state(ctx: click.Context, directory: Path, core_id: str, as_json: bool) -> None:
+def import_state(ctx: click.Context, directory: Path, core_id: str, as_copy: bool, as_json: bool) -> None:
     """Import Partner's memory from its state DIRECTORY (core/memory.json, core/memory/memory-unit*.json)."""
     if not directory.is_dir():
         raise click.BadParameter(f"{directory} is not a directory", param_hint="DIRECTORY")
@@ -113,7 +134,9 @@ def import_state(ctx: click.Context, directory: Path, core_id: str, as_json: boo
     async def work() -> ImportReport:
         with usage_errors(), counted_progress("importing unit files", _import_interrupted) as progress:
             database = await target.open()
-            return await import_partner_state(directory, database, core_id=core_id, progress=progress)
+            return await import_partner_state(
+                directory, database, core_id=core_id, progress=progress, as_copy=as_copy
+            )
 
     report = run_async(work)
     if as_json:

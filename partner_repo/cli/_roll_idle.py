@@ -15,12 +15,13 @@ import click
 
 from partner_repo.cli._consumers import importable_from_working_directory
 from partner_repo.cli._output import Duration, echo_wrapped, short
-from partner_repo.cli._runtime import connection, note_interruption, run_async
-from partner_repo.cli._signals import stop_on_signals
+from partner_repo.cli._runtime import EXIT_NOT_FOUND, Connection, connection, note_interruption, run_async
+from partner_repo.cli._signals import STOP_GRACE_S, Received, exit_now, stop_on_signals, until_stopped
 from partner_repo.errors import InvalidInput
 from partner_repo.events import RollingResult
+from partner_repo.mongo import scrub
 from partner_repo.plugins import import_object
-from partner_repo.rolling import RollingService, Summarizer, extractive_summarizer
+from partner_repo.rolling import RollingConfig, RollingService, Summarizer, extractive_summarizer
 from partner_repo.settings import load_settings
 
 ROLLED_SUMMARY_WIDTH = 100
@@ -82,32 +83,61 @@ def roll_idle(
     if retain_divisor is not None:
         config = replace(config, retain_divisor=retain_divisor)
 
-    async def work() -> None:
+    async def work() -> int:
+        if not once:
+            return await _schedule(target, summarizer, config)
         service = RollingService(await target.open(), summarizer, config)
-        if once:
-            rolled: list[RollingResult] = []
+        rolled: list[RollingResult] = []
 
-            def echo(result: RollingResult) -> None:
-                rolled.append(result)
-                _echo(result)
+        def echo(result: RollingResult) -> None:
+            rolled.append(result)
+            _echo(result)
 
-            note_interruption(
-                lambda: (
-                    f"{len(rolled)} idle core(s) rolled, each in full; run it again to roll the cores "
-                    "still idle (a roll cut short is taken up again once its lease expires)"
-                )
+        note_interruption(
+            lambda: (
+                f"{len(rolled)} idle core(s) rolled, each in full; run it again to roll the cores "
+                "still idle (a roll cut short is taken up again once its lease expires)"
             )
-            results = await service.roll_idle(on_rolled=echo)
-            click.echo(f"{len(results)} idle core(s) rolled", err=True)
-            return
-        stop = asyncio.Event()
-        with stop_on_signals(stop):
-            interval = config.check_interval.total_seconds()
-            log.info("rolling idle cores every %gs; stop with Ctrl-C or SIGTERM", interval)
-            await service.run_idle_scheduler(stop, on_rolled=_echo)
-        log.info("stopped")
+        )
+        failed: list[tuple[str, Exception]] = []
+        results = await service.roll_idle(on_rolled=echo, on_failed=lambda *f: failed.append(f))
+        click.echo(f"{len(results)} idle core(s) rolled", err=True)
+        if failed:  # one line, and a failure's exit code: a pass that left cores unrolled did not succeed
+            first, error = failed[0]
+            said = f"{len(failed)} idle core(s) could not be rolled; core {first!r}: {scrub(str(error))}"
+            click.echo(f"error: {said}", err=True)
+            raise SystemExit(EXIT_NOT_FOUND)
+        return 0
 
-    run_async(work)
+    code = run_async(work)
+    if code:
+        raise SystemExit(code)
+
+
+async def _schedule(target: Connection, summarizer: Summarizer, config: RollingConfig) -> int:
+    """The scheduler until SIGINT/SIGTERM (answered while connecting too); a roll in progress then gets
+    :data:`STOP_GRACE_S` to finish, else it is cut short (its messages stay in the window, its lease lapses
+    and the next pass rolls them). The exit code."""
+    stop = asyncio.Event()
+    with stop_on_signals(stop) as signalled:
+        received = signalled or Received()
+        database = await until_stopped(stop, target.open())
+        if database is None:
+            log.info("stopped before the database answered")
+            exit_now(received.exit_code)  # a driver thread still connecting (Motor's) is not waited for
+        service = RollingService(database, summarizer, config)
+        log.info(
+            "rolling idle cores every %gs; stop with Ctrl-C or SIGTERM", config.check_interval.total_seconds()
+        )
+        scheduler = asyncio.ensure_future(service.run_idle_scheduler(stop, on_rolled=_echo))
+        await until_stopped(stop, asyncio.shield(scheduler))
+        try:
+            await asyncio.wait_for(scheduler, STOP_GRACE_S)
+        except TimeoutError:
+            log.warning("stopped: the roll in progress was cut short; the next pass rolls its core")
+            exit_now(received.exit_code)  # what the driver still waits for on the server is not waited for
+    log.info("stopped")
+    return received.exit_code
 
 
 def _echo(result: RollingResult) -> None:

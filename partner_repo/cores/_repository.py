@@ -16,20 +16,18 @@ from typing import Any
 
 from partner_repo.clock import utc_now
 from partner_repo.cores._state import WindowState, count_window, is_count, repair_window, state_projection
-from partner_repo.cores._trim import clear_front, trim_front, window_of_size
-from partner_repo.cores._window import dropped_count
+from partner_repo.cores._trim import RollFinish, clear_front, trim_front, window_of_size
+from partner_repo.cores._window import dropped_count, refuse_unrollable
 from partner_repo.errors import ConflictError, InvalidInput, LeaseLost, WindowTooLarge, found
 from partner_repo.models import MemoryCore, Message
 from partner_repo.mongo import (
     ASCENDING,
     CORES,
-    MAX_MESSAGE_BYTES,
     DocumentTooLarge,
     DuplicateKeyError,
     MongoDatabase,
     OperationFailure,
     ReturnDocument,
-    bson_size,
     driver,
     messages_bytes,
 )
@@ -188,7 +186,7 @@ class MemoryCoreRepository:
         documents = [m.model_dump() for m in parsed]
         for document in documents:
             document.setdefault("at", stamp)  # the message's own time, unless the caller gave one
-        _refuse_unrollable(documents)
+        refuse_unrollable(documents)
         update: dict[str, Any] = {
             "$push": {"chat_messages": {"$each": documents}},
             "$set": {"last_interaction_at": stamp, "idle_rolled": False},
@@ -252,6 +250,7 @@ class MemoryCoreRepository:
         window_size: int | None = None,
         release: bool = False,
         message_bytes: Sequence[int] | None = None,
+        finish: RollFinish | None = None,
     ) -> int:
         """Partner's ``rollChatMessagesWithSnapshot``: drop what rolling the first ``snapshot_size`` consumed.
 
@@ -267,13 +266,16 @@ class MemoryCoreRepository:
         the window still holding exactly that many messages (under the caller's lease only ``record`` changes
         it, and only by adding); otherwise it reads and retries as above.
         ``release`` (with ``lease_owner``) gives the lease back in the same write. ``window_start`` moves by
-        what is dropped, so every message keeps its position.
+        what is dropped, so every message keeps its position. ``finish``: what a roll sets in the same write
+        (:class:`~partner_repo.cores._trim.RollFinish`), so no state lies between them.
         """
         core_id = require_id(core_id, "core_id")
         dropped_count(0, snapshot_size, retain_divisor)  # validates the arguments before any round trip
         owner = None if lease_owner is None else require_id(lease_owner, "lease_owner")
-        if release and owner is None:
-            raise InvalidInput("trim_window(release=True) needs the lease_owner that holds the lease")
+        if (release or finish is not None) and owner is None:
+            raise InvalidInput(
+                "trim_window(release=True or finish=...) needs the lease_owner holding the lease"
+            )
         return await trim_front(
             self._cores,
             core_id,
@@ -285,6 +287,7 @@ class MemoryCoreRepository:
             message_bytes=None
             if message_bytes is None
             else [require_count(n, "message_bytes") for n in message_bytes],
+            finish=finish,
         )
 
     async def clear_window(self, core_id: str, *, lease_owner: str) -> int | None:
@@ -378,8 +381,7 @@ def _session(session_id: str, stamp: datetime, continues: str | None = None) -> 
     return {"memory_session_id": session_id, "session_started_at": stamp, "session_continues": continues}
 
 
-DOCUMENT_TOO_LARGE_CODES = frozenset({10334, 17419})
-"""BSONObjectTooLarge, and "resulting document after update is larger than 16777216"."""
+DOCUMENT_TOO_LARGE_CODES = frozenset({10334, 17419})  # BSONObjectTooLarge; "resulting document ... larger"
 
 
 def _counted(core_id: str) -> dict[str, Any]:
@@ -387,20 +389,3 @@ def _counted(core_id: str) -> dict[str, Any]:
     not asked for: a core written before 0.4 counts the bytes of its turns from its first 0.4 one on, and
     its next roll's trim sets the count exactly; until then only the byte trigger sees less.)"""
     return {"_id": core_id, "window_size": {"$type": "number"}}
-
-
-def _refuse_unrollable(documents: list[dict[str, Any]]) -> None:
-    """A message (or a turn) no unit could hold with its slice is refused: it would wedge the core."""
-    total = 0
-    for position, document in enumerate(documents):
-        size = bson_size(document)
-        total += size
-        if size > MAX_MESSAGE_BYTES:
-            raise InvalidInput(
-                f"message {position} is {size} bytes; at most {MAX_MESSAGE_BYTES} fit in a memory unit with "
-                "its summary"
-            )
-    if total > MAX_MESSAGE_BYTES:
-        raise InvalidInput(
-            f"the turn is {total} bytes; record at most {MAX_MESSAGE_BYTES} bytes of messages at once"
-        )

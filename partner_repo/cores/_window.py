@@ -8,9 +8,10 @@ apply the result as "drop the first ``n``" and never rewrite a message.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from partner_repo.errors import InvalidInput
+from partner_repo.mongo import MAX_MESSAGE_BYTES, bson_size
 
 T = TypeVar("T")
 
@@ -46,4 +47,21 @@ def roll_chat_messages(window: Sequence[T], snapshot_size: int, retain_divisor: 
     return list(window[dropped_count(len(window), snapshot_size, retain_divisor) :])
 
 
-__all__ = ["dropped_count", "roll_chat_messages"]
+def refuse_unrollable(documents: list[dict[str, Any]]) -> None:
+    """A message (or a turn) no unit could hold with its slice is refused: it would wedge the core."""
+    total = 0
+    for position, document in enumerate(documents):
+        size = bson_size(document)
+        total += size
+        if size > MAX_MESSAGE_BYTES:
+            raise InvalidInput(
+                f"message {position} is {size} bytes; at most {MAX_MESSAGE_BYTES} fit in a memory unit with "
+                "its summary"
+            )
+    if total > MAX_MESSAGE_BYTES:
+        raise InvalidInput(
+            f"the turn is {total} bytes; record at most {MAX_MESSAGE_BYTES} bytes of messages at once"
+        )
+
+
+__all__ = ["dropped_count", "refuse_unrollable", "roll_chat_messages"]

@@ -156,10 +156,16 @@ class MemoryEraser:
         messages in the window that no roll stores: the clear starts again, up to :data:`CLEAR_ATTEMPTS`
         times, so what it marked is also emptied."""
         core_id = require_id(core_id, "core_id")
+        began: list[int] = []  # where the window started when the first attempt held the core
         for _ in range(CLEAR_ATTEMPTS):
-            cleared = await self._clear_once(core_id)
+            cleared = await self._clear_once(core_id, began)
             if cleared is not None:
-                return cleared
+                if not began or not cleared:
+                    return cleared
+                # an attempt whose hold was taken over had marked messages that the taker's roll cut (they
+                # were not stored): they were cleared all the same, so they count
+                after = await MemoryCoreRepository(self._database).window_state(core_id)
+                return cleared if after is None else max(after.window_start - began[0], cleared)
             logger.warning(
                 "core %r: the clear's hold was taken over before the window was emptied; again", core_id
             )
@@ -168,12 +174,14 @@ class MemoryEraser:
             f"{CLEAR_ATTEMPTS} times; clear it again"
         )
 
-    async def _clear_once(self, core_id: str) -> int | None:
-        """One clear under a hold of its own: how many messages it emptied (None: the hold was taken over)."""
+    async def _clear_once(self, core_id: str, began: list[int]) -> int | None:
+        """One clear under a hold of its own: how many messages it emptied (None: the hold was taken over);
+        ``began`` gets where the window started at the first attempt."""
         owner = f"clear-{uuid.uuid4()}"
         async with self._hold.held(core_id, owner, duration=CLEAR_HOLD, wait=self._wait) as core:
             if core is None:
                 return 0
+            began[:] = began or [core.window_start]
             await MemoryUnitRepository(self._database).mark_taken(
                 core.memory_session_id,
                 core_id=core_id,

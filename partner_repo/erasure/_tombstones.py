@@ -9,7 +9,8 @@ then checks its lease, which the eraser took, and stops. A TTL index removes tom
 
 A batch is erased in two commands, both idempotent: the core's units among the ids are deleted, then a
 tombstone is inserted for every id (one unordered ``insert``; an id already taken is left as it is: a
-tombstone of an earlier run, or a unit of another core). A unit of the core that a stalled roller inserted in
+tombstone of an earlier run, a clear's reservation, which becomes an erased unit's tombstone, or a unit of
+another core). A unit of the core that a stalled roller inserted in
 between is found by the ids the insert could not take; it is deleted in turn (and reported, so the erasure
 announces it too), until every id of the core holds a tombstone.
 """
@@ -54,6 +55,7 @@ async def tombstone_units(
         taken = await insert_new(units, [{"_id": unit_id, ERASED_AT: at} for unit_id in pending])
         if not taken:
             return done
+        await _erase_reservations(units, taken, at)
         cursor = units.find({"_id": {"$in": taken}, "core_id": core_id}, {"slice_ids": 1, "slices.id": 1})
         inserted = [(document["_id"], slice_ids(document)) async for document in cursor]
         if not inserted:
@@ -62,6 +64,17 @@ async def tombstone_units(
         pending = [unit_id for unit_id, _ in inserted]
     raise ConflictError(
         f"core {core_id!r}: units kept being written under the ids being erased; run the erasure again"
+    )
+
+
+async def _erase_reservations(units: Any, unit_ids: Sequence[Any], at: datetime) -> None:
+    """A clear's reservation under one of the ids (a session whose unit does not exist yet; every id an
+    erasure names is the core's) is a unit for the erasure: it becomes an erased unit's tombstone, so no
+    stalled roller turns it into a unit holding the erased text (its mark would admit text recorded after
+    the clear). One update, idempotent."""
+    await units.update_many(
+        {"_id": {"$in": list(unit_ids)}, "core_id": {"$exists": False}, "taken_until": {"$exists": True}},
+        {"$set": {ERASED_AT: at}, "$unset": {"taken_until": "", "taken_count": "", "trimmed_to": ""}},
     )
 
 

@@ -23,9 +23,11 @@ from pydantic import BaseModel
 
 from partner_repo.admin import normalization_violations
 from partner_repo.clock import to_utc_ms
-from partner_repo.cores import DEFAULT_CORE_ID, MemoryCoreRepository
+from partner_repo.cores import DEFAULT_CORE_ID
 from partner_repo.encoding import require_encodable
 from partner_repo.errors import ConflictError, DuplicateSliceId, InvalidInput, UnitTooLarge
+from partner_repo.importing._adoption import adopt_session
+from partner_repo.importing._copies import Copies, refuse_units_of_other_cores
 from partner_repo.importing._state_format import (
     CORE_FIELDS,
     EPOCH,
@@ -48,10 +50,9 @@ from partner_repo.validation import id_problem, require_id
 T = TypeVar("T")
 
 CONTENT_ERRORS = (ValueError, ArithmeticError, RecursionError, InvalidDocument, OSError)
-"""What one file can raise anywhere, reported for that file: ``InvalidInput``, ``UnicodeError`` and pydantic's
-``ValidationError`` are ``ValueError`` subclasses, ``OverflowError`` an ``ArithmeticError``, JSON nested too
-deeply a ``RecursionError``, a file gone meanwhile an ``OSError``. Database errors (``PyMongoError``, which
-the driver raises for network errors too) are not the file's: they stop the import."""
+"""What one file can raise anywhere, reported for that file (``InvalidInput``, ``UnicodeError`` and pydantic's
+``ValidationError`` are ``ValueError`` subclasses, JSON nested too deeply a ``RecursionError``, a file gone an
+``OSError``). Database errors (``PyMongoError``, network errors too) are not the file's: they stop it."""
 
 
 class ImportReport(BaseModel):
@@ -84,30 +85,33 @@ async def import_partner_state(
     *,
     core_id: str = DEFAULT_CORE_ID,
     progress: Progress | None = None,
+    as_copy: bool = False,
 ) -> ImportReport:
     """Import Partner's state directory ``path`` into ``core_id``; see the module docstring for the rules.
 
-    Raises :class:`InvalidInput` only for a bad argument (``path`` not a directory, an unusable ``core_id``)
-    and lets database errors through; every problem of the state directory is reported.
+    A unit of the state stored already under another core is refused before anything is written
+    (:class:`UnitOfAnotherCore`); ``as_copy`` imports a copy under new ids instead (:mod:`.copies`).
+
+    :class:`InvalidInput` for a bad argument (not a directory, an unusable ``core_id``); database errors
+    pass; every problem of the state directory is reported.
     """
     root = Path(path)
     if not await asyncio.to_thread(root.is_dir):
         raise InvalidInput(f"{path} is not a directory (expected Partner's state directory)")
     core_id = require_encodable(require_id(core_id, "core_id"), "core_id")
+    if not isinstance(as_copy, bool):
+        raise InvalidInput(f"as_copy must be a bool, got {type(as_copy).__name__}")
     report = ImportReport(core_id=core_id)
     session_id, listed = await _guarded(
         asyncio.to_thread(_read_memory_json, root, report), (None, None), MEMORY_JSON.as_posix(), report
     )
     files = await asyncio.to_thread(_unit_files, root)
-    missing = [unit_id for unit_id in dict.fromkeys(listed or []) if unit_id not in files]
-    for unit_id in missing:
-        report.skipped.append(
-            ImportIssue(
-                file=_relative(_unit_path(root, unit_id), root),
-                item="unit",
-                reason="listed in core/memory.json but the file does not exist",
-            )
-        )
+    renamed = Copies(core_id) if as_copy else None
+    if renamed is None:
+        await refuse_units_of_other_cores(database, core_id, [*files, *([session_id] if session_id else [])])
+    elif session_id is not None:
+        session_id = renamed.unit_id(session_id)
+    _note_missing(root, files, listed, report)
     units = MemoryUnitRepository(database)
     total = len(files)
     if progress is not None:
@@ -122,13 +126,31 @@ async def import_partner_state(
                 )
             )
         await _guarded(
-            _import_file(units, root, file, unit_id, core_id, report), None, _relative(file, root), report
+            _import_file(units, root, file, unit_id, core_id, report, renamed),
+            None,
+            _relative(file, root),
+            report,
         )
         if progress is not None:
             progress(done, total)
     if session_id is not None:
-        await _adopt_session(database, units, core_id, session_id, report)
+        report.session_id = session_id
+        report.session_set, kept = await adopt_session(database, units, core_id, session_id)
+        report.warnings += [kept] if kept is not None else []
     return report
+
+
+def _note_missing(root: Path, files: dict[str, Path], listed: list[str] | None, report: ImportReport) -> None:
+    """Units ``core/memory.json`` lists without a file, reported as skipped."""
+    for unit_id in dict.fromkeys(listed or []):
+        if unit_id not in files:
+            report.skipped.append(
+                ImportIssue(
+                    file=_relative(_unit_path(root, unit_id), root),
+                    item="unit",
+                    reason="listed in core/memory.json but the file does not exist",
+                )
+            )
 
 
 async def _guarded(work: Awaitable[T], fallback: T, name: str, report: ImportReport) -> T:
@@ -251,7 +273,13 @@ def _load_object(file: Path, name: str, report: ImportReport) -> dict[str, Any] 
 
 
 async def _import_file(
-    units: MemoryUnitRepository, root: Path, file: Path, unit_id: str, core_id: str, report: ImportReport
+    units: MemoryUnitRepository,
+    root: Path,
+    file: Path,
+    unit_id: str,
+    core_id: str,
+    report: ImportReport,
+    renamed: Copies | None,
 ) -> None:
     name = _relative(file, root)
     if not unit_id.strip():
@@ -268,6 +296,9 @@ async def _import_file(
     _note_unknown_keys(data, UNIT_FIELDS, name, report)
     issues: list[ImportIssue] = []
     unit = partner_unit(data, unit_id, core_id, name, issues)
+    if renamed is not None:
+        unit = renamed.of(unit)
+        unit_id = unit.id
     report.skipped += [i for i in issues if i.item != "unit"]
     report.warnings += [i for i in issues if i.item == "unit"]
     existing = await units.get(unit_id)
@@ -342,30 +373,6 @@ def _same_content(stored: MemoryUnit, imported: MemoryUnit) -> bool:
     return stored.conversation_messages == imported.conversation_messages and intervals(stored) == intervals(
         imported
     )
-
-
-async def _adopt_session(
-    database: MongoDatabase, units: MemoryUnitRepository, core_id: str, session_id: str, report: ImportReport
-) -> None:
-    """Make Partner's current session the core's, unless the core already records into its own session."""
-    cores = MemoryCoreRepository(database)
-    report.session_id = session_id
-    core = await cores.get(core_id)
-    if core is None:
-        report.session_set = await cores.set_session(core_id, session_id)
-    elif core.memory_session_id == session_id:
-        return
-    elif await units.head(core.memory_session_id) is None:
-        report.session_set = await cores.set_session(core_id, session_id, expected=core.memory_session_id)
-    if not report.session_set and core is not None and core.memory_session_id != session_id:
-        report.warnings.append(
-            ImportIssue(
-                file=MEMORY_JSON.as_posix(),
-                item="memory_session_id",
-                reason=f"core {core_id!r} already records into session {core.memory_session_id!r}; "
-                f"kept it instead of {session_id!r}",
-            )
-        )
 
 
 def _relative(file: Path, root: Path) -> str:

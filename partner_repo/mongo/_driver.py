@@ -34,9 +34,9 @@ from contextlib import asynccontextmanager
 from typing import Any, Literal, ParamSpec, TypeVar
 
 from pymongo import UpdateOne
-from pymongo.errors import BulkWriteError, PyMongoError
+from pymongo.errors import BulkWriteError, ConnectionFailure, PyMongoError
 
-from partner_repo.errors import OperationTimedOut
+from partner_repo.errors import ConnectionFailed, OperationTimedOut, PartnerRepoError
 
 Stack = Literal["pymongo", "motor"]
 
@@ -237,26 +237,42 @@ C = TypeVar("C", bound=type)
 
 
 def timeouts_surface_as_project_errors(cls: C) -> C:
-    """Make each public coroutine method of ``cls`` raise :class:`OperationTimedOut` where the driver raises
-    a timeout (``PyMongoError.timeout``: the operation timeout, server selection, a network timeout), the
-    driver's error chained. For the front doors (repositories, services) an application catches errors of."""
+    """Make each public coroutine method of ``cls`` raise the library's errors where the driver fails to
+    reach the server (:func:`project_error`), the driver's error chained. For the front doors (repositories,
+    services) an application catches errors of: the one translation, on either stack."""
     for name, member in list(vars(cls).items()):
         if not name.startswith("_") and inspect.iscoroutinefunction(member):
-            setattr(cls, name, _surfacing_timeouts(member, f"{cls.__name__}.{name}"))
+            setattr(cls, name, surfacing_driver_errors(member, f"{cls.__name__}.{name}"))
     return cls
 
 
-def _surfacing_timeouts(method: Callable[P, Awaitable[R]], what: str) -> Callable[P, Awaitable[R]]:
+def project_error(exc: PyMongoError, what: str) -> PartnerRepoError | None:
+    """The library's error for what the driver raised while ``what`` ran, or None (the server answered; the
+    caller's own handling applies): a timeout of any kind (``PyMongoError.timeout``: the operation timeout,
+    server selection, a network timeout) is :class:`OperationTimedOut`; any other failure of the connection
+    (``ConnectionFailure``: a network error, a connection reset, an operation the driver cancelled because
+    its server went away, ``_OperationCancelled`` among them, private classes included) is
+    :class:`ConnectionFailed`. Either way the outcome of a write is unknown; the library's writes are fenced,
+    safe to send again."""
+    if exc.timeout:
+        return OperationTimedOut(f"{what}: MongoDB did not answer in time ({first_line(exc)[:200]})")
+    if isinstance(exc, ConnectionFailure):
+        return ConnectionFailed(f"{what}: the connection to MongoDB failed ({first_line(exc)[:200]})")
+    return None
+
+
+def surfacing_driver_errors(method: Callable[P, Awaitable[R]], what: str) -> Callable[P, Awaitable[R]]:
+    """``method`` with :func:`project_error`'s translation."""
+
     @functools.wraps(method)
     async def surfacing(*args: P.args, **kwargs: P.kwargs) -> R:
         try:
             return await method(*args, **kwargs)
         except PyMongoError as exc:
-            if not exc.timeout:
+            translated = project_error(exc, what)
+            if translated is None:
                 raise
-            raise OperationTimedOut(
-                f"{what}: MongoDB did not answer in time ({first_line(exc)[:200]})"
-            ) from exc
+            raise translated from exc
 
     return surfacing
 
@@ -292,8 +308,10 @@ __all__ = [
     "is_client",
     "is_database",
     "new_client",
+    "project_error",
     "stack_description",
     "start_session",
+    "surfacing_driver_errors",
     "timeouts_surface_as_project_errors",
     "update_each",
     "transaction",

@@ -19,7 +19,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from partner_repo.cores import WindowState
-from partner_repo.errors import InvalidInput
+from partner_repo.errors import InvalidInput, PartnerRepoError
 from partner_repo.events import RollingResult
 
 logger = logging.getLogger("partner_repo.rolling.background")
@@ -45,6 +45,11 @@ class BackgroundRolls:
         self._due: dict[str, tuple[datetime | None, WindowState]] = {}
         self._tasks: dict[str, asyncio.Task[None]] = {}
         self._closed = False
+
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`drain` began: no roll is taken any more."""
+        return self._closed
 
     @property
     def pending(self) -> int:
@@ -99,22 +104,36 @@ class BackgroundRolls:
             await notify(self._on_rolled, result)
 
 
+FailedCallback = Callable[[str, Exception], Any]
+"""Told of every core whose idle roll failed (the core id and the error)."""
+
+
 async def idle_pass(
     core_ids: list[str],
     roll: Callable[[str], Awaitable[RollingResult | None]],
     stop_event: asyncio.Event | None,
     on_rolled: RolledCallback | None,
+    on_failed: FailedCallback | None = None,
 ) -> list[RollingResult]:
     """One pass of the idle scheduler over ``core_ids`` (the idle cores, longest idle first): each rolled in
-    turn, a failing one logged and left idle for the next pass; stops early once ``stop_event`` is set."""
+    turn, a failing one logged (one line for the library's own errors, a traceback for anything else), told
+    to ``on_failed`` and left idle for the next pass; stops early once ``stop_event`` is set."""
     results: list[RollingResult] = []
     for core_id in core_ids:
         if stop_event is not None and stop_event.is_set():
             break
         try:
             result = await roll(core_id)
-        except Exception:
-            logger.exception("core %r: idle roll failed; it stays idle for the next pass", core_id)
+        except Exception as exc:
+            expected = isinstance(exc, PartnerRepoError)
+            logger.error(
+                "core %r: idle roll failed (%s); it stays idle for the next pass",
+                core_id,
+                exc,
+                exc_info=not expected,
+            )
+            if on_failed is not None:
+                on_failed(core_id, exc)
             continue
         if result is None:
             continue
@@ -134,4 +153,4 @@ async def notify(callback: RolledCallback, result: RollingResult) -> None:
         logger.exception("on_rolled failed for slice %r of core %r", result.slice_id, result.core_id)
 
 
-__all__ = ["BackgroundRolls", "RolledCallback", "idle_pass", "notify"]
+__all__ = ["BackgroundRolls", "FailedCallback", "RolledCallback", "idle_pass", "notify"]

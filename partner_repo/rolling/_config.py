@@ -84,6 +84,13 @@ class RollingConfig:
         waits = sum((self.summarize_delay(n) * 1.25 for n in range(1, self.summarize_attempts)), timedelta(0))
         return self.summarize_timeout * self.summarize_attempts + waits
 
+    @property
+    def room_wait(self) -> timedelta:
+        """How long a turn the window cannot take waits for another process's roll of the core to make
+        room: the longest a live roll holds the lease (its summary budget and a beat), plus the silence
+        after which a dead roller's lease is taken over."""
+        return self.summarize_budget + 2 * self.lease_duration
+
 
 def _document_bytes(value: object, name: str) -> None:
     """A positive byte count that a MongoDB document can hold."""

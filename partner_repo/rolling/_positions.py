@@ -18,9 +18,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from partner_repo.cores import dropped_count
 from partner_repo.models import MemoryCore, Message
 from partner_repo.rolling._increment import resolve_chat_increment
-from partner_repo.units import MemoryUnitRepository, UnitHead
+from partner_repo.units import MemoryUnitRepository, UnitFence, UnitHead
 
 
 @dataclass(frozen=True)
@@ -35,8 +36,9 @@ class Resolution:
     mark: int | None
     """Every position below it is taken (None: nothing is, a new session's unit)."""
     snapshot_size: int
-    marker: UnitHead | None = None
-    """The unit whose mark it is (the session's, or the one it continues), as resolved."""
+    floor: int | None = None
+    """Where the window is to be cut at least (the ``trimmed_to`` beside the mark: the roll that set it
+    trims there, a clear drops everything below its mark): a roll never keeps a message below it."""
 
     @property
     def first_position(self) -> int:
@@ -49,13 +51,17 @@ class Resolution:
         return min(self.first_position - self.window_start, self.snapshot_size)
 
     def settled_drop(self) -> int:
-        """How many messages to drop from the front of the snapshot when nothing of it is new: what the roll
-        that set the mark trims the window to (its ``trimmed_to``), in case its trim did not happen; nothing
-        when that roll is not known (a mark from before 0.4, or set by a clear)."""
-        trimmed_to = None if self.marker is None else self.marker.trimmed_to
-        if self.mark is None or trimmed_to is None:
+        """How many messages to drop from the front of the snapshot whatever this roll stores: up to the
+        :attr:`floor` (where the roll or the clear that set the mark cuts the window), in case that cut did
+        not happen; nothing when it is not known (a mark from before 0.4)."""
+        if self.mark is None or self.floor is None:
             return 0
-        return min(max(trimmed_to - self.window_start, 0), self.snapshot_size)
+        return min(max(self.floor - self.window_start, 0), self.snapshot_size)
+
+    def drop(self, rolled: int, retain_divisor: int) -> int:
+        """How many messages a roll that consumed the snapshot's first ``rolled`` messages drops: Partner's
+        rule (the last ``1/retain_divisor`` kept), never fewer than the :meth:`settled_drop`."""
+        return max(dropped_count(self.snapshot_size, rolled, retain_divisor), self.settled_drop())
 
     @property
     def expected_start(self) -> int:
@@ -84,10 +90,23 @@ async def resolve(
     the continuation, fenced only on its id, from the sealed unit's mark (a remembered head may predate
     other rollers' appends there and would store them again).
     """
+    cached = cached and _cache_is_current(units, core)
     resolution = await _resolve(units, core, snapshot, cached=cached, skipped=skipped)
     if resolution.taken < skipped:
         raise WholeWindowNeeded  # a mark below what the snapshot skipped: read the whole window
     return resolution
+
+
+def _cache_is_current(units: MemoryUnitRepository, core: MemoryCore) -> bool:
+    """Whether the session unit's head this process remembers is the one the core's last trim recorded
+    (``last_unit_version``): only then may a roll resolve, and so summarize, without reading the head. A
+    head another process has appended to since is not trusted (its increment would be summarized in vain)."""
+    known = units.known_head(core.memory_session_id)
+    return (
+        known is not None
+        and core.last_unit_id == core.memory_session_id
+        and core.last_unit_version == known.version
+    )
 
 
 async def _resolve(
@@ -95,7 +114,9 @@ async def _resolve(
 ) -> Resolution:
     size = skipped + len(snapshot)
     unit_id, start = core.memory_session_id, core.window_start
-    head = await units.head(unit_id, cached=cached)
+    known = units.known_head(unit_id) if cached else None
+    fence = UnitFence(head=known) if known is not None else await units.fence(unit_id)
+    head = fence.head
     if head is not None:
         mark = head.mark
         if mark is None:
@@ -103,8 +124,23 @@ async def _resolve(
                 raise WholeWindowNeeded  # a content overlap needs what the snapshot left out
             previous = head.previous_unit_id or core.session_continues
             mark = start + await stored_overlap(units, unit_id, previous, snapshot)
-        return Resolution(unit_id, head, start, mark, size, head)
-    continues = core.session_continues
+        return Resolution(unit_id, head, start, mark, size, head.trimmed_to)
+    resolution = await _resolve_continuation(units, core, snapshot, skipped=skipped)
+    reserved = fence.reservation
+    if reserved is None:
+        return resolution
+    # a clear's reservation under the session's id: a unit for the fence (its mark, and where to cut)
+    mark = max(reserved.mark, resolution.mark or 0)
+    floor = max(reserved.trimmed_to or reserved.mark, resolution.floor or 0)
+    return Resolution(unit_id, None, start, mark, size, floor)
+
+
+async def _resolve_continuation(
+    units: MemoryUnitRepository, core: MemoryCore, snapshot: Sequence[Message], *, skipped: int
+) -> Resolution:
+    """The resolution for a session whose unit does not exist yet: from the mark of the unit it continues."""
+    size = skipped + len(snapshot)
+    unit_id, start, continues = core.memory_session_id, core.window_start, core.session_continues
     if continues is None:
         return Resolution(unit_id, None, start, None, size)
     # never a remembered head here: the append that creates the continuation is fenced only by its own id,
@@ -115,7 +151,8 @@ async def _resolve(
         if skipped:
             raise WholeWindowNeeded
         mark = start + await stored_overlap(units, continues, previous_head.previous_unit_id, snapshot)
-    return Resolution(unit_id, None, start, mark, size, previous_head)
+    floor = None if previous_head is None else previous_head.trimmed_to
+    return Resolution(unit_id, None, start, mark, size, floor)
 
 
 async def stored_overlap(

@@ -26,11 +26,13 @@ from partner_repo.events import RollingResult
 from partner_repo.leases import SilenceWatch
 from partner_repo.models import MemoryCore, Message
 from partner_repo.mongo import MongoDatabase, driver
-from partner_repo.rolling._background import BackgroundRolls, RolledCallback, idle_pass
+from partner_repo.rolling._background import BackgroundRolls, FailedCallback, RolledCallback, idle_pass
 from partner_repo.rolling._config import RollingConfig
+from partner_repo.rolling._lease_taking import LeaseTaking
 from partner_repo.rolling._leased_roll import APPEND_ATTEMPTS, HeldLease, LeasedRoll
 from partner_repo.rolling._positions import stored_overlap
 from partner_repo.rolling._resummarize import DEFAULT_RESUMMARIZE_LIMIT, ResummarizeReport, resummarize
+from partner_repo.rolling._room import RoomForTurn
 from partner_repo.rolling._summarizer import Summarizer, as_async_summarizer
 from partner_repo.rolling._summarizing import Summary, SummaryAttempts
 from partner_repo.rolling._triggers import Trigger, due_query, trigger
@@ -75,7 +77,7 @@ class RollingService:
         self._summarizer = SummaryAttempts(summarize, self._config)  # timeout, attempts: see summarizing.py
         self._clock = clock
         self._monotonic = monotonic
-        self._watch = SilenceWatch(monotonic)
+        self._taking = LeaseTaking(self._lease, SilenceWatch(monotonic), self._config.lease_duration)
         self._roll = LeasedRoll(self._cores, self._units, self._lease, self._config, self._summarize_leased)
         self._background = BackgroundRolls(
             lambda core_id, at, recorded: self.maybe_roll(core_id, at, recorded=recorded),
@@ -123,6 +125,8 @@ class RollingService:
         at most ``background_concurrency`` at a time, one per core, errors logged; what shutdown cancels stays
         in the window for the next roller). Returns what ``record`` answered.
         """
+        if self._background.closed:  # refused before the turn is written: InvalidInput writes nothing
+            raise InvalidInput("the background rolls are closed: the service is shutting down")
         recorded, _ = await self._record(core_id, messages, at)
         if self.trigger(recorded, self._now(at)) is not None:
             self._background.schedule(recorded.core_id, at, recorded)
@@ -142,16 +146,16 @@ class RollingService:
     async def _record(
         self, core_id: str, messages: Iterable[Message | dict[str, Any]], at: datetime | None
     ) -> tuple[WindowState, RollingResult | None]:
-        """Record a turn; one the window cannot take (:class:`WindowTooLarge`, past 16 MiB) is recorded
-        after a roll of the window, a one-message window included (every message fits in a unit: ``record``
-        refuses any other), so a core never stops taking turns. The roll's result, when one was needed."""
+        """Record a turn; one the window cannot take (:class:`WindowTooLarge`) is recorded once rolls made
+        room for it (:mod:`partner_repo.rolling._room`). The roll's result, when one was needed."""
         parsed = parse_messages(messages)
         try:
             return await self._cores.record(core_id, parsed, at=at), None
         except WindowTooLarge:
             stamp = self._now(at)
-            rolled = await self._leased_roll(core_id, stamp, _keep_session, seen=None, due=None, single=True)
-            return await self._cores.record(core_id, parsed, at=at), rolled
+            roll = lambda: self._leased_roll(core_id, stamp, _keep_session, seen=None, due=None, single=True)  # noqa: E731
+            room = RoomForTurn(self._cores, roll, self._monotonic, self._config.room_wait)
+            return await room.record(core_id, parsed, at)
 
     # -- triggers --------------------------------------------------------------------------------------------
 
@@ -234,19 +238,11 @@ class RollingService:
         skip: int = 0,
     ) -> RollingResult | None:
         held = HeldLease(core_id, f"roll-{uuid.uuid4()}")
-        core = await self._take_lease(core_id, held.owner, seen, due, skip)
+        core = await self._taking.take(core_id, held.owner, seen, due, skip)
         if core is None:
             return None
         try:
-            if (
-                skip
-                and seen is not None
-                and (core.window_start, core.memory_session_id)
-                != (
-                    seen.window_start,
-                    seen.memory_session_id,
-                )
-            ):  # the window moved since: what was skipped is not known to be stored
+            if skip and seen is not None and _moved(core, seen):  # what was skipped is not known stored
                 core, skip = await self._cores.get(core_id), 0
                 if core is None:
                     return None
@@ -257,36 +253,6 @@ class RollingService:
         finally:
             if not held.released:
                 await self._release(core_id, held.owner)
-
-    async def _take_lease(
-        self, core_id: str, owner: str, seen: WindowState | None, due: dict[str, Any] | None, skip: int
-    ) -> MemoryCore | None:
-        """The core with its lease taken by ``owner``, or None (held by a live roller, no longer ``due``, or
-        no such core).
-
-        A free lease is taken at once. A held one is taken over only once this process has watched its holder
-        and beat stay unchanged for the holder's ttl (measured here, on this process's monotonic clock).
-        """
-        duration = self._config.lease_duration
-        state = None if seen is None else seen.lease
-        if state is None or state.holder is None:
-            core = await self._lease.acquire(core_id, owner, duration=duration, when=due, skip=skip)
-            if core is not None or seen is not None:
-                return core
-            state = await self._lease.state(core_id)  # roll(): who holds it, to watch for its silence
-            if state is None or state.holder is None:
-                return None
-        # a lease written without a ttl (0.1.0's) counts with this service's lease duration
-        if not self._watch.silent(core_id, state.or_ttl(duration.total_seconds())):
-            logger.debug("core %r: lease held by %s; not rolling", core_id, state.holder)
-            return None
-        logger.warning(
-            "core %r: rolling lease of %s silent for %.0fs; taking it over",
-            core_id,
-            state.holder,
-            state.ttl_s,
-        )
-        return await self._lease.acquire(core_id, owner, duration=duration, silent=state, when=due, skip=skip)
 
     def _known_stored(self, state: WindowState) -> int:
         """How many of the window's first messages this process knows its session's unit has taken (the
@@ -348,10 +314,15 @@ class RollingService:
     # -- the idle scheduler ----------------------------------------------------------------------------------
 
     async def roll_idle(
-        self, now: datetime | None = None, *, on_rolled: RolledCallback | None = None
+        self,
+        now: datetime | None = None,
+        *,
+        on_rolled: RolledCallback | None = None,
+        on_failed: FailedCallback | None = None,
     ) -> list[RollingResult]:
-        """One pass of the idle scheduler: roll (with session refresh) every core idle at ``now``."""
-        return await self._idle_pass(self._now(now), None, on_rolled)
+        """One pass of the idle scheduler: roll (with session refresh) every core idle at ``now``; a core
+        whose roll fails is logged, told to ``on_failed`` and left for the next pass."""
+        return await self._idle_pass(self._now(now), None, on_rolled, on_failed)
 
     async def run_idle_scheduler(
         self, stop_event: asyncio.Event, *, on_rolled: RolledCallback | None = None
@@ -371,11 +342,15 @@ class RollingService:
                 await asyncio.wait_for(stop_event.wait(), timeout=interval)
 
     async def _idle_pass(
-        self, stamp: datetime, stop_event: asyncio.Event | None, on_rolled: RolledCallback | None
+        self,
+        stamp: datetime,
+        stop_event: asyncio.Event | None,
+        on_rolled: RolledCallback | None,
+        on_failed: FailedCallback | None = None,
     ) -> list[RollingResult]:
         idle = await self._cores.idle_core_ids(stamp - self._config.idle_after)
         roll = lambda core_id: self.maybe_roll(core_id, now=stamp)  # noqa: E731
-        return await idle_pass(idle, roll, stop_event, on_rolled)
+        return await idle_pass(idle, roll, stop_event, on_rolled, on_failed)
 
     # -- helpers ---------------------------------------------------------------------------------------------
 
@@ -387,6 +362,11 @@ class RollingService:
             await self._lease.release(core_id, owner)
         except Exception:
             logger.warning("core %r: could not release the lease; it will expire", core_id, exc_info=True)
+
+
+def _moved(core: MemoryCore, seen: WindowState) -> bool:
+    """Whether the window moved (trimmed, cleared, another session) since ``seen`` was read."""
+    return (core.window_start, core.memory_session_id) != (seen.window_start, seen.memory_session_id)
 
 
 def _keep_session(_core: MemoryCore, _skipped: int) -> bool:

@@ -10,6 +10,7 @@ listener reads (``_feed``), placeholder summaries (``_summaries``), chosen messa
 from partner_repo.units._claims import ORPHAN_GRACE, SliceIdClaims
 from partner_repo.units._feed import UnitFingerprint, UnitOutline, stored_id_problem
 from partner_repo.units._heads import HEAD_CACHE_SIZE, UnitHead
+from partner_repo.units._marks import UnitFence
 from partner_repo.units._picking import messages_at
 from partner_repo.units._repository import MemoryUnitRepository
 from partner_repo.units._summaries import UnitSummaries, UnsummarizedSlice
@@ -19,6 +20,7 @@ __all__ = [
     "MemoryUnitRepository",
     "ORPHAN_GRACE",
     "SliceIdClaims",
+    "UnitFence",
     "UnitFingerprint",
     "UnitHead",
     "UnitOutline",

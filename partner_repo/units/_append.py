@@ -22,6 +22,7 @@ import itertools
 import random
 import time
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any
 
 from partner_repo.clock import utc_now
@@ -80,22 +81,30 @@ class UnitAppender:
     async def append(self, request: AppendRequest) -> MemorySlice:
         """Append ``request`` once, whatever the contention; see the module docstring."""
         async with self._queue.hold(request.unit_id):
-            return await self._append_increment(request)
+            try:
+                return await self._append_increment(request)
+            except _Landed as landed:
+                return landed.piece
 
     async def _append_increment(self, request: AppendRequest) -> MemorySlice:
-        """The optimistic loop: push, and on a lost race try again."""
-        unit_id, given_id, piece = request.unit_id, request.given_id, request.piece
+        """The optimistic loop: push (straight away to a remembered head), and on a lost race try again."""
         message_documents = [m.model_dump() for m in request.increment]
-        cacheable = (given_id is None or request.fresh_slice_id) and not self._heads.contended(unit_id)
-        known = self._heads.get(unit_id) if cacheable else None
-        fenced = request.expected_start is not None or request.first_position is not None
+        given_id = request.given_id
+        cacheable = (given_id is None or request.fresh_slice_id) and not self._heads.contended(
+            request.unit_id
+        )
+        known = self._heads.get(request.unit_id) if cacheable else None
         if known is not None and known.core_id == request.core_id and request.admits(known):
             stored = await self._push_to_known_head(
-                known, message_documents, piece, request, minted=given_id is None
+                known, message_documents, request.piece, request, minted=given_id is None
             )
             if stored is not None:
                 return stored
+        return await self._retrying(request, message_documents)
 
+    async def _retrying(self, request: AppendRequest, message_documents: list[dict[str, Any]]) -> MemorySlice:
+        """Read the head, check the fences, push; again after a lost race, for :data:`APPEND_PATIENCE_S`."""
+        unit_id, given_id, piece = request.unit_id, request.given_id, request.piece
         deadline = time.monotonic() + APPEND_PATIENCE_S
         to_claim = None if request.fresh_slice_id else given_id  # a caller's own id: claimed once, below
         for attempt in itertools.count():
@@ -105,23 +114,7 @@ class UnitAppender:
                 # to be inserted before the winners' slices (one more read) and would keep losing to writers
                 # with fresh stamps under sustained contention.
                 piece = piece.model_copy(update={"created_at": max(request.stamp, utc_now())})
-            head = await self._read_head(unit_id)
-            if head is not None:
-                self._heads.learn(head)
-            moved_on = (
-                not request.admits(head)
-                if head is not None
-                else request.expected_start not in (None, 0)  # resolved against a unit that is gone
-            )
-            if fenced and moved_on:
-                existing = None if given_id is None else await self._get_slice(unit_id, given_id)
-                if existing is not None:  # this very append landed before (a retry after a lost reply)
-                    return existing
-                raise request.stale(head)
-            if head is not None and head.core_id != request.core_id:
-                raise InvalidInput(
-                    f"unit {unit_id!r} belongs to core {head.core_id!r}, not {request.core_id!r}"
-                )
+            head = await self._checked_head(request)
             if to_claim is not None:  # once the append is known to be valid
                 await self._claims.claim(unit_id, [to_claim])
                 to_claim = None
@@ -132,10 +125,8 @@ class UnitAppender:
             if stored is not None:
                 return stored
             self._heads.lost(unit_id)
-            if given_id is not None:
-                existing = await self._get_slice(unit_id, given_id)
-                if existing is not None:
-                    return existing
+            if given_id is not None and (existing := await self._get_slice(unit_id, given_id)) is not None:
+                return existing
             if time.monotonic() >= deadline:
                 break
             await asyncio.sleep(random.uniform(0, 0.0005 * min(attempt, 20)))
@@ -143,6 +134,28 @@ class UnitAppender:
             f"append to unit {unit_id!r} lost the race for {APPEND_PATIENCE_S:g} s ({attempt + 1} attempts); "
             "try again"
         )
+
+    async def _checked_head(self, request: AppendRequest) -> UnitHead | None:
+        """The unit's head, read, once the fences admit the append (else :class:`StaleIncrement`, or the
+        stored slice when this very append landed before: a retry after a lost reply)."""
+        unit_id, given_id = request.unit_id, request.given_id
+        head = await self._read_head(unit_id)
+        if head is not None:
+            self._heads.learn(head)
+        fenced = request.expected_start is not None or request.first_position is not None
+        moved_on = (
+            not request.admits(head)
+            if head is not None
+            else request.expected_start not in (None, 0)  # resolved against a unit that is gone
+        )
+        if fenced and moved_on:
+            existing = None if given_id is None else await self._get_slice(unit_id, given_id)
+            if existing is not None:
+                raise _Landed(existing)
+            raise request.stale(head)
+        if head is not None and head.core_id != request.core_id:
+            raise InvalidInput(f"unit {unit_id!r} belongs to core {head.core_id!r}, not {request.core_id!r}")
+        return head
 
     async def _push_to_known_head(
         self,
@@ -245,28 +258,10 @@ class UnitAppender:
         """
         start = head.message_count
         placed = piece.model_copy(update={"start_index": start, "end_index": start + len(message_documents)})
-        new_slice = slice_document(placed)
         position = await self._slice_position(head, placed)
         assert placed.id is not None
-        added = append_size(message_documents, start, new_slice, head.slice_count)
-        count = head.message_count + len(message_documents)
-        mark: dict[str, Any] = {}
-        taken_until, taken_count, trimmed_to = head.taken_until, head.taken_count, head.trimmed_to
-        if request.first_position is not None:  # the increment takes its positions: the mark moves to its end
-            taken_until, taken_count = request.first_position + len(message_documents), count
-            mark["$set"] = {"taken_until": taken_until, "taken_count": taken_count}
-            if request.trimmed_to is not None:
-                trimmed_to = mark["$set"]["trimmed_to"] = request.trimmed_to
-                added += field_size_change("trimmed_to", head.trimmed_to, trimmed_to)
-        elif taken_count is not None:  # counted in, so the mark stays trusted
-            taken_count += len(message_documents)
-            mark["$inc"] = {"taken_count": len(message_documents)}
-        if taken_until is not None and taken_count is not None:
-            added += mark_size_change((head.taken_until, head.taken_count), (taken_until, taken_count))
-        refuse_too_large(head.id, head.size_bytes + added, self._max_bytes)
-        push_slice: dict[str, Any] = {"$each": [new_slice]}
-        if position is not None:
-            push_slice["$position"] = position
+        pushed = _Push.of(head, message_documents, placed, request)
+        refuse_too_large(head.id, head.size_bytes + pushed.added, self._max_bytes)
         guard: dict[str, Any] = {"_id": head.id, "version": head.version}
         if exact:
             guard.update(
@@ -274,49 +269,13 @@ class UnitAppender:
             )
         if check_slice_id:
             guard["slice_ids"] = {"$ne": placed.id}
-        update: dict[str, Any] = {
-            "$push": {
-                "conversation_messages": {"$each": message_documents},
-                "slices": push_slice,
-                "slice_ids": placed.id,
-            },
-            "$inc": {
-                "message_count": len(message_documents),
-                "slice_count": 1,
-                "size_bytes": added,
-                "version": 1,
-                **mark.get("$inc", {}),
-            },
-            "$max": {"updated_at": placed.created_at},  # a writer whose clock is behind: kept
-            **({"$set": mark["$set"]} if "$set" in mark else {}),
-        }
         try:
-            result = await self._units.update_one(guard, update)
+            result = await self._units.update_one(guard, pushed.update(message_documents, placed, position))
         except DuplicateKeyError as exc:
             raise duplicate_error(exc, head.id, "") from None
         if not result.matched_count:
             return None
-        assert placed.created_at is not None
-        updated_at = placed.created_at
-        if head.updated_at is not None and head.updated_at > updated_at:
-            updated_at = head.updated_at
-        self._heads.learn(
-            UnitHead(
-                id=head.id,
-                core_id=head.core_id,
-                message_count=count,
-                size_bytes=head.size_bytes + added,
-                version=head.version + 1,
-                updated_at=updated_at,
-                previous_unit_id=head.previous_unit_id,
-                last_slice=placed if position is None else head.last_slice,
-                slice_count=head.slice_count + 1,
-                taken_until=taken_until,
-                taken_count=taken_count,
-                trimmed_to=trimmed_to,
-                sealed=head.sealed,
-            )
-        )
+        self._heads.learn(pushed.head_after(head, placed, position))
         return placed
 
     async def _slice_position(self, head: UnitHead, piece: MemorySlice) -> int | None:
@@ -332,6 +291,93 @@ class UnitAppender:
         document = await self._units.find_one({"_id": head.id}, {"slices.created_at": 1})
         times = [stored_datetime(s.get("created_at")) for s in (document or {}).get("slices", [])]
         return bisect.bisect_right(times, piece.created_at)
+
+
+class _Landed(Exception):
+    """This very append landed before (a repeat after a lost reply): its stored slice."""
+
+    def __init__(self, piece: MemorySlice) -> None:
+        super().__init__(piece.id)
+        self.piece = piece
+
+
+@dataclass(frozen=True)
+class _Push:
+    """What one push does to a unit besides its messages and slice: the mark it leaves (moved to a
+    positioned increment's end, or counting an unpositioned one in) and the bytes it adds, exactly."""
+
+    added: int
+    count: int
+    taken_until: int | None
+    taken_count: int | None
+    trimmed_to: int | None
+    mark: dict[str, dict[str, Any]]
+
+    @classmethod
+    def of(
+        cls, head: UnitHead, documents: list[dict[str, Any]], placed: MemorySlice, request: AppendRequest
+    ) -> _Push:
+        added = append_size(documents, head.message_count, slice_document(placed), head.slice_count)
+        count = head.message_count + len(documents)
+        mark: dict[str, dict[str, Any]] = {}
+        taken_until, taken_count, trimmed_to = head.taken_until, head.taken_count, head.trimmed_to
+        if request.first_position is not None:  # the increment takes its positions: the mark moves to its end
+            taken_until, taken_count = request.first_position + len(documents), count
+            mark["$set"] = {"taken_until": taken_until, "taken_count": taken_count}
+            if request.trimmed_to is not None:
+                trimmed_to = mark["$set"]["trimmed_to"] = request.trimmed_to
+                added += field_size_change("trimmed_to", head.trimmed_to, trimmed_to)
+        elif taken_count is not None:  # counted in, so the mark stays trusted
+            taken_count += len(documents)
+            mark["$inc"] = {"taken_count": len(documents)}
+        if taken_until is not None and taken_count is not None:
+            added += mark_size_change((head.taken_until, head.taken_count), (taken_until, taken_count))
+        return cls(added, count, taken_until, taken_count, trimmed_to, mark)
+
+    def update(
+        self, documents: list[dict[str, Any]], placed: MemorySlice, position: int | None
+    ) -> dict[str, Any]:
+        push_slice: dict[str, Any] = {"$each": [slice_document(placed)]}
+        if position is not None:
+            push_slice["$position"] = position
+        return {
+            "$push": {
+                "conversation_messages": {"$each": documents},
+                "slices": push_slice,
+                "slice_ids": placed.id,
+            },
+            "$inc": {
+                "message_count": len(documents),
+                "slice_count": 1,
+                "size_bytes": self.added,
+                "version": 1,
+                **self.mark.get("$inc", {}),
+            },
+            "$max": {"updated_at": placed.created_at},  # a writer whose clock is behind: kept
+            **({"$set": self.mark["$set"]} if "$set" in self.mark else {}),
+        }
+
+    def head_after(self, head: UnitHead, placed: MemorySlice, position: int | None) -> UnitHead:
+        """The unit's head once the push landed (the repository remembers it)."""
+        assert placed.created_at is not None
+        updated_at = placed.created_at
+        if head.updated_at is not None and head.updated_at > updated_at:
+            updated_at = head.updated_at
+        return UnitHead(
+            id=head.id,
+            core_id=head.core_id,
+            message_count=self.count,
+            size_bytes=head.size_bytes + self.added,
+            version=head.version + 1,
+            updated_at=updated_at,
+            previous_unit_id=head.previous_unit_id,
+            last_slice=placed if position is None else head.last_slice,
+            slice_count=head.slice_count + 1,
+            taken_until=self.taken_until,
+            taken_count=self.taken_count,
+            trimmed_to=self.trimmed_to,
+            sealed=head.sealed,
+        )
 
 
 def erased_error(request: AppendRequest) -> ConflictError:

@@ -69,7 +69,7 @@ from partner_repo.units._heads import (
     head_from,
 )
 from partner_repo.units._increment import append_request
-from partner_repo.units._marks import raise_mark, seal
+from partner_repo.units._marks import UnitFence, fence_of, raise_mark, seal
 from partner_repo.units._rules import (
     duplicate_error,
     is_missing_index,
@@ -120,19 +120,20 @@ class MemoryUnitRepository:
         return found(await self.get(unit_id), f"unit {unit_id!r}")
 
     async def head(self, unit_id: str, *, cached: bool = False) -> UnitHead | None:
-        """The unit's head (counts, version, positions mark, last slice) without its messages, or None.
-
-        ``cached``: the head this repository last saw, when it has one, instead of a read (a roll resolves
-        with it; the append's guard makes a stale one harmless)."""
+        """The unit's head (counts, version, positions mark, last slice) without its messages, or None;
+        ``cached``: the head this repository last saw, when it has one (the append's guard makes it safe)."""
         unit_id = require_id(unit_id, "unit_id")
         if cached and (known := self.known_head(unit_id)) is not None:
             return known
+        return (await self.fence(unit_id)).head
+
+    async def fence(self, unit_id: str) -> UnitFence:
+        """What stands under ``unit_id`` (one read): a unit's head, a clear's reservation, a tombstone."""
+        unit_id = require_id(unit_id, "unit_id")
         document = await self._units.find_one({"_id": unit_id}, marked(HEAD_PROJECTION))
-        if document is None or is_tombstone(document):
-            return None
-        if not has_derived_fields(document):
+        if document is not None and not is_tombstone(document) and not has_derived_fields(document):
             document = await self._adoption.complete(unit_id)
-        return self._heads.learn(head_from(document))
+        return fence_of(document, lambda: self._heads.learn(head_from(document)))
 
     def known_head(self, unit_id: str) -> UnitHead | None:
         """The head this repository last saw of the unit, without any read (None: none seen)."""

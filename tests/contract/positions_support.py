@@ -423,7 +423,11 @@ class StoredSession:
 
 
 def retained_contexts(
-    previous: StoredSession | None, session: StoredSession, clears: Sequence[Clear]
+    previous: StoredSession | None,
+    session: StoredSession,
+    clears: Sequence[Clear],
+    *,
+    shortened: bool = False,
 ) -> list[list[int]]:
     """What ``session`` may start with, repeated from ``previous``: the retained context of the roll that
     stored ``previous``'s last slice (Partner: the last ``rolling_size // max(retain_divisor, 1)`` positions
@@ -434,6 +438,8 @@ def retained_contexts(
     kept = previous.last.rolling_size // max(previous.last.retain_divisor or 0, 1)
     end = previous.positions[-1] + 1
     retained = list(range(end - kept, end))
+    if shortened:  # a turn too large for the window had the front of the context dropped: any suffix of it
+        return [retained[cut:] for cut in range(len(retained) + 1)]
     touching = [clear for clear in clears if not set(clear.positions).isdisjoint(retained)]
     if not retained or not touching:
         return [retained]
@@ -445,8 +451,19 @@ def retained_contexts(
     return [retained]
 
 
-def storage_problems(history: CoreHistory, units: Sequence[MemoryUnit], writes: Sequence[Write]) -> list[str]:
-    """Everything wrong with how ``units`` store ``history`` (empty: exactly once, as the module says)."""
+def storage_problems(
+    history: CoreHistory,
+    units: Sequence[MemoryUnit],
+    writes: Sequence[Write],
+    *,
+    pending: Iterable[int] = (),
+    shortened: bool = False,
+) -> list[str]:
+    """Everything wrong with how ``units`` store ``history`` (empty: exactly once, as the module says).
+
+    In the middle of a run (the protocol model checks after every step): ``pending`` are the positions still
+    waiting in the window to be stored (not missing yet), and ``shortened`` accepts a session that starts
+    with only the end of the retained context (a turn the window could not take had the rest dropped)."""
     core = history.core_id
     position = {content: p for p, content in enumerate(history.recorded)}
     problems = [problem for unit in units for problem in slice_problems(unit)]
@@ -476,7 +493,10 @@ def storage_problems(history: CoreHistory, units: Sequence[MemoryUnit], writes: 
     layout = []
     previous = None
     for rank, session in enumerate(sessions):
-        seq, choices = session.positions, retained_contexts(previous, session, history.clears)
+        seq, choices = (
+            session.positions,
+            retained_contexts(previous, session, history.clears, shortened=shortened),
+        )
         retained = next((r for r in choices if seq[: len(r)] == r), None)
         expected = " or ".join(spans(r) for r in choices)
         layout.append(f"session {rank}: {spans(seq)} (may repeat {expected})")
@@ -496,7 +516,10 @@ def storage_problems(history: CoreHistory, units: Sequence[MemoryUnit], writes: 
             else "sessions are not in record order"
         )
     missing = sorted(
-        set(range(len(history.recorded))) - set(taken) - {p for c in history.clears for p in c.positions}
+        set(range(len(history.recorded)))
+        - set(taken)
+        - {p for c in history.clears for p in c.positions}
+        - set(pending)
     )
     if missing:
         problems.append(f"recorded, never cleared, not stored: {spans(missing)}")

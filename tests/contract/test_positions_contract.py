@@ -19,6 +19,7 @@ import pytest
 from pymongo.errors import ConnectionFailure
 
 from partner_repo import (
+    ConnectionFailed,
     MemoryCoreRepository,
     MemoryEraser,
     MemoryUnit,
@@ -55,7 +56,7 @@ async def roll_then_lose_the_connection(database: Any, config: RollingConfig, ti
     observed = ObservedDatabase(database, Wire())
     observed.cut_after_next_append()
     service = RollingService(observed, summarize, config, monotonic=ticks)
-    with contextlib.suppress(ConnectionFailure):
+    with contextlib.suppress(ConnectionFailed):  # the library's error for the cut connection (issue 30)
         await taking_over(database, ticks, lambda: service.roll("agent", now=T0))
     assert observed.cut, "the roll's append did not land"
 
@@ -93,7 +94,7 @@ async def test_a_failed_trim_then_an_idle_roll_repeats_only_the_retained_context
     observed = ObservedDatabase(database, Wire())
     if trim == "fails":
         observed.cut_after_next_append()
-    with contextlib.suppress(ConnectionFailure):
+    with contextlib.suppress(ConnectionFailed):  # the library's error for the cut connection (issue 30)
         await RollingService(observed, summarize, config).maybe_roll("agent", now=T0 + timedelta(minutes=1))
     rolled = await units.get(first.memory_session_id)
     assert rolled is not None and texts(rolled.conversation_messages) == texts(numbered(0, 12))  # landed
@@ -203,8 +204,9 @@ async def test_a_continuation_starts_after_what_others_stored_in_the_full_unit_s
 
     observed.before = lost
     full = RollingConfig(trigger_limit=4, retain_divisor=1, unit_soft_limit_bytes=1, lease_duration=TTL)
-    with pytest.raises(ConnectionFailure):
+    with pytest.raises(ConnectionFailed) as raised:  # the library's error, the driver's chained (issue 30)
         await RollingService(observed, summarize, full).roll("agent", now=T0)
+    assert isinstance(raised.value.__cause__, ConnectionFailure)
     switched = await cores.get("agent")
     assert switched is not None and switched.session_continues == first.memory_session_id
 

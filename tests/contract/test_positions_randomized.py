@@ -30,6 +30,7 @@ from pymongo.errors import ConnectionFailure
 
 from partner_repo import (
     ConflictError,
+    ConnectionFailed,
     MemoryCoreRepository,
     MemoryEraser,
     MemoryUnitRepository,
@@ -149,7 +150,7 @@ class Interleaving:
             try:
                 self.seen[step] += await actions[step](core_id) is not None
                 self.seen["attempts"] += 1
-            except (ConnectionFailure, ConflictError) as exc:
+            except (ConnectionFailure, ConnectionFailed, ConflictError) as exc:
                 self.seen[type(exc).__name__] += 1
             except Exception as exc:
                 self.surprises.append(f"roller {number}, {step} of {core_id}: {exc!r}")

@@ -28,7 +28,15 @@ from typing import Any
 
 from pymongo.errors import ConnectionFailure
 
-from partner_repo import ConflictError, Message, RollingConfig, RollingService, close_database, connect
+from partner_repo import (
+    ConflictError,
+    ConnectionFailed,
+    Message,
+    RollingConfig,
+    RollingService,
+    close_database,
+    connect,
+)
 from tests.contract.positions_support import UNITS, ObservedDatabase, Wire, Write
 
 T0 = datetime(2024, 1, 1, 12, 0, tzinfo=UTC)
@@ -123,7 +131,7 @@ async def main(args: argparse.Namespace) -> None:
     }
     while not args.stop.exists():
         step = rng.choices(list(steps), weights=(8, 2, 2, 1))[0]
-        with contextlib.suppress(ConnectionFailure, ConflictError):  # a lost lease, a conflict: next step
+        with contextlib.suppress(ConnectionFailure, ConnectionFailed, ConflictError):  # lost: the next step
             await steps[step]()
         await asyncio.sleep(rng.uniform(0, 0.02))
     await close_database(database)

@@ -34,7 +34,13 @@ from typing import Any, Literal
 
 from pydantic import ValidationError
 
-from partner_repo.errors import ChangeStreamUnavailable, InvalidInput, UnreadableUnit
+from partner_repo.errors import (
+    ChangeStreamUnavailable,
+    ConnectionFailed,
+    InvalidInput,
+    OperationTimedOut,
+    UnreadableUnit,
+)
 from partner_repo.listener.delivery import Backoff, DeliveryPipeline
 from partner_repo.listener.state import CommitAction, ListenerCheckpoints, TokenKind, describe
 from partner_repo.listener.stream._polling import UnitScanner
@@ -172,7 +178,12 @@ class ChangeStreamSource:
                 await self._follow(stopping)
             except ChangeStreamUnavailable:
                 raise
-            except (_TokenRejected, PyMongoError) as exc:
+            except (
+                _TokenRejected,
+                PyMongoError,
+                ConnectionFailed,
+                OperationTimedOut,
+            ) as exc:  # the two: watch's
                 if self._followed != followed:  # the stream got going since the last failure: back off afresh
                     failures = recoveries = 0
                 if isinstance(exc, PyMongoError) and verdict(exc) == "unavailable":

@@ -182,7 +182,9 @@ def test_an_interrupted_table_slice_list_has_printed_what_it_read_and_gives_the_
 
 
 def test_an_interrupted_roll_idle_once_says_how_many_cores_it_rolled(monkeypatch: pytest.MonkeyPatch) -> None:
-    async def ctrl_c(self: RollingService, now: Any = None, *, on_rolled: Any = None) -> Any:
+    async def ctrl_c(
+        self: RollingService, now: Any = None, *, on_rolled: Any = None, on_failed: Any = None
+    ) -> Any:
         raise KeyboardInterrupt
 
     monkeypatch.setattr(RollingService, "roll_idle", ctrl_c)

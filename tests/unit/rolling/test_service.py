@@ -13,6 +13,7 @@ from pymongo.errors import AutoReconnect
 from partner_repo import (
     SUMMARY_ON_EMPTY,
     SUMMARY_ON_EXCEPTION,
+    ConnectionFailed,
     InvalidInput,
     MemoryCoreRepository,
     MemoryUnitRepository,
@@ -308,8 +309,9 @@ async def test_an_append_that_keeps_failing_leaves_the_window_and_frees_the_core
 
     monkeypatch.setattr(MemoryUnitRepository, "append", unreachable)
     await cores.record("agent", numbered(0, 6), at=T0)
-    with pytest.raises(AutoReconnect):
+    with pytest.raises(ConnectionFailed) as raised:  # the library's error (issue 30), the driver's chained
         await service.roll("agent", now=T0)
+    assert isinstance(raised.value.__cause__, AutoReconnect)
     assert await cores.snapshot("agent") == numbered(0, 6)
 
     monkeypatch.setattr(MemoryUnitRepository, "append", original)

@@ -1,0 +1,614 @@
+"""The protocol, model-checked: a Hypothesis state machine whose rules are the public operations that write.
+
+Three simulated processes share one database, each with its own services (``RollingService``,
+``MemoryEraser``, repositories, listeners) and its own monotonic clock (:class:`protocol_support.StepClock`,
+moving at every read, so a process that keeps looking at a silent lease takes it over after a few looks).
+The rules (docs/protocol.md has the table they exercise):
+
+- ``record``, ``record_and_roll``, ``record_and_roll_later`` (the background roll drained within the step),
+  ``roll`` (with or without a session refresh), ``idle_roll`` (the idle scheduler's pass), ``clear``
+  (``MemoryEraser.clear_window``), ``forget``, ``resummarize``, ``deliver`` (a listener group's polling pass:
+  its checkpoint and dead-letter writes), ``import_state`` (Partner's state into a core, refused when a unit
+  belongs to another core);
+- each may carry a fault: the process **dies** right after its n-th write lands (nothing of it runs again,
+  its lease lapses, a fresh process takes its place), or **stalls** before its n-th write (parked until
+  ``thaw``, while the others move on and take its lease over);
+- ``summarizer_trouble`` makes a process's next summarizer calls fail or hang past ``summarize_timeout``;
+  ``time_passes`` moves the wall clock past ``idle_after`` and every process's clock past the lease ttl.
+
+Messages are small or close to the byte trigger (``trigger_bytes``), units tiny (so rolls open continuation
+units), retain divisors 0, 1 and 6. After every step the invariants of :meth:`World.problems` hold:
+
+1. each recorded message is stored exactly once per session, in record order, only the retained context
+   repeated at a session start, slices tiling their units (``positions_support.storage_problems``; the
+   messages still waiting in the window are not missing yet);
+2. nothing cleared or forgotten is stored again, nor returned (a completed clear's messages never reappear
+   in the window; a forgotten core's messages in no unit, no listener progress names an erased unit, the
+   recall index holds no slice of one);
+3. an idle roll never stores only the context a previous roll retained (an idle window is rolled once);
+4. the summarizer is called once per stored increment, plus at most ``summarize_attempts`` per fault
+   (injected failures, deaths, stalls); exactly once when nothing went wrong;
+5. every delivery pass without faults reaches every stored slice (or dead-letters it);
+
+and when the machine stops (``teardown``), once faults stop, the stalled processes are thawed, unfinished
+erasures finished and one ``record_and_roll`` per core stores its window (no core is wedged), and a last
+delivery pass of each group reaches every slice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import tempfile
+import uuid
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from pymongo.errors import OperationFailure
+
+from partner_repo import (
+    AfterRollingRegistry,
+    ConflictError,
+    MemoryCoreRepository,
+    MemoryEraser,
+    MemoryUnitRepository,
+    Message,
+    RollingConfig,
+    RollingListener,
+    RollingResult,
+    RollingService,
+    UnitOfAnotherCore,
+    WindowTooLarge,
+    close_database,
+    import_partner_state,
+    in_memory_database,
+    init_repository,
+)
+from partner_repo.listener.delivery._retry import Backoff
+from partner_repo.mongo._storage import MAX_DOCUMENT_BYTES, bson_size, messages_bytes
+from partner_repo.recall import RecallIndexer
+from tests.contract.positions_support import CORES, UNITS, Clear, CoreHistory, Wire, storage_problems
+from tests.contract.protocol_support import (
+    ProcessDatabase,
+    ProcessDied,
+    Sent,
+    StepClock,
+    until_parked_or_done,
+)
+
+T0 = datetime(2025, 1, 1, 12, 0, tzinfo=UTC)
+CORE_IDS = ("c0", "c1")
+PROCESSES = 3
+TTL = timedelta(seconds=30)
+STEP_S = 10.0
+"""How far a process's clock moves at each read: a lease's ttl passes after a few looks."""
+IDLE = timedelta(hours=1)
+ATTEMPTS = 2
+"""Summarizer calls per roll."""
+GROUPS = ("g1", "g2")
+WINDOW_LIMIT = 24_000
+"""The in-memory stand-in for a server's 16 MiB document limit, scaled down with the messages."""
+NEAR = 3_000
+TRACE = os.environ.get("PARTNER_REPO_MODEL_TRACE") == "1"
+"""The byte trigger; a message "near the byte limit" is just under or over it."""
+
+
+@dataclass
+class Generation:
+    """One core from its creation to the forget that completes: what was recorded (in the order the records
+    landed), what clears took, and whether the oracle must allow a shortened context (a clear cut short, a
+    turn that had room made for it) or skip it (an erasure of it is unfinished)."""
+
+    history: CoreHistory
+    number: int
+    tainted: bool = False
+    shortened: bool = False
+
+
+class Troubled:
+    """One process's summarizer: counts its calls; fails or hangs the next ones when told."""
+
+    def __init__(self, world: World) -> None:
+        self.world = world
+        self.trouble: list[str] = []
+        self.resummarizing = False
+
+    async def __call__(self, messages: list[Message]) -> str:
+        if not self.resummarizing:
+            self.world.roll_calls += 1
+        if self.trouble:
+            kind = self.trouble.pop(0)
+            self.world.failures += 1
+            if kind == "hang":
+                await asyncio.sleep(3600)
+            raise RuntimeError("the summarizer failed (injected)")
+        return f"{len(messages)} messages from {messages[0].content[:24]}"
+
+
+class Delivered:
+    """A listener group's consumer: what it received (slice ids), failing when told."""
+
+    def __init__(self, group: str) -> None:
+        self.name = f"model-{group}"
+        self.received: set[str] = set()
+        self.fail = False
+
+    async def consume(self, result: RollingResult) -> None:
+        if self.fail:
+            raise RuntimeError("the consumer failed (injected)")
+        self.received.add(result.slice_id)
+
+
+@dataclass
+class Process:
+    """One simulated process: its view of the database, its clock and its services."""
+
+    number: int
+    db: ProcessDatabase
+    clock: StepClock
+    summarizer: Troubled
+    service: RollingService
+    eraser: MemoryEraser
+    cores: MemoryCoreRepository
+    pending: asyncio.Task[Any] | None = None
+    generation: int = 0
+    on_done: Any = None
+    on_parked: Any = None
+
+
+@dataclass
+class World:
+    """What the machine knows: the shared database, the write log, the processes and the oracle's data."""
+
+    database: Any
+    base: Any
+    config: RollingConfig
+    wire: Wire = field(default_factory=Wire)
+    processes: list[Process] = field(default_factory=list)
+    generations: dict[str, Generation] = field(default_factory=dict)
+    forgotten: set[str] = field(default_factory=set)
+    cleared_done: set[str] = field(default_factory=set)
+    stored_slices: set[str] = field(default_factory=set)
+    stored_contents: set[str] = field(default_factory=set)
+    roll_calls: int = 0
+    failures: int = 0
+    disruptions: int = 0
+    delivered: dict[str, Delivered] = field(default_factory=lambda: {g: Delivered(g) for g in GROUPS})
+    now: datetime = T0
+    counter: int = 0
+    seen: Counter[str] = field(default_factory=Counter)
+    surprises: list[str] = field(default_factory=list)
+    owned: bool = True
+
+    # -- building ------------------------------------------------------------------------------------------
+
+    @classmethod
+    async def open(cls, backend: str, config: RollingConfig) -> World:
+        if backend == "memory":
+            base = await init_repository(in_memory_database(f"model_{uuid.uuid4().hex[:8]}"))
+            database: Any = WindowLimit(base)
+        else:
+            from tests.conftest import real_database
+
+            base = await real_database()
+            await init_repository(base)
+            database = base
+        world = cls(database=database, base=base, config=config)
+        for core_id in CORE_IDS:
+            world.generations[core_id] = Generation(CoreHistory(core_id), 0)
+        world.processes = [world.spawn(number) for number in range(PROCESSES)]
+        return world
+
+    async def close(self) -> None:
+        for process in self.processes:
+            if process.pending is not None and not process.pending.done():
+                process.pending.cancel()
+                with contextlib.suppress(BaseException):
+                    await process.pending
+        if self.base is not None and not isinstance(self.database, WindowLimit):
+            await self.base.client.drop_database(self.base.name)
+            await close_database(self.base)
+
+    def spawn(self, number: int, generation: int = 0) -> Process:
+        """A fresh process ``number`` (its ``generation``-th incarnation): new services, a new clock."""
+        db = ProcessDatabase(self.database, self.wire, f"p{number}.{generation}")
+        db.on_landed = self.landed
+        clock = StepClock(step=STEP_S)
+        summarizer = Troubled(self)
+        return Process(
+            number=number,
+            db=db,
+            clock=clock,
+            summarizer=summarizer,
+            service=RollingService(db, summarizer, self.config, monotonic=clock, clock=lambda: self.now),
+            eraser=MemoryEraser(
+                db, monotonic=clock, lease_wait=4 * TTL, hold=2 * TTL, clock=lambda: self.now
+            ),
+            cores=MemoryCoreRepository(db),
+            generation=generation,
+        )
+
+    # -- what the processes write --------------------------------------------------------------------------
+
+    def landed(self, sent: Sent, result: Any) -> None:
+        """A write landed: a record's messages take their positions in the order records land."""
+        if sent.collection != CORES:
+            return
+        pushed = (sent.update.get("$push") or {}).get("chat_messages")
+        if not isinstance(pushed, dict) or not pushed.get("$each") or result is None:
+            return
+        query = sent.args[0] if sent.args else {}
+        core_id = query.get("_id") if isinstance(query, dict) else None
+        if core_id in self.generations:
+            self.generations[core_id].history.recorded += [m["content"] for m in pushed["$each"]]
+
+    def messages(self, core_id: str, count: int, sizes: list[int]) -> list[Message]:
+        generation = self.generations[core_id]
+        messages = []
+        for n in range(count):
+            self.counter += 1
+            tag = f"{core_id}/g{generation.number}/#{self.counter}"
+            pad = sizes[n % len(sizes)] if sizes else 0
+            role = "user" if n % 2 == 0 else "assistant"
+            messages.append(Message(role=role, content=tag + (" " + "x" * pad if pad else "")))
+        return messages
+
+    @property
+    def refused(self) -> set[str]:
+        """The cores a turn too large for the window was refused on (in memory, by the stand-in)."""
+        return self.database.refused if isinstance(self.database, WindowLimit) else set()
+
+    # -- the invariants ------------------------------------------------------------------------------------
+
+    async def scan(self) -> dict[str, list[Any]]:
+        """Every unit by core (read through the shared database, not a process), noting every slice and
+        message ever stored."""
+        units = MemoryUnitRepository(self.base)
+        found = {core_id: await units.list_units(core_id) for core_id in CORE_IDS}
+        for listed in found.values():
+            for unit in listed:
+                self.stored_slices |= {s.id for s in unit.complete_slices() if s.id}
+                self.stored_contents |= {m.content for m in unit.conversation_messages}
+        return found
+
+    async def problems(self) -> list[str]:
+        units = await self.scan()
+        found = list(self.surprises)
+        cores = MemoryCoreRepository(self.base)
+        for core_id, generation in self.generations.items():
+            window = [m.content for m in await cores.snapshot(core_id)]
+            if back := sorted(set(window) & (self.cleared_done | self.forgotten)):
+                found.append(f"core {core_id}: cleared or forgotten messages back in the window: {back[:3]}")
+            if generation.tainted:
+                continue
+            state = await cores.window_state(core_id)
+            pending: set[int] = set()
+            if state is not None:
+                pending = set(range(state.window_start, state.window_end))
+            found += storage_problems(
+                generation.history,
+                units[core_id],
+                self.wire.writes,
+                pending=pending,
+                shortened=generation.shortened or core_id in self.refused,
+            )
+        found += await self.erasure_problems(units)
+        found += self.summary_problems()
+        return found
+
+    async def erasure_problems(self, units: dict[str, list[Any]]) -> list[str]:
+        found = []
+        back = await self.base[UNITS].find_one(
+            {"conversation_messages.content": {"$in": sorted(self.forgotten)}}, {"_id": 1}
+        )
+        if back is not None:
+            found.append(f"unit {back['_id']} holds forgotten messages")
+        if any(generation.tainted for generation in self.generations.values()):
+            return found  # an erasure is unfinished: its units may be gone and their progress not yet
+        live = {d["_id"] async for d in self.base[UNITS].find({"core_id": {"$exists": True}}, {"_id": 1})}
+        async for progress in self.base["listener_checkpoints"].find({"kind": "unit"}, {"unit_id": 1}):
+            if progress.get("unit_id") not in live:
+                found.append(f"listener progress names unit {progress.get('unit_id')}, which is not stored")
+        async for indexed in self.base["recall_slices"].find({}, {"unit_id": 1, "unit": 1}):
+            unit_id = indexed.get("unit_id", indexed.get("unit"))
+            if unit_id is not None and unit_id not in live:
+                found.append(f"the recall index holds a slice of unit {unit_id}, which is not stored")
+        return found
+
+    def summary_problems(self) -> list[str]:
+        bound = len(self.stored_slices) + self.failures + ATTEMPTS * self.disruptions
+        if self.roll_calls > bound:
+            return [
+                f"the summarizer was called {self.roll_calls} times for {len(self.stored_slices)} stored "
+                f"slice(s), {self.failures} injected failure(s) and {self.disruptions} fault(s)"
+            ]
+        return []
+
+
+class WindowLimit:
+    """The in-memory backend with a server's refusal of a core document past its size limit (MongoDB's
+    BSONObjectTooLarge, code 10334), scaled down to :data:`WINDOW_LIMIT` with the model's messages: so a turn
+    the window cannot take happens without 16 MiB messages."""
+
+    def __init__(self, database: Any) -> None:
+        self._database = database
+        self.refused: set[str] = set()
+
+    def __getitem__(self, name: str) -> Any:
+        collection = self._database[name]
+        return _LimitedCores(collection, self.refused) if name == CORES else collection
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._database, name)
+
+
+class _LimitedCores:
+    def __init__(self, collection: Any, refused: set[str]) -> None:
+        self._collection = collection
+        self._refused = refused
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._collection, name)
+
+    async def find_one_and_update(self, query: Any, update: Any, *args: Any, **kwargs: Any) -> Any:
+        pushed = (update.get("$push") or {}).get("chat_messages")
+        if isinstance(pushed, dict) and pushed.get("$each"):
+            current = await self._collection.find_one({"_id": query.get("_id")}, {"chat_messages": 1})
+            size = 0 if current is None else bson_size(current)
+            if size + messages_bytes(pushed["$each"]) > min(WINDOW_LIMIT, MAX_DOCUMENT_BYTES):
+                self._refused.add(query.get("_id"))
+                raise OperationFailure("BSONObjectTooLarge (the in-memory stand-in)", code=10334)
+        return await self._collection.find_one_and_update(query, update, *args, **kwargs)
+
+
+# -- running one step -------------------------------------------------------------------------------------
+
+
+class Steps:
+    """Runs the rules' operations on a :class:`World` (the state machine drives it; kept apart from
+    Hypothesis so a counterexample replays as plain code)."""
+
+    def __init__(self, world: World) -> None:
+        self.world = world
+
+    async def run(
+        self,
+        number: int,
+        operation: Any,
+        fault: tuple[str, int] | None,
+        *,
+        on_done: Any = None,
+        on_parked: Any = None,
+    ) -> None:
+        """Run ``operation(process)`` on process ``number`` with ``fault`` armed, until it ends or parks."""
+        world = self.world
+        process = world.processes[number]
+        if process.pending is not None:
+            return  # a stalled process does nothing until it is thawed
+        if fault is not None:
+            kind, n = fault
+            (process.db.die_after if kind == "die" else process.db.stall_before)(n)
+            world.seen[f"{kind} armed"] += 1
+        world.seen["steps"] += 1
+        task = asyncio.get_running_loop().create_task(operation(process))
+        process.on_done, process.on_parked = on_done, on_parked
+        began = asyncio.get_running_loop().time()
+        await self.settle(process, task)
+        if TRACE:
+            took = asyncio.get_running_loop().time() - began
+            what = getattr(operation, "__qualname__", operation)
+            print(f"step: p{number} {what} fault={fault}: {took:.3f}s {task!r:.120}", flush=True)
+
+    async def settle(self, process: Process, task: asyncio.Task[Any]) -> None:
+        await until_parked_or_done(task, process.db, within=60)
+        if not task.done():
+            process.pending = task
+            self.world.disruptions += 1
+            self.world.seen["parked"] += 1
+            if process.on_parked is not None:  # what a stalled operation did so far counts already
+                await process.on_parked()
+            await self.drain()
+            return
+        await self.finish(process, task)
+
+    async def finish(self, process: Process, task: asyncio.Task[Any]) -> None:
+        world = self.world
+        process.pending = None
+        process.db.faults.die = process.db.faults.stall = None  # a fault is armed for one operation
+        error = task.exception() if not task.cancelled() else None
+        on_done, process.on_done = process.on_done, None
+        if on_done is not None:
+            await on_done(task.result() if error is None else error)
+        if isinstance(error, ProcessDied) or process.db.dead:  # a background roll may have died after it
+            world.disruptions += 1
+            world.seen["died"] += 1
+            world.processes[process.number] = world.spawn(process.number, process.generation + 1)
+        elif isinstance(error, ConflictError | WindowTooLarge):  # a documented refusal: nothing written
+            world.seen[type(error).__name__] += 1
+        elif error is not None:
+            world.surprises.append(f"process {process.db.name}: {error!r}")
+        await self.drain()
+
+    async def drain(self) -> None:
+        """Let every live process's background rolls end (each within the step that scheduled it)."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + 60
+        while any(self._rolling(p) for p in self.world.processes):
+            assert loop.time() < deadline, "background rolls did not end"
+            await asyncio.sleep(0.001)
+
+    @staticmethod
+    def _rolling(process: Process) -> bool:
+        background = process.service._background  # the test's view: is a background roll still running?
+        return background.pending > 0 and not process.db.dead and not process.db.parked
+
+    async def thaw(self, number: int) -> None:
+        process = self.world.processes[number]
+        task = process.pending
+        if task is None:
+            return
+        process.pending = None
+        process.db.thaw()
+        await self.settle(process, task)
+
+    # -- the operations ------------------------------------------------------------------------------------
+
+    async def clear(self, number: int, core_id: str, fault: tuple[str, int] | None) -> None:
+        world = self.world
+        generation = world.generations[core_id]
+        before = await world.base[CORES].find_one(
+            {"_id": core_id}, {"window_start": 1, "memory_session_id": 1}
+        )
+        start = world.wire.tick()
+
+        async def done(outcome: Any) -> None:
+            current = world.generations[core_id]  # a clear thawed after a forget clears the core as it is now
+            if isinstance(outcome, int):
+                clear = current.history.cleared(outcome, world.wire.writes, start, world.wire.tick())
+                world.cleared_done |= {current.history.recorded[p] for p in clear.positions}
+            elif isinstance(outcome, BaseException) and current is generation:
+                await self.clear_cut_short(generation, before, start)
+
+        async def parked() -> None:
+            await self.clear_cut_short(generation, before, start)
+
+        await self.run(
+            number, lambda p: p.eraser.clear_window(core_id), fault, on_done=done, on_parked=parked
+        )
+
+    async def clear_cut_short(self, generation: Generation, before: Any, start: int) -> None:
+        """A clear that died or failed after its mark landed took the window's positions all the same: the
+        next roll drops them without storing them."""
+        if before is None:
+            return
+        marks = [w for w in self.world.wire.writes if w.start > start and w.collection == UNITS and w.applied]
+        if not marks:
+            return
+        fence = await self.world.base[UNITS].find_one(
+            {"_id": before["memory_session_id"]}, {"taken_until": 1}
+        )
+        until = (fence or {}).get("taken_until")
+        first = before.get("window_start", 0)
+        if isinstance(until, int) and until > first:
+            positions = range(first, min(until, len(generation.history.recorded)))
+            generation.history.clears.append(Clear(positions, marks[0].start, marks[0].end))
+            generation.shortened = True
+
+    async def forget(self, number: int, core_id: str, fault: tuple[str, int] | None) -> None:
+        world = self.world
+        generation = world.generations[core_id]
+        if world.processes[number].pending is not None:
+            return  # a stalled process does nothing: no erasure starts
+        generation.tainted = True  # until an erasure of it completes
+
+        async def done(outcome: Any) -> None:
+            if isinstance(outcome, BaseException):
+                return
+            world.forgotten |= set(generation.history.recorded)
+            world.generations[core_id] = Generation(CoreHistory(core_id), generation.number + 1)
+
+        await self.run(number, lambda p: p.eraser.forget(core_id), fault, on_done=done)
+
+    async def import_state(self, number: int, core_id: str, fault: tuple[str, int] | None) -> None:
+        """Partner's state (one unit of two messages, its session current) into a core of its own; once
+        imported there, importing it into ``core_id`` is refused before anything is written."""
+        world = self.world
+        directory = Path(tempfile.mkdtemp(prefix="partner-state-"))
+        unit_id = "imported-unit"
+        (directory / "core" / "memory").mkdir(parents=True)
+        (directory / "core" / "memory.json").write_text(
+            json.dumps({"memory_session_id": unit_id, "memory_unit_uuid_set": [unit_id]})
+        )
+        unit = {
+            "conversation_messages": [
+                {"role": "user", "content": "imported question"},
+                {"role": "assistant", "content": "imported answer"},
+            ],
+            "memory_slices": [{"id": "imported-slice", "start_index": 0, "end_index": 2, "summary": "x"}],
+        }
+        (directory / "core" / "memory" / f"memory-unit{unit_id}.json").write_text(json.dumps(unit))
+        target = "imported" if world.seen["imported"] == 0 else core_id
+
+        async def done(outcome: Any) -> None:
+            if not isinstance(outcome, BaseException) and target == "imported":
+                world.seen["imported"] += 1
+
+        await self.run(number, lambda p: _import(p, directory, target), fault, on_done=done)
+
+    async def deliver(self, number: int, group: str, fault: tuple[str, int] | None, fail: bool) -> None:
+        consumer = self.world.delivered[group]
+        consumer.fail = fail
+        world = self.world
+
+        async def done(outcome: Any) -> None:
+            consumer.fail = False
+            if fault is None and not fail and outcome is True:
+                await self.check_delivered(group)
+
+        await self.run(number, lambda p: _deliver(p, consumer, group, world), fault, on_done=done)
+
+    async def check_delivered(self, group: str) -> None:
+        units = await self.world.scan()
+        stored = {s.id for listed in units.values() for unit in listed for s in unit.complete_slices()}
+        letters = {
+            d["slice_id"]
+            async for d in self.world.base["rolling_dead_letters"].find({"group": group}, {"slice_id": 1})
+        }
+        missing = stored - self.world.delivered[group].received - letters
+        if missing:
+            self.world.surprises.append(f"group {group}: {len(missing)} stored slice(s) never delivered")
+
+
+async def _import(process: Process, directory: Path, core_id: str) -> Any:
+    try:
+        return await import_partner_state(directory, process.db, core_id=core_id)
+    except UnitOfAnotherCore:
+        return None  # refused, nothing written: the unit belongs to another core
+
+
+async def _deliver(process: Process, consumer: Delivered, group: str, world: World) -> bool:
+    """One polling pass of a listener group in ``process``: True when it became active and flushed."""
+    listener = RollingListener(
+        process.db,
+        AfterRollingRegistry([consumer, RecallIndexer(process.db)] if group == "g1" else [consumer]),
+        group=group,
+        source="polling",
+        poll_interval=0.01,
+        lease_ttl=0.3,
+        max_attempts=2,
+        backoff=Backoff(initial=0.001, maximum=0.002),
+        drain_timeout=5,
+    )
+    loop = asyncio.get_running_loop()
+    try:
+        await listener.start()
+        deadline = loop.time() + 2
+        while not listener.active and loop.time() < deadline and not process.db.dead:  # noqa: ASYNC110
+            await asyncio.sleep(0.01)
+        if not listener.active:
+            world.seen["standing by"] += 1
+            return False
+        flushing = asyncio.ensure_future(listener.flush())
+        while not flushing.done():  # a dead process's listener runs no more: nothing waits for it
+            if process.db.dead:
+                flushing.cancel()
+                raise ProcessDied(process.db.name)
+            await asyncio.sleep(0.005)
+        await flushing
+        return True
+    finally:
+        with contextlib.suppress(BaseException):
+            await asyncio.wait_for(listener.stop(drain_timeout=0 if process.db.dead else 5), 10)
+
+
+def budget(name: str, default: int) -> int:
+    """A budget of the model check, raised by the environment for the long run (docs/testing.md)."""
+    return int(os.environ.get(name, default))
+
+
+__all__ = ["ATTEMPTS", "CORE_IDS", "NEAR", "PROCESSES", "TTL", "Steps", "World", "budget"]

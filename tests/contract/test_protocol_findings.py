@@ -1,0 +1,354 @@
+"""Issue 30's findings 1 to 7, each through the public API, on the in-memory backend and on a server.
+
+Every test here failed before its fix (docs/protocol.md names the row each one exercises): an operation that
+takes two writes, or a fence built for one operation that another never met. Processes are simulated by
+:class:`protocol_support.ProcessDatabase` (a process that dies right after a given write lands, or stalls
+before one); their clocks (:class:`protocol_support.StepClock`) move at every read, so a silent lease is
+taken over after a few looks and no test waits in real time for a ttl.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from pymongo.errors import OperationFailure
+
+from partner_repo import (
+    InvalidInput,
+    MemoryCoreRepository,
+    MemoryEraser,
+    MemoryUnitRepository,
+    Message,
+    RollingConfig,
+    RollingService,
+)
+from partner_repo.mongo._storage import MAX_DOCUMENT_BYTES, bson_size, messages_bytes
+from tests.contract.positions_support import Wire
+from tests.contract.protocol_support import (
+    ProcessDatabase,
+    ProcessDied,
+    StepClock,
+    session_switch,
+    unit_write,
+    until_parked_or_done,
+)
+from tests.contract.rolling_contract_support import T0, numbered, summarize
+
+TTL = timedelta(seconds=30)
+MIB = 1024 * 1024
+
+
+def config(**overrides: Any) -> RollingConfig:
+    return RollingConfig(
+        **{"trigger_limit": 4, "lease_duration": TTL, "idle_after": timedelta(hours=1), **overrides}
+    )
+
+
+class Calls:
+    """A summarizer that counts its calls (shared by the processes of a test)."""
+
+    def __init__(self) -> None:
+        self.increments: list[list[str]] = []
+
+    async def __call__(self, messages: list[Message]) -> str:
+        self.increments.append([m.content for m in messages])
+        return await summarize(messages)
+
+
+async def stored_contents(database: Any, core_id: str) -> list[str]:
+    units = await MemoryUnitRepository(database).list_units(core_id)
+    return [m.content for unit in units for m in unit.conversation_messages]
+
+
+async def any_unit_holds(database: Any, contents: list[str]) -> bool:
+    found = await database["memory_units"].find_one({"conversation_messages.content": {"$in": contents}})
+    return found is not None
+
+
+def eraser(database: Any) -> MemoryEraser:
+    """An eraser whose clock moves a lease's ttl at every look: it takes a silent lease over at once."""
+    return MemoryEraser(database, monotonic=StepClock(step=100), lease_wait=timedelta(hours=1))
+
+
+async def stall_a_roll(database: Any, core_id: str) -> tuple[asyncio.Task[Any], ProcessDatabase]:
+    """A roll of ``core_id`` parked before its first write to the units (its lease and snapshot taken)."""
+    stalled = ProcessDatabase(database, Wire(), "stalled roller")
+    stalled.stall_before(unit_write)
+    roll = asyncio.create_task(RollingService(stalled, summarize, config()).roll(core_id, now=T0))
+    await until_parked_or_done(roll, stalled)
+    assert stalled.parked, "the roll should park before its append"
+    return roll, stalled
+
+
+# -- finding 1: a forgotten window comes back through a clear's reservation ---------------------------------
+
+
+async def test_forget_erases_the_reservation_a_clear_left_so_a_stalled_roll_cannot_store_the_forgotten_text(
+    database: Any,
+) -> None:
+    cores = MemoryCoreRepository(database)
+    await cores.record("f1", numbered(0, 4), at=T0)
+    await MemoryEraser(database).clear_window("f1")  # no unit yet: the clear leaves a reservation
+    forgotten = numbered(4, 8)
+    await cores.record("f1", forgotten, at=T0)
+    roll, stalled = await stall_a_roll(database, "f1")
+
+    await eraser(database).forget("f1")
+    stalled.thaw()
+    await asyncio.gather(roll, return_exceptions=True)
+
+    assert not await any_unit_holds(database, [m.content for m in forgotten])
+    assert await MemoryUnitRepository(database).list_units("f1") == []
+
+
+async def test_forget_erases_the_reservation_of_a_pending_continuation_too(database: Any) -> None:
+    cores = MemoryCoreRepository(database)
+    tiny = config(unit_soft_limit_bytes=1)  # every roll after the first opens a continuation
+    await cores.record("f1c", numbered(0, 4), at=T0)
+    assert await RollingService(database, summarize, tiny).roll("f1c", now=T0) is not None
+    await cores.record("f1c", numbered(4, 8), at=T0)
+    dying = ProcessDatabase(database, Wire(), "dies after opening the continuation")
+    dying.die_after(session_switch)
+    with pytest.raises(ProcessDied):
+        await RollingService(dying, summarize, tiny).roll("f1c", now=T0)
+    await eraser(database).clear_window("f1c")  # the continuation's unit does not exist: a reservation
+    forgotten = numbered(8, 12)
+    await cores.record("f1c", forgotten, at=T0)
+    roll, stalled = await stall_a_roll(database, "f1c")
+
+    await eraser(database).forget("f1c")
+    stalled.thaw()
+    await asyncio.gather(roll, return_exceptions=True)
+
+    assert not await any_unit_holds(database, [m.content for m in forgotten])
+    assert await MemoryUnitRepository(database).list_units("f1c") == []
+
+
+# -- finding 2: a clear cut short between its two writes ----------------------------------------------------
+
+
+async def test_a_clear_cut_short_after_its_mark_leaves_a_core_the_next_roll_rolls_forward(
+    database: Any,
+) -> None:
+    cores = MemoryCoreRepository(database)
+    cleared = numbered(0, 4)
+    await cores.record("f2", cleared, at=T0)
+    clearer = ProcessDatabase(database, Wire(), "clearer")
+    clearer.die_after(unit_write)  # the reservation lands, the window is never emptied
+    with pytest.raises(ProcessDied):
+        await eraser(clearer).clear_window("f2")
+    await cores.record("f2", numbered(4, 6), at=T0)
+    calls = Calls()
+    service = RollingService(database, calls, config(retain_divisor=1), monotonic=StepClock(step=100))
+
+    results = [await service.roll("f2", now=T0) for _ in range(2)]  # the dead clear's lease lapses first
+
+    assert [r is not None for r in results] == [False, True]
+    assert await stored_contents(database, "f2") == ["message 4", "message 5"]
+    assert calls.increments == [["message 4", "message 5"]]  # no futile summaries
+    window = [m.content for m in await cores.snapshot("f2")]
+    assert not set(window) & {m.content for m in cleared}
+
+
+async def test_a_clear_cut_short_after_marking_an_existing_unit_never_leaves_its_messages_retained(
+    database: Any,
+) -> None:
+    cores = MemoryCoreRepository(database)
+    service = RollingService(database, summarize, config(retain_divisor=1), monotonic=StepClock(step=100))
+    await cores.record("f2u", numbered(0, 4), at=T0)
+    assert await service.roll("f2u", now=T0) is not None  # the unit exists; the window retains all four
+    await cores.record("f2u", numbered(4, 6), at=T0)
+    clearer = ProcessDatabase(database, Wire(), "clearer")
+    clearer.die_after(unit_write)
+    with pytest.raises(ProcessDied):
+        await eraser(clearer).clear_window("f2u")
+    await cores.record("f2u", numbered(6, 8), at=T0)
+
+    results = [await service.roll("f2u", now=T0) for _ in range(2)]
+
+    assert results[-1] is not None and [m.content for m in results[-1].increment_messages] == [
+        "message 6",
+        "message 7",
+    ]
+    window = [m.content for m in await cores.snapshot("f2u")]
+    assert window == ["message 6", "message 7"]  # nothing the clear marked is kept, even with divisor 1
+
+
+# -- finding 3: an idle roll cut short between switching the session and marking the window rolled ----------
+
+
+async def test_an_idle_roll_that_dies_after_switching_the_session_is_not_rolled_again(database: Any) -> None:
+    cores = MemoryCoreRepository(database)
+    await cores.record("f3", numbered(0, 4), at=T0)
+    idle = config(retain_divisor=2)
+    dying = ProcessDatabase(database, Wire(), "idle roller")
+    dying.die_after(session_switch)
+    with pytest.raises(ProcessDied):
+        await RollingService(dying, summarize, idle).roll_idle(now=T0 + timedelta(hours=2))
+    service = RollingService(database, summarize, idle, monotonic=StepClock(step=100))
+
+    again = [await service.roll_idle(now=T0 + timedelta(hours=3)) for _ in range(3)]
+
+    assert again == [[], [], []]
+    units = await MemoryUnitRepository(database).list_units("f3")
+    assert [len(u.slices) for u in units] == [1]
+
+
+# -- finding 4: a big turn after a roll that retained a big message -----------------------------------------
+
+
+class DocumentLimit:
+    """The in-memory backend with a server's refusal of a document past 16 MiB (MongoDB's code 10334) for the
+    cores' windows, which mongomock does not have. On a server the server's own limit applies."""
+
+    def __init__(self, database: Any) -> None:
+        self._database = database
+
+    def __getitem__(self, name: str) -> Any:
+        collection = self._database[name]
+        return _LimitedCores(collection) if name == "memory_cores" else collection
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._database, name)
+
+
+class _LimitedCores:
+    def __init__(self, collection: Any) -> None:
+        self._collection = collection
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._collection, name)
+
+    async def find_one_and_update(self, query: Any, update: Any, *args: Any, **kwargs: Any) -> Any:
+        pushed = (update.get("$push") or {}).get("chat_messages")
+        if isinstance(pushed, dict) and pushed.get("$each"):
+            current = await self._collection.find_one({"_id": query.get("_id")})
+            if (
+                current is not None
+                and bson_size(current) + messages_bytes(pushed["$each"]) > MAX_DOCUMENT_BYTES
+            ):
+                raise OperationFailure("BSONObjectTooLarge (the in-memory stand-in)", code=10334)
+        return await self._collection.find_one_and_update(query, update, *args, **kwargs)
+
+
+def limited(database: Any, request: pytest.FixtureRequest) -> Any:
+    return DocumentLimit(database) if request.node.callspec.params["database"] == "memory" else database
+
+
+def big(tag: str, mib: int) -> Message:
+    return Message(role="user", content=tag + "x" * (mib * MIB))
+
+
+async def test_a_big_turn_after_a_roll_that_retained_a_big_message_is_recorded(
+    database: Any, request: pytest.FixtureRequest
+) -> None:
+    db = limited(database, request)
+    first, second = big("first ", 6), big("second ", 11)
+    rolled = await RollingService(db, summarize, config(retain_divisor=1)).record_and_roll(
+        "f4", [first], at=T0
+    )
+    assert rolled is not None  # by the bytes trigger; the window retains it (divisor 1)
+    service = RollingService(db, summarize, config(retain_divisor=1, trigger_bytes=16 * MIB))
+
+    assert await service.record_and_roll("f4", [second], at=T0) is None  # nothing new was stored
+
+    assert [m.content[:7] for m in await MemoryCoreRepository(database).snapshot("f4")] == ["second "]
+    assert [c[:6] for c in await stored_contents(database, "f4")] == ["first "]
+
+
+# -- finding 5: the summarizer called twice for one increment -----------------------------------------------
+
+
+async def test_two_processes_taking_turns_summarize_each_increment_once(database: Any) -> None:
+    cores = MemoryCoreRepository(database)
+    calls = Calls()
+    first, second = (RollingService(database, calls, config(retain_divisor=2)) for _ in range(2))
+    recorded = 0
+    for roller in (first, second, first, second, first):
+        await cores.record("f5", numbered(recorded, recorded + 2), at=T0)
+        recorded += 2
+        assert await roller.roll("f5", now=T0) is not None
+
+    units = await MemoryUnitRepository(database).list_units("f5")
+    assert len(calls.increments) == sum(len(u.slices) for u in units) == 5
+    assert await stored_contents(database, "f5") == [f"message {n}" for n in range(recorded)]
+
+
+# -- finding 6: record_and_roll_later after aclose ----------------------------------------------------------
+
+
+async def test_record_and_roll_later_after_aclose_refuses_and_writes_nothing(database: Any) -> None:
+    service = RollingService(database, summarize, config())
+    await service.aclose()
+
+    with pytest.raises(InvalidInput, match="shutting down"):
+        await service.record_and_roll_later("f6", numbered(0, 2), at=T0)
+
+    assert await MemoryCoreRepository(database).get("f6") is None
+
+
+# -- finding 7: a turn too large for the window while another process's roll holds the lease ----------------
+
+
+class Gate:
+    """A summarizer that waits for its gate (a roll holding the lease meanwhile)."""
+
+    def __init__(self) -> None:
+        self.gate, self.started = asyncio.Event(), asyncio.Event()
+
+    async def __call__(self, messages: list[Message]) -> str:
+        self.started.set()
+        await self.gate.wait()
+        return await summarize(messages)
+
+
+async def test_a_turn_too_large_waits_for_the_roll_holding_the_lease_then_is_recorded(
+    database: Any, request: pytest.FixtureRequest
+) -> None:
+    db = limited(database, request)
+    cores = MemoryCoreRepository(db)
+    await cores.record("f7", [big("first ", 6)], at=T0)
+    gate = Gate()
+    holder = asyncio.create_task(RollingService(db, gate, config(retain_divisor=1)).roll("f7", now=T0))
+    await gate.started.wait()
+    waiting = RollingService(db, summarize, config(retain_divisor=1, trigger_bytes=16 * MIB))
+
+    turn = asyncio.create_task(waiting.record_and_roll("f7", [big("second ", 11)], at=T0))
+    await asyncio.sleep(0.2)
+    assert not turn.done()  # waiting for the roll that holds the lease, not refused
+    gate.gate.set()
+    await holder
+    await asyncio.wait_for(turn, timeout=30)
+
+    assert [m.content[:7] for m in await MemoryCoreRepository(database).snapshot("f7")] == ["second "]
+    assert [c[:6] for c in await stored_contents(database, "f7")] == ["first "]
+
+
+# -- found by the model check ----------------------------------------------------------------------------
+
+
+async def test_the_roller_that_rolled_last_summarizes_once_after_a_clear_changed_its_unit(
+    database: Any,
+) -> None:
+    """The protocol model's first counterexample: a clear raises the unit's mark (a new version) after this
+    process's roll, so the head it remembers is stale; the core's record of the last roll's head must not
+    vouch for it any more (the continuation's seal failed on the stale version, the increment was summarized
+    twice)."""
+    cores = MemoryCoreRepository(database)
+    calls = Calls()
+    service = RollingService(database, calls, config(retain_divisor=0, unit_soft_limit_bytes=700))
+    big_turn = [Message(role="user", content=f"{n} " + "x" * 300) for n in range(3)]
+    await cores.record("m1", big_turn, at=T0)
+    assert await service.roll("m1", now=T0) is not None
+    await MemoryEraser(database).clear_window("m1")
+    await cores.record(
+        "m1", [Message(role="user", content=f"later {n} " + "x" * 300) for n in range(3)], at=T0
+    )
+
+    assert await service.roll("m1", now=T0) is not None
+
+    units = await MemoryUnitRepository(database).list_units("m1")
+    assert len(calls.increments) == sum(len(u.slices) for u in units) == 2

@@ -1,0 +1,296 @@
+"""The protocol model check (docs/protocol.md): a Hypothesis state machine over the public operations that
+write, three simulated processes with crashes after any write, stalls across lease expiry, summarizer
+failures and timeouts (:mod:`protocol_model` says what it explores and which invariants hold after every
+step).
+
+The budget here is small: it runs in ``.ci/run`` on the in-memory backend on both driver stacks (well under
+a minute each) and, smaller still, on the SecantusDB server (marker ``integration``). The long run raises it
+from the environment (docs/testing.md, "The protocol model check"):
+
+    PARTNER_REPO_MODEL_EXAMPLES=200 PARTNER_REPO_MODEL_STEPS=50 PARTNER_REPO_MODEL_MINUTES=30 \\
+        pytest tests/contract/test_protocol_model.py -k memory -p no:cacheprovider -s --timeout=0
+
+A counterexample Hypothesis finds is printed as the steps that make it, and becomes a named regression test
+in ``tests/contract/test_protocol_findings.py`` or below.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from collections import Counter
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, Phase, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import (
+    RuleBasedStateMachine,
+    initialize,
+    invariant,
+    precondition,
+    rule,
+    run_state_machine_as_test,
+)
+
+from partner_repo import RollingConfig
+from tests.contract.positions_support import storage_problems
+from tests.contract.protocol_model import ATTEMPTS, CORE_IDS, NEAR, PROCESSES, TTL, Steps, World, budget
+
+PROCESS = st.integers(0, PROCESSES - 1)
+CORE = st.sampled_from(CORE_IDS)
+FAULT = st.one_of(
+    st.none(),
+    st.none(),
+    st.none(),
+    st.tuples(st.sampled_from(["die", "stall"]), st.integers(1, 6)),
+)
+SIZES = st.lists(st.sampled_from([0, 0, 0, 40, NEAR - 300, NEAR + 100]), min_size=1, max_size=3)
+PHASES = (Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink, Phase.explain)
+TOTALS: Counter[str] = Counter()
+"""What the runs explored, summed (printed at the end)."""
+
+
+class ProtocolMachine(RuleBasedStateMachine):
+    """See :mod:`protocol_model`; ``backend`` is set by the test that runs it."""
+
+    backend = "memory"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.loop = asyncio.new_event_loop()
+        self.world: World | None = None
+        self.steps: Steps | None = None
+
+    def do(self, work: Any) -> Any:
+        return self.loop.run_until_complete(work)
+
+    @initialize(
+        divisor=st.sampled_from([0, 1, 6]),
+        unit_limit=st.sampled_from([1, 700, 5000]),
+        trigger=st.integers(2, 6),
+    )
+    def build(self, divisor: int, unit_limit: int, trigger: int) -> None:
+        config = RollingConfig(
+            trigger_limit=trigger,
+            trigger_bytes=NEAR,
+            retain_divisor=divisor,
+            unit_soft_limit_bytes=unit_limit,
+            lease_duration=TTL,
+            idle_after=timedelta(hours=1),
+            summarize_timeout=timedelta(milliseconds=20),
+            summarize_attempts=ATTEMPTS,
+            summarize_backoff=timedelta(0),
+        )
+        self.world = self.do(World.open(self.backend, config))
+        self.steps = Steps(self.world)
+
+    @property
+    def ready(self) -> tuple[World, Steps]:
+        assert self.world is not None and self.steps is not None
+        return self.world, self.steps
+
+    # -- the operations ------------------------------------------------------------------------------------
+
+    @rule(
+        p=PROCESS,
+        core_id=CORE,
+        count=st.integers(1, 3),
+        sizes=SIZES,
+        how=st.sampled_from(["record", "record_and_roll", "record_and_roll", "record_and_roll_later"]),
+        fault=FAULT,
+    )
+    def record(self, p: int, core_id: str, count: int, sizes: list[int], how: str, fault: Any) -> None:
+        world, steps = self.ready
+        messages, at = world.messages(core_id, count, sizes), world.now
+        if how == "record":
+            operation: Any = lambda process: process.cores.record(core_id, messages, at=at)  # noqa: E731
+        elif how == "record_and_roll":
+            operation = lambda process: process.service.record_and_roll(core_id, messages, at=at)  # noqa: E731
+        else:
+            operation = lambda process: process.service.record_and_roll_later(core_id, messages, at=at)  # noqa: E731
+        self.do(steps.run(p, operation, fault))
+
+    @rule(p=PROCESS, core_id=CORE, refresh=st.booleans(), fault=FAULT)
+    def roll(self, p: int, core_id: str, refresh: bool, fault: Any) -> None:
+        world, steps = self.ready
+        now = world.now
+        self.do(
+            steps.run(
+                p, lambda process: process.service.roll(core_id, refresh_session=refresh, now=now), fault
+            )
+        )
+
+    @rule(p=PROCESS, fault=FAULT)
+    def idle_roll(self, p: int, fault: Any) -> None:
+        world, steps = self.ready
+        self.do(world.scan())
+        before, now = set(world.stored_contents), world.now
+
+        async def only_new(outcome: Any) -> None:
+            for result in outcome if isinstance(outcome, list) else []:
+                if not {m.content for m in result.increment_messages} - before:
+                    world.surprises.append(
+                        f"an idle roll of {result.core_id} stored only what was stored before"
+                    )
+
+        self.do(steps.run(p, lambda process: process.service.roll_idle(now=now), fault, on_done=only_new))
+
+    @rule(p=PROCESS, core_id=CORE, fault=FAULT)
+    def clear(self, p: int, core_id: str, fault: Any) -> None:
+        self.do(self.ready[1].clear(p, core_id, fault))
+
+    @rule(p=PROCESS, core_id=CORE, fault=FAULT)
+    def forget(self, p: int, core_id: str, fault: Any) -> None:
+        self.do(self.ready[1].forget(p, core_id, fault))
+
+    @rule(p=PROCESS, fault=FAULT)
+    def resummarize(self, p: int, fault: Any) -> None:
+        steps = self.ready[1]
+
+        async def again(process: Any) -> Any:
+            process.summarizer.resummarizing = True
+            try:
+                return await process.service.resummarize()
+            finally:
+                process.summarizer.resummarizing = False
+
+        self.do(steps.run(p, again, fault))
+
+    @rule(p=PROCESS, group=st.sampled_from(["g1", "g2"]), fault=FAULT, fail=st.booleans())
+    def deliver(self, p: int, group: str, fault: Any, fail: bool) -> None:
+        self.do(self.ready[1].deliver(p, group, fault, fail and fault is None))
+
+    @rule(p=PROCESS, core_id=CORE, fault=FAULT)
+    def import_state(self, p: int, core_id: str, fault: Any) -> None:
+        self.do(self.ready[1].import_state(p, core_id, fault))
+
+    # -- faults and time -----------------------------------------------------------------------------------
+
+    @rule(p=PROCESS, kind=st.sampled_from(["fail", "hang"]), count=st.integers(1, 2))
+    def summarizer_trouble(self, p: int, kind: str, count: int) -> None:
+        self.ready[0].processes[p].summarizer.trouble += [kind] * count
+
+    @rule()
+    def time_passes(self) -> None:
+        world, _ = self.ready
+        world.now += timedelta(hours=1, minutes=1)
+        for process in world.processes:
+            process.clock.now += TTL.total_seconds()
+
+    @precondition(lambda self: self.world is not None and any(p.pending for p in self.world.processes))
+    @rule(p=PROCESS, dies=st.booleans())
+    def thaw(self, p: int, dies: bool) -> None:
+        world, steps = self.ready
+        process = world.processes[p]
+        if process.pending is None:
+            return
+        if dies:  # the frozen process is killed instead: nothing of it runs again
+            process.db.dead = True
+        self.do(steps.thaw(p))
+
+    # -- the invariants ------------------------------------------------------------------------------------
+
+    @invariant()
+    def the_promise_holds(self) -> None:
+        if self.world is None:
+            return
+        problems = self.do(asyncio.wait_for(self.world.problems(), 60))
+        assert not problems, "\n".join(problems[:30])
+
+    def teardown(self) -> None:
+        try:
+            if self.world is not None:
+                problems = self.do(asyncio.wait_for(settle(self.world, self.ready[1]), 120))
+                assert not problems, "once faults stop:\n" + "\n".join(problems[:30])
+        finally:
+            if self.world is not None:
+                TOTALS.update(self.world.seen)
+                TOTALS["examples"] += 1
+                self.do(self.world.close())
+            self.loop.close()
+
+
+async def settle(world: World, steps: Steps) -> list[str]:
+    """Faults stop: stalled processes go on, unfinished erasures finish, every core's window is stored by
+    one record and a roll (no core is wedged), every group delivers every slice."""
+    for number, process in enumerate(world.processes):
+        if process.pending is not None:
+            await steps.thaw(number)
+    for core_id in CORE_IDS:
+        if world.generations[core_id].tainted:
+            await steps.forget(0, core_id, None)
+    problems = list(await world.problems())
+    for core_id in CORE_IDS:
+        generation = world.generations[core_id]
+        if generation.tainted:
+            problems.append(f"core {core_id}: its erasure did not finish once faults stopped")
+            continue
+        turn = world.messages(core_id, 2, [0])
+        if world.processes[0].db.dead:  # died in a background roll after its last step
+            world.processes[0] = world.spawn(0, world.processes[0].generation + 1)
+        process = world.processes[0]
+        await process.cores.record(core_id, turn, at=world.now)
+        for _ in range(8):  # the leases of dead processes lapse on this process's clock
+            if await process.service.roll(core_id, now=world.now) is not None:
+                break
+        units = (await world.scan())[core_id]
+        problems += storage_problems(
+            generation.history,
+            units,
+            world.wire.writes,
+            shortened=generation.shortened or core_id in world.refused,
+        )
+    for group in ("g1", "g2"):
+        await steps.deliver(0, group, None, False)
+    return problems + world.surprises
+
+
+def run_model(backend: str, examples: int, steps: int) -> None:
+    """Explore ``examples`` runs of up to ``steps`` steps; with ``PARTNER_REPO_MODEL_MINUTES``, batches of
+    that many (each with fresh random choices) until the minutes are over. Prints what was explored."""
+    ProtocolMachine.backend = backend
+    minutes = float(os.environ.get("PARTNER_REPO_MODEL_MINUTES", "0"))
+    deadline = time.monotonic() + 60 * minutes
+    started, batches = time.monotonic(), 0
+    TOTALS.clear()
+    while True:
+        run_state_machine_as_test(
+            ProtocolMachine,
+            settings=settings(
+                max_examples=examples,
+                stateful_step_count=steps,
+                deadline=None,
+                database=None,
+                suppress_health_check=list(HealthCheck),
+                print_blob=True,
+                derandomize=not minutes,  # CI explores the same runs every time; the long run new ones
+                phases=PHASES if budget("PARTNER_REPO_MODEL_SHRINK", 1) else PHASES[:-2],
+            ),
+        )
+        batches += 1
+        if time.monotonic() >= deadline:
+            break
+    took = time.monotonic() - started
+    print(
+        f"protocol model on {backend}: {batches} batch(es), {TOTALS['examples']} runs, "
+        f"{TOTALS['steps']} steps in {took:.0f} s; faults and outcomes: {dict(sorted(TOTALS.items()))}"
+    )
+
+
+def test_the_protocol_holds_under_every_explored_interleaving_in_memory() -> None:
+    """See the module docstring; the short budget of ``.ci/run``."""
+    run_model("memory", budget("PARTNER_REPO_MODEL_EXAMPLES", 40), budget("PARTNER_REPO_MODEL_STEPS", 30))
+
+
+@pytest.mark.integration
+def test_the_protocol_holds_under_every_explored_interleaving_on_a_server() -> None:
+    """The same on the server ``MONGODB_URI`` names (SecantusDB in ``.ci/run``), with a smaller budget."""
+    from tests.conftest import requires_mongodb
+
+    requires_mongodb()
+    run_model(
+        "mongodb", budget("PARTNER_REPO_MODEL_SERVER_EXAMPLES", 6), budget("PARTNER_REPO_MODEL_STEPS", 15)
+    )
