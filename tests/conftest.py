@@ -8,6 +8,8 @@ otherwise). A test that uses ``database`` is therefore a contract both backends 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import importlib
 import inspect
 import os
 import uuid
@@ -21,6 +23,13 @@ from partner_repo.mongo import driver
 from partner_repo.mongo._indexes import SHARD_KEYS
 from tests.emulator_gaps import gap_for
 from tests.skip_summary import pytest_terminal_summary  # noqa: F401  (a hook: the skips summed up by reason)
+
+with contextlib.suppress(ImportError):  # the mcp extra
+    # The MCP SDK binds ``stdio_client(errlog=sys.stderr)`` when it is first imported. Imported first inside a
+    # test that runs `partner-repo mcp` in process (click's CliRunner swaps sys.stderr for a stream with no
+    # file descriptor), every later stdio client of the session would write its server's stderr there and
+    # fail; importing it here binds the real stderr, as in any application.
+    importlib.import_module("mcp.client.stdio")
 
 MONGODB_URI = os.environ.get("MONGODB_URI")
 NO_SERVER = (

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from partner_repo.cli._runtime import EXIT_INTERRUPTED, EXIT_NOT_FOUND, EXIT_OK, EXIT_USAGE
+from partner_repo.cli._runtime import EXIT_INTERRUPTED, EXIT_NOT_FOUND, EXIT_OK, EXIT_TERMINATED, EXIT_USAGE
 
 
 @dataclass(frozen=True)
@@ -51,6 +51,12 @@ EXIT_RULE = (
         "interrupted: Ctrl-C (SIGINT; `mcp` over stdio ends at once, as the signal would end it: its client "
         "ends it cleanly by closing its stdin)",
         "one line, `interrupted`, with how far a resumable command got and what running it again does",
+    ),
+    ExitCode(
+        EXIT_TERMINATED,
+        "terminated: SIGTERM (`kill`, a service manager's stop) of a command that does not run until stopped "
+        "(`listen` and `roll-idle` stop cleanly on it and exit 0)",
+        "as on Ctrl-C: one line, `interrupted`, with how far a resumable command got",
     ),
 )
 """Every exit code a command ends with, in order."""

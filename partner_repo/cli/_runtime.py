@@ -13,6 +13,8 @@ import asyncio
 import contextlib
 import logging
 import os
+import signal
+import threading
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, NoReturn, TypeVar
@@ -37,6 +39,8 @@ EXIT_OK = 0
 EXIT_NOT_FOUND = 1
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
+EXIT_TERMINATED = 143
+"""128 + SIGTERM, as a shell reports a process that SIGTERM ended."""
 """Ctrl-C (SIGINT), as a shell reports a process it ended: 128 + 2."""
 INTERRUPTION_NOTE = "partner_repo.interruption_note"
 LOG_FORMAT = "partner_repo.log_format"
@@ -190,17 +194,43 @@ def note_interruption(note: Callable[[], str | None]) -> None:
     click.get_current_context().meta[INTERRUPTION_NOTE] = note
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM arrived: the command stops as it does on Ctrl-C (a ``KeyboardInterrupt``, so every cleanup that
+    Ctrl-C runs runs), and exits 143 instead of 130."""
+
+
 @contextlib.contextmanager
 def interruptions(ctx: click.Context) -> Iterator[None]:
     """Ctrl-C (``KeyboardInterrupt``, or click's ``Abort`` at a prompt) ends the command with one line on
-    stderr, saying how far it got when the command noted it (:func:`note_interruption`), and exit 130."""
+    stderr, saying how far it got when the command noted it (:func:`note_interruption`), and exit 130;
+    SIGTERM the same way, with exit 143 (commands that run until stopped answer it themselves: ``listen``
+    and ``roll-idle`` stop cleanly, ``mcp`` over stdio ends at once; see ``cli/_signals.py``)."""
     try:
-        yield
-    except (KeyboardInterrupt, click.Abort):
+        with _terminating():
+            yield
+    except (KeyboardInterrupt, click.Abort) as exc:
         note = ctx.meta.get(INTERRUPTION_NOTE)
         said = note() if note is not None else None
         click.echo(f"interrupted: {said}" if said else "interrupted", err=True)
-        raise SystemExit(EXIT_INTERRUPTED) from None
+        raise SystemExit(EXIT_TERMINATED if isinstance(exc, Terminated) else EXIT_INTERRUPTED) from None
+
+
+@contextlib.contextmanager
+def _terminating() -> Iterator[None]:
+    """Turn SIGTERM into :class:`Terminated` while the command runs (in the main thread, where Python runs
+    signal handlers; elsewhere, as in an application that runs a command in a thread, nothing changes)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def terminate(signum: int, frame: object) -> None:
+        raise Terminated
+
+    previous = signal.signal(signal.SIGTERM, terminate)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def run_async(work: Callable[[], Awaitable[T]]) -> T:

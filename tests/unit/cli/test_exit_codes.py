@@ -137,7 +137,7 @@ def test_a_name_that_names_nothing_is_one_line_and_exit_1(arguments: list[str], 
 
 
 def test_the_rule_has_the_codes_the_commands_use() -> None:
-    assert [rule.code for rule in EXIT_RULE] == [0, 1, 2, 130]
+    assert [rule.code for rule in EXIT_RULE] == [0, 1, 2, 130, 143]
 
 
 def test_every_command_is_held_to_the_rule_here() -> None:
