@@ -1,3 +1,3 @@
-from partner_repo.cli import main
+from partner_repo.cli import run
 
-main()
+run()

@@ -1,12 +1,16 @@
-"""Checking caller input at the repository boundary, before anything is written.
+"""Checking caller input at the public boundary, once, before anything is written.
 
 Every refusal is an :class:`InvalidInput` (a ``PartnerRepoError``) that names what was wrong; pydantic's
-validation error is kept as the cause.
+validation error is kept as the cause. A public entry point checks what it is given; what it hands on inside
+the library is trusted. Where one public call goes through another's write (a service's turn through the
+core repository's), the checked value travels as a type of its own (:class:`Turn`), so the second door
+does not check it again.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -87,3 +91,23 @@ def first_error(exc: ValidationError) -> str:
     first = exc.errors()[0]
     location = ".".join(str(part) for part in first["loc"])
     return f"{location}: {first['msg']}" if location else str(first["msg"])
+
+
+@dataclass(frozen=True)
+class Turn:
+    """A turn as the public entry points take it, checked: the core it goes to, its messages, their time.
+
+    Made by :meth:`checked` (the one place a turn is validated); the writes that take a ``Turn``
+    (``MemoryCoreRepository.record_turn``) trust it.
+    """
+
+    core_id: str
+    messages: list[Message]
+    at: datetime | None
+
+    @classmethod
+    def checked(cls, core_id: object, messages: object, at: object) -> Turn:
+        """The turn, or :class:`InvalidInput` for the first thing wrong with it (the core id, a message, the
+        time)."""
+        core = require_id(core_id, "core_id")
+        return cls(core, parse_messages(messages), optional_datetime(at, "at"))

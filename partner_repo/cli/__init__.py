@@ -2,6 +2,6 @@
 
 from __future__ import annotations
 
-from partner_repo.cli._app import main
+from partner_repo.cli._app import main, run
 
-__all__ = ["main"]
+__all__ = ["main", "run"]

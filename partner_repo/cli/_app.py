@@ -26,12 +26,15 @@ from partner_repo.cli._recall import recall
 from partner_repo.cli._resummarize import resummarize
 from partner_repo.cli._roll_idle import roll_idle
 from partner_repo.cli._runtime import (
+    EXIT_INTERRUPTED,
+    EXIT_TERMINATED,
     EXIT_USAGE,
     interruptions,
     one_line_errors,
     undecodable_argument,
 )
 from partner_repo.cli._shared import remember_root, share_root_options
+from partner_repo.cli._signals import exit_now
 from partner_repo.cli._slices import slices, units
 
 
@@ -104,3 +107,17 @@ for command in (
 ):
     main.add_command(command)
 share_root_options(main)
+
+
+def run() -> None:
+    """The process's entry point (the ``partner-repo`` script and ``python -m partner_repo``): :func:`main`,
+    except that a command ended by Ctrl-C or SIGTERM, once its cleanup ran and its one line was said, ends
+    the process at once. Motor runs the driver in threads, and one blocked in server selection (up to its
+    timeout) would otherwise hold the interpreter's exit; ``main`` itself stays a plain click group, so
+    tests and applications that invoke it in process keep their process."""
+    try:
+        main.main()
+    except SystemExit as exc:
+        if exc.code in (EXIT_INTERRUPTED, EXIT_TERMINATED):
+            exit_now(exc.code)
+        raise

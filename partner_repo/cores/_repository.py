@@ -31,7 +31,7 @@ from partner_repo.mongo import (
     driver,
     messages_bytes,
 )
-from partner_repo.validation import optional_datetime, parse_messages, require_count, require_id
+from partner_repo.validation import Turn, optional_datetime, require_count, require_id
 
 DEFAULT_CORE_ID = "default"
 
@@ -180,10 +180,13 @@ class MemoryCoreRepository:
         text that is not valid Unicode. A window the server cannot grow past 16 MiB raises
         :class:`WindowTooLarge` (nothing recorded: roll, then record again).
         """
-        core_id = require_id(core_id, "core_id")
-        parsed = parse_messages(messages)
-        stamp = optional_datetime(at, "at") or utc_now()
-        documents = [m.model_dump() for m in parsed]
+        return await self.record_turn(Turn.checked(core_id, messages, at))
+
+    async def record_turn(self, turn: Turn) -> WindowState:
+        """:meth:`record` of a turn its caller checked already (:meth:`Turn.checked`): the one write."""
+        core_id = turn.core_id
+        stamp = turn.at or utc_now()
+        documents = [m.model_dump() for m in turn.messages]
         for document in documents:
             document.setdefault("at", stamp)  # the message's own time, unless the caller gave one
         refuse_unrollable(documents)

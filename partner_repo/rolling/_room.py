@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from datetime import datetime, timedelta
+from datetime import timedelta
 
 from partner_repo.cores import MemoryCoreRepository, WindowState
 from partner_repo.errors import WindowTooLarge
 from partner_repo.events import RollingResult
-from partner_repo.models import Message
+from partner_repo.validation import Turn
 
 POLL_S = 0.05
 """How often a turn waiting for another process's roll to make room looks at the core's lease again."""
@@ -36,9 +36,7 @@ class RoomForTurn:
         self._monotonic = monotonic
         self._wait = wait.total_seconds()
 
-    async def record(
-        self, core_id: str, messages: list[Message], at: datetime | None
-    ) -> tuple[WindowState, RollingResult | None]:
+    async def record(self, turn: Turn) -> tuple[WindowState, RollingResult | None]:
         """The state ``record`` answered once the turn fitted, and the last roll that stored something."""
         deadline = self._monotonic() + self._wait
         rolled: RollingResult | None = None
@@ -46,7 +44,7 @@ class RoomForTurn:
             result = await self._roll()
             rolled = result or rolled
             try:
-                return await self._cores.record(core_id, messages, at=at), rolled
+                return await self._cores.record_turn(turn), rolled
             except WindowTooLarge:
                 if self._monotonic() >= deadline:
                     raise

@@ -37,7 +37,7 @@ from partner_repo.rolling._summarizer import Summarizer, as_async_summarizer
 from partner_repo.rolling._summarizing import Summary, SummaryAttempts
 from partner_repo.rolling._triggers import Trigger, due_query, trigger
 from partner_repo.units import MemoryUnitRepository, UnitSummaries
-from partner_repo.validation import optional_datetime, parse_messages, require_id
+from partner_repo.validation import Turn, optional_datetime, parse_messages, require_id
 
 logger = logging.getLogger("partner_repo.rolling.service")
 
@@ -107,8 +107,9 @@ class RollingService:
         Returns the roll's result, or None when nothing rolled. The roll waits for the summarizer: a service
         that answers the user first uses :meth:`record_and_roll_later` instead.
         """
-        recorded, rolled = await self._record(core_id, messages, at)
-        result = await self.maybe_roll(core_id, at, recorded=recorded)
+        turn = Turn.checked(core_id, messages, at)
+        recorded, rolled = await self._record(turn)
+        result = await self._maybe_roll(turn.core_id, self._stamp(turn.at), recorded)
         return rolled or result
 
     async def record_and_roll_later(
@@ -127,9 +128,10 @@ class RollingService:
         """
         if self._background.closed:  # refused before the turn is written: InvalidInput writes nothing
             raise InvalidInput("the background rolls are closed: the service is shutting down")
-        recorded, _ = await self._record(core_id, messages, at)
-        if self.trigger(recorded, self._now(at)) is not None:
-            self._background.schedule(recorded.core_id, at, recorded)
+        turn = Turn.checked(core_id, messages, at)
+        recorded, _ = await self._record(turn)
+        if self.trigger(recorded, self._stamp(turn.at)) is not None:
+            self._background.schedule(recorded.core_id, turn.at, recorded)
         return recorded
 
     async def __aenter__(self) -> RollingService:
@@ -143,19 +145,17 @@ class RollingService:
         messages stay in the window for the next roller). How many were cancelled."""
         return await self._background.drain(grace)
 
-    async def _record(
-        self, core_id: str, messages: Iterable[Message | dict[str, Any]], at: datetime | None
-    ) -> tuple[WindowState, RollingResult | None]:
-        """Record a turn; one the window cannot take (:class:`WindowTooLarge`) is recorded once rolls made
-        room for it (:mod:`partner_repo.rolling._room`). The roll's result, when one was needed."""
-        parsed = parse_messages(messages)
+    async def _record(self, turn: Turn) -> tuple[WindowState, RollingResult | None]:
+        """Record a checked turn; one the window cannot take (:class:`WindowTooLarge`) is recorded once rolls
+        made room for it (:mod:`partner_repo.rolling._room`). The roll's result, when one was needed."""
         try:
-            return await self._cores.record(core_id, parsed, at=at), None
+            return await self._cores.record_turn(turn), None
         except WindowTooLarge:
-            stamp = self._now(at)
+            stamp = self._stamp(turn.at)
+            core_id = turn.core_id
             roll = lambda: self._leased_roll(core_id, stamp, _keep_session, seen=None, due=None, single=True)  # noqa: E731
             room = RoomForTurn(self._cores, roll, self._monotonic, self._config.room_wait)
-            return await room.record(core_id, parsed, at)
+            return await room.record(turn)
 
     # -- triggers --------------------------------------------------------------------------------------------
 
@@ -171,12 +171,15 @@ class RollingService:
         :class:`WindowState` (never the window), then by the server as the lease is taken."""
         core_id = require_id(core_id, "core_id")
         stamp = self._now(now)
-        if recorded is None:
-            state = await self._cores.window_state(core_id)
-        elif not isinstance(recorded, WindowState) or recorded.core_id != core_id:
+        if recorded is not None and (not isinstance(recorded, WindowState) or recorded.core_id != core_id):
             raise InvalidInput(f"recorded must be the WindowState record() returned for core {core_id!r}")
-        else:
-            state = recorded
+        return await self._maybe_roll(core_id, stamp, recorded)
+
+    async def _maybe_roll(
+        self, core_id: str, stamp: datetime, recorded: WindowState | None
+    ) -> RollingResult | None:
+        """:meth:`maybe_roll` with checked arguments (``recorded`` None: the core's state is read)."""
+        state = recorded if recorded is not None else await self._cores.window_state(core_id)
         holds = None if state is None else self.trigger(state, stamp)
         if state is None or holds is None:
             return None
@@ -355,7 +358,12 @@ class RollingService:
     # -- helpers ---------------------------------------------------------------------------------------------
 
     def _now(self, now: datetime | None) -> datetime:
-        return optional_datetime(now, "now") or to_utc_ms(self._clock())
+        """``now`` as a caller gave it (checked), or the service's clock."""
+        return self._stamp(optional_datetime(now, "now"))
+
+    def _stamp(self, now: datetime | None) -> datetime:
+        """A time already checked, or the service's clock."""
+        return now or to_utc_ms(self._clock())
 
     async def _release(self, core_id: str, owner: str) -> None:
         try:

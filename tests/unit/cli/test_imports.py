@@ -10,7 +10,7 @@ import partner_repo.cli
 
 CLI = Path(partner_repo.cli.__file__).parent
 ENTRY_POINTS = {"__init__", "__main__", "reference"}
-"""What may import ``app``: the package (for ``partner_repo.cli:main``) and the reference generator."""
+"""What may import ``app``: the package (for ``partner_repo.cli:run``) and the reference generator."""
 
 
 def cli_imports() -> dict[str, set[str]]:

@@ -98,4 +98,4 @@ def test_cli_help_lists_usage_and_options() -> None:
 
 def test_the_console_script_is_installed_as_partner_repo() -> None:
     (script,) = [e for e in entry_points(group="console_scripts") if e.name == "partner-repo"]
-    assert script.value == "partner_repo.cli:main"
+    assert script.value == "partner_repo.cli:run"

@@ -20,6 +20,7 @@ from partner_repo import (
 )
 from partner_repo.mongo._indexes import CORES
 from partner_repo.mongo._storage import messages_bytes
+from partner_repo.validation import Turn
 from tests.unit.rolling.support import T0
 
 MIB = 1024 * 1024
@@ -72,18 +73,19 @@ async def test_a_small_one_message_window_still_does_not_roll(memory_db: Any) ->
 async def test_a_turn_the_window_cannot_take_rolls_the_window_then_is_recorded(
     memory_db: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The server refuses a window past 16 MiB; here a smaller limit stands in for it."""
+    """The server refuses a window past 16 MiB; here a smaller limit stands in for it (in the one write every
+    turn goes through)."""
     limit = 3 * MIB
-    record = MemoryCoreRepository.record
+    record_turn = MemoryCoreRepository.record_turn
 
-    async def refusing(self: MemoryCoreRepository, core_id: str, messages: Any, *, at: Any = None) -> Any:
-        state = await self.window_state(core_id)
-        adding = messages_bytes(Message.model_validate(m).model_dump() for m in messages)
+    async def refusing(self: MemoryCoreRepository, turn: Turn) -> Any:
+        state = await self.window_state(turn.core_id)
+        adding = messages_bytes(m.model_dump() for m in turn.messages)
         if state is not None and (state.window_bytes or 0) + adding > limit:
-            raise WindowTooLarge(core_id)
-        return await record(self, core_id, messages, at=at)
+            raise WindowTooLarge(turn.core_id)
+        return await record_turn(self, turn)
 
-    monkeypatch.setattr(MemoryCoreRepository, "record", refusing)
+    monkeypatch.setattr(MemoryCoreRepository, "record_turn", refusing)
     config = RollingConfig(trigger_limit=100, trigger_bytes=16 * MIB)  # neither trigger would roll it
     rolling = RollingService(memory_db, echo, config)
     first, second = big("a", 2 * MIB), big("b", 2 * MIB)
