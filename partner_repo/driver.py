@@ -36,6 +36,7 @@ from typing import Any, Literal, ParamSpec, TypeVar
 from pymongo import UpdateOne
 from pymongo.errors import BulkWriteError, PyMongoError
 
+from partner_repo.bulk_requests import apply_requests_async
 from partner_repo.errors import OperationTimedOut
 
 Stack = Literal["pymongo", "motor"]
@@ -127,6 +128,26 @@ async def aggregate_list(
     """The documents of an aggregation (at most ``length``)."""
     cursor = await aggregate(collection, pipeline, **options)
     return list(await cursor.to_list(length=length))
+
+
+async def bulk_write(collection: Any, requests: Sequence[Any], *, ordered: bool = True) -> Any:
+    """PyMongo's ``bulk_write`` of ``requests`` (``UpdateOne``, ``ReplaceOne``, ``DeleteMany``...): one round
+    trip, its ``BulkWriteResult``, or its ``BulkWriteError`` (an ordered batch stops at its first error).
+
+    The embedded backend of the PyMongo stack takes it as it is (:mod:`partner_repo.mongomock_store`);
+    mongomock-motor's, on the Motor stack, cannot take PyMongo 4.9+'s requests, so there they are applied in
+    turn (:mod:`partner_repo.bulk_requests`): the same writes, the same answer."""
+    if _embedded(collection) and not _indexed(collection):
+        return await apply_requests_async(collection, requests, ordered)
+    return await _resolved(collection.bulk_write(list(requests), ordered=ordered))
+
+
+def _indexed(collection: Any) -> bool:
+    """Whether ``collection`` is (or forwards to) :mod:`partner_repo.embedded`'s, which takes bulk writes."""
+    for candidate in (collection, getattr(collection, "database", None)):
+        if type(candidate).__module__ == "partner_repo.embedded":
+            return True
+    return False
 
 
 Update = tuple[Mapping[str, Any], Mapping[str, Any], bool]
@@ -280,6 +301,7 @@ __all__ = [
     "Stack",
     "aggregate",
     "aggregate_list",
+    "bulk_write",
     "client_of",
     "close_client",
     "document_collection",
