@@ -33,8 +33,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequenc
 from contextlib import asynccontextmanager
 from typing import Any, Literal, ParamSpec, TypeVar
 
-from pymongo import UpdateOne
-from pymongo.errors import BulkWriteError, PyMongoError
+from pymongo.errors import PyMongoError
 
 from partner_repo.bulk_requests import apply_requests_async
 from partner_repo.errors import OperationTimedOut
@@ -148,35 +147,6 @@ def _indexed(collection: Any) -> bool:
         if type(candidate).__module__ == "partner_repo.embedded":
             return True
     return False
-
-
-Update = tuple[Mapping[str, Any], Mapping[str, Any], bool]
-"""One update of :func:`update_each`: ``(filter, update, upsert)``."""
-
-
-async def update_each(collection: Any, updates: Sequence[Update]) -> None:
-    """Apply each ``update_one`` of ``updates`` in one unordered ``bulk_write`` (one round trip); an upsert
-    that races another to the same ``_id`` is retried once as a plain update (it then matches).
-
-    The embedded backend (mongomock, under either stack) cannot take the bulk requests of PyMongo 4.9+ (it
-    rejects their ``sort`` argument), so there each update is applied in turn: the same writes, and an
-    in-memory backend has no round trips to save."""
-    if not updates:
-        return
-    if _embedded(collection):
-        for query, update, upsert in updates:
-            await _resolved(collection.update_one(dict(query), dict(update), upsert=upsert))
-        return
-    requests = [UpdateOne(dict(query), dict(update), upsert=upsert) for query, update, upsert in updates]
-    try:
-        await _resolved(collection.bulk_write(requests, ordered=False))
-    except BulkWriteError as exc:
-        raced = [error["index"] for error in exc.details.get("writeErrors", []) if error.get("code") == 11000]
-        others = [error for error in exc.details.get("writeErrors", []) if error.get("code") != 11000]
-        if others or not raced:
-            raise
-        retry = [UpdateOne(dict(updates[i][0]), dict(updates[i][1])) for i in raced]
-        await _resolved(collection.bulk_write(retry, ordered=False))
 
 
 def _embedded(collection: Any) -> bool:
@@ -315,7 +285,6 @@ __all__ = [
     "stack_description",
     "start_session",
     "timeouts_surface_as_project_errors",
-    "update_each",
     "transaction",
     "transaction_session",
     "unusable_with_installed_beanie",

@@ -5,11 +5,13 @@
 measurements.
 """
 
+from partner_repo.recall.answers import ActivatedSlice, TopicNode
+from partner_repo.recall.arguments import Cue, TopicCue
 from partner_repo.recall.cues import DateCue, date_cues
 from partner_repo.recall.indexer import RecallIndexer
 from partner_repo.recall.scoring import RecallWeights
 from partner_repo.recall.search import TEXT_INDEX, VECTOR_INDEX, SearchSupport
-from partner_repo.recall.service import ActivatedSlice, Cue, MemoryRecall, TopicCue, TopicNode
+from partner_repo.recall.service import MemoryRecall
 from partner_repo.recall.terms import terms
 from partner_repo.recall.topics import KeywordTopics, Topic, TopicExtractor, TopicProfile, TopicRequest
 from partner_repo.recall.vectors import Embedder
