@@ -25,8 +25,11 @@ def key_of(value: Any) -> Any:
     """A hashable key equal for values MongoDB's equality finds equal (numbers by value, datetimes at the
     stored millisecond in UTC, embedded documents field by field in order), or :data:`UNKEYABLE`.
 
-    Two values with one key may still differ for MongoDB (``True`` and ``1``): candidates are tested again,
-    so a shared key only costs a test, never a wrong answer."""
+    A boolean is a type of its own for MongoDB (``true`` is not ``1``), so its key is tagged. Values that
+    share a key and that MongoDB tells apart (a string and the bytes of it) cost a test of the candidates,
+    never a wrong answer; a lookup answers exactly only for strings and numbers (:meth:`Index.exact`)."""
+    if isinstance(value, bool):
+        return ("$bool", value)
     if isinstance(value, str | int | bytes):
         return value
     if isinstance(value, float):

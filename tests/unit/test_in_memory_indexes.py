@@ -37,17 +37,26 @@ documents = st.fixed_dictionaries(
         ),
     },
 )
+cores = st.sampled_from(CORES)
+days = st.integers(0, 5).map(lambda day: T0 + timedelta(days=day))
+
+
+def on_core(**conditions: Any) -> Any:
+    """Filters on one core and the given fields."""
+    return st.fixed_dictionaries({"core": cores, **conditions})
+
+
 filters = st.one_of(
-    st.fixed_dictionaries({"core": st.sampled_from(CORES), "words": st.sampled_from(WORDS)}),
-    st.fixed_dictionaries({"core": st.sampled_from(CORES), "words": st.fixed_dictionaries({"$in": st.lists(st.sampled_from(WORDS))})}),
-    st.fixed_dictionaries({"core": st.sampled_from(CORES), "seq": st.fixed_dictionaries({"$gt": st.integers(-1, 6)})}),
-    st.fixed_dictionaries({"core": st.sampled_from(CORES), "seq": st.fixed_dictionaries({"$lte": st.floats(0, 6)})}),
-    st.fixed_dictionaries({"core": st.sampled_from(CORES), "at": st.fixed_dictionaries({"$gte": st.integers(0, 5).map(lambda d: T0 + timedelta(days=d))})}),
-    st.fixed_dictionaries({"core": st.sampled_from(CORES)}),
+    on_core(words=st.sampled_from(WORDS)),
+    on_core(words=st.fixed_dictionaries({"$in": st.lists(st.sampled_from(WORDS))})),
+    on_core(seq=st.fixed_dictionaries({"$gt": st.integers(-1, 6)})),
+    on_core(seq=st.fixed_dictionaries({"$lte": st.floats(0, 6)})),
+    on_core(at=st.fixed_dictionaries({"$gte": days})),
+    on_core(),
     st.fixed_dictionaries({"tag": st.sampled_from(["x", "y", None])}),
     st.fixed_dictionaries({"_id": st.integers(0, 9)}),
-    st.fixed_dictionaries({"_id": st.fixed_dictionaries({"$in": st.lists(st.integers(0, 9))}), "core": st.sampled_from(CORES)}),
-)  # fmt: skip
+    on_core(_id=st.fixed_dictionaries({"$in": st.lists(st.integers(0, 9))})),
+)
 updates = st.one_of(
     st.fixed_dictionaries({"$set": st.fixed_dictionaries({"core": st.sampled_from(CORES)})}),
     st.fixed_dictionaries({"$push": st.fixed_dictionaries({"words": st.sampled_from(WORDS)})}),
