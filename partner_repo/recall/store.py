@@ -32,7 +32,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from pymongo import DeleteMany, InsertOne, ReplaceOne, UpdateOne
+from pymongo import DeleteMany, ReplaceOne, UpdateOne
 from pymongo.errors import BulkWriteError
 
 from partner_repo import driver
@@ -166,11 +166,10 @@ def _writes(document: dict[str, Any], stored: Stored, labels: Mapping[str, str])
     """The ordered bulk of step 3: the fenced slice write first, then what it moves."""
     core_id, key = document["core_id"], document["_id"]
     fresh = stored.revision is None
-    if fresh:
-        writes: list[Any] = [InsertOne(document)]
-    else:
-        fence = {"_id": key, "core_id": core_id, "revision": stored.revision}
-        writes = [ReplaceOne(fence, document, upsert=True)]
+    # the fence: the revision read in step 1 (or none at all); an upsert that finds another one there fails
+    # on the duplicate _id, and the ordered bulk stops before anything it would have moved
+    fence = {"_id": key, "core_id": core_id, "revision": {"$exists": False} if fresh else stored.revision}
+    writes: list[Any] = [ReplaceOne(fence, document, upsert=True)]
     counters: dict[str, Any] = {"$max": {"last_seq": document["seq"]}, "$setOnInsert": {"kind": CORE}}
     if fresh:
         counters["$inc"] = {"slices": 1}

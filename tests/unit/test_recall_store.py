@@ -186,8 +186,8 @@ async def test_candidates_bring_only_the_marks_of_the_querys_terms(memory_db: An
 async def test_a_node_is_named_by_its_own_name_not_its_parents(memory_db: Any) -> None:
     store = RecallStore(memory_db)
     for n in range(6):
-        piece = document(f"s{n}", ["orchard"], ancestors=("orchard", f"orchard->souvenir{n}"), unit_id=f"u{n}")
-        await put(store, piece)
+        ancestors = ("orchard", f"orchard->souvenir{n}")
+        await put(store, document(f"s{n}", ["orchard"], ancestors=ancestors, unit_id=f"u{n}"))
 
     found = await lookup(memory_db, "agent", ["orchard"], ["orchard"])
 
