@@ -163,11 +163,16 @@ class EmbeddedCollection:
             kwargs.pop(option, None)
         pipeline = _plain(pipeline)
         read = pushdown.plan(pipeline)  # mongomock copies the whole collection first
-        if read is not None:
-            found = self._read(read.filter, read.projection, read.limit)
-            process: Callable[..., list[Any]] = mongomock_aggregate.process_pipeline
-            return EmbeddedCursor(process(found, self._collection.database, read.rest, None))
-        return EmbeddedCursor(self._collection.aggregate(pipeline, **kwargs))
+        if read is None:
+            return EmbeddedCursor(self._collection.aggregate(pipeline, **kwargs))
+        process: Callable[..., list[Any]] = mongomock_aggregate.process_pipeline
+        indexed = getattr(self._collection, "read", None)
+        if indexed is not None and not read.copy:  # the stages only read: copy what they answer
+            stored = indexed(read.filter, None, read.limit, copy=False)
+            answer = process(stored, self._collection.database, read.rest, None)
+            return EmbeddedCursor(self._collection.answer(answer))
+        found = self._read(read.filter, read.projection, read.limit)
+        return EmbeddedCursor(process(found, self._collection.database, read.rest, None))
 
     def _read(self, filter: Any, projection: Any, limit: int) -> list[Any]:
         """What a pipeline's leading ``$match`` reads: through the indexed store's own read (at most

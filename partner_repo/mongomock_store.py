@@ -25,6 +25,7 @@ re-indexed before the next lookup, in case something outside these classes chang
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -263,10 +264,15 @@ class IndexedCollection(_Collection):
     def with_options(self, *args: Any, **kwargs: Any) -> Any:
         return _kept(super().with_options(*args, **kwargs), mongomock.Collection, IndexedCollection)
 
-    def read(self, filter: Any, projection: Any = None, limit: int = 0) -> list[Any]:
+    def read(self, filter: Any, projection: Any = None, limit: int = 0, copy: bool = True) -> list[Any]:
         """The documents ``filter`` matches, in natural order, copied with ``projection`` applied, at most
-        ``limit`` (0: all): what ``find`` answers, without copying the documents past the limit."""
+        ``limit`` (0: all): what ``find`` answers, without copying the documents past the limit. With
+        ``copy`` False, the stored documents themselves, for stages that only read them
+        (:func:`partner_repo.pushdown.reads_only`): the caller copies what they answer (:meth:`answer`)."""
         spec = helpers.patch_datetime_awareness_in_document(filter or {})  # type: ignore[no-untyped-call]
+        if not copy:
+            matching = self._iter_documents(spec)
+            return list(itertools.islice(matching, limit) if limit else matching)
         aware = bool(self.codec_options.tz_aware)
         tree = projection_tree(projection)
         found: list[Any] = []
@@ -278,6 +284,12 @@ class IndexedCollection(_Collection):
             if limit and len(found) >= limit:
                 break
         return found
+
+    def answer(self, documents: list[Any]) -> list[Any]:
+        """Copies of what stages computed from stored documents, with their dates made aware as ``find``
+        makes them (the stages may have passed parts of the stored documents through)."""
+        aware = bool(self.codec_options.tz_aware)
+        return [projected(document, {}, aware) for document in documents]
 
     def _mongomock_copy(self, document: Any, projection: Any, aware: bool) -> Any:
         try:

@@ -13,25 +13,36 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
+
+READING_STAGES = frozenset({"$match", "$project", "$sort", "$limit", "$skip", "$count", "$group", "$unwind"})
+"""Stages that build their output without changing the documents they are given (mongomock's ``$addFields``
+and ``$set`` change nested fields of their input, ``$lookup`` sets a field on it)."""
 
 
 @dataclass(frozen=True)
 class Plan:
     """A pipeline split at its read: the filter, how many documents at most (0: all), the projection the
-    read may apply (None: whole documents), and the stages that run on what it reads."""
+    read may apply (None: whole documents), the stages that run on what it reads, and whether the read must
+    copy the documents (False: every later stage only reads them, so only the answer is copied)."""
 
     filter: Mapping[str, Any]
     limit: int
     projection: dict[str, int] | None
     rest: list[Mapping[str, Any]]
+    copy: bool = True
 
 
 def plan(pipeline: Sequence[Mapping[str, Any]]) -> Plan | None:
-    """The read a pipeline starts with (None when its first stage is not a ``$match`` alone)."""
+    """The read a pipeline starts with (None when its first stage is not a ``$match`` alone); consecutive
+    ``$match`` stages at its head are one filter (MongoDB coalesces them the same way)."""
     if not pipeline or set(pipeline[0]) != {"$match"}:
         return None
-    rest = list(pipeline[1:])
+    chosen, rest = dict(pipeline[0]["$match"]), list(pipeline[1:])
+    while rest and set(rest[0]) == {"$match"} and not set(rest[0]["$match"]) & set(chosen):
+        chosen.update(rest[0]["$match"])
+        rest = rest[1:]
     limit = 0
     if rest and set(rest[0]) == {"$limit"} and _count(rest[0]["$limit"]):
         limit = int(rest[0]["$limit"])
@@ -39,7 +50,31 @@ def plan(pipeline: Sequence[Mapping[str, Any]]) -> Plan | None:
     projection = needed(rest[0]) if rest else None
     if rest and _plain_inclusion(rest[0]):
         projection, rest = dict(rest[0]["$project"]), rest[1:]  # the read applies it exactly
-    return Plan(filter=pipeline[0]["$match"], limit=limit, projection=projection, rest=rest)
+    copy = not rest or not reads_only(rest)
+    return Plan(filter=chosen, limit=limit, projection=projection, rest=rest, copy=copy)
+
+
+def reads_only(stages: Sequence[Mapping[str, Any]]) -> bool:
+    """Whether ``stages`` only read their input (:data:`READING_STAGES`, ``$facet`` of such) and compare no
+    date the pipeline gives (the stored documents' dates are not yet made aware)."""
+    for stage in stages:
+        name, spec = next(iter(stage.items()))
+        if name == "$facet" and isinstance(spec, Mapping):
+            if not all(reads_only(branch) for branch in spec.values()):
+                return False
+        elif name not in READING_STAGES or _dated(spec):
+            return False
+    return True
+
+
+def _dated(value: Any) -> bool:
+    if isinstance(value, datetime):
+        return True
+    if isinstance(value, Mapping):
+        return any(_dated(item) for item in value.values())
+    if isinstance(value, list | tuple):
+        return any(_dated(item) for item in value)
+    return False
 
 
 def _plain_inclusion(stage: Mapping[str, Any]) -> bool:

@@ -8,11 +8,13 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import mongomock
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pymongo import DeleteMany, InsertOne, ReplaceOne, UpdateOne
 from pymongo.errors import BulkWriteError
 
+from partner_repo.embedded import EmbeddedClient
 from partner_repo.mongomock_store import IndexedClient, IndexedCollectionStore
 from partner_repo.pushdown import needed, plan
 
@@ -176,3 +178,48 @@ def test_a_pipelines_read_takes_its_match_its_limit_and_the_fields_the_next_stag
     }
     assert needed({"$project": {"big": 0}}) is None and needed({"$sort": {"a": 1}}) is None
     assert plan([{"$sort": {"a": 1}}]) is None
+
+
+PIPELINES = [
+    [{"$match": {"core": "a"}}, {"$project": {"words": 1, "n": {"$size": {"$ifNull": ["$words", []]}}}}],
+    [
+        {"$match": {"core": "a"}},
+        {"$match": {"seq": {"$gt": 1}}},
+        {"$sort": {"seq": -1, "_id": 1}},
+        {"$limit": 2},
+    ],
+    [{"$match": {"core": "b"}}, {"$limit": 3}, {"$count": "n"}],
+    [{"$match": {"core": "a"}}, {"$unwind": "$words"}, {"$group": {"_id": "$words", "n": {"$sum": 1}}}],
+    [{"$match": {"core": "a"}}, {"$facet": {"all": [{"$sort": {"_id": 1}}], "n": [{"$count": "n"}]}}],
+    [{"$match": {"core": "a"}}, {"$addFields": {"nested.x": 1}}, {"$sort": {"_id": 1}}],
+    [{"$match": {"core": "a", "at": {"$gte": T0}}}, {"$project": {"at": 1, "later": {"$gt": ["$at", T0]}}}],
+]
+
+
+@pytest.mark.parametrize("pipeline", PIPELINES, ids=[str(n) for n in range(len(PIPELINES))])
+async def test_an_aggregation_answers_what_mongomock_answers_and_leaves_the_documents_as_they_were(
+    pipeline: list[dict[str, Any]],
+) -> None:
+    rows = [
+        {
+            "_id": n,
+            "core": "a" if n % 3 else "b",
+            "seq": n,
+            "words": WORDS[: n % 4],
+            "at": T0 + timedelta(days=n),
+        }
+        for n in range(12)
+    ]
+    indexed = EmbeddedClient(tz_aware=True)["db"]["c"]
+    plain = mongomock.MongoClient(tz_aware=True)["db"]["c"]
+    for keys, name in INDEXES:
+        await indexed.create_index(keys, name=name)
+    await indexed.insert_many([dict(row) for row in rows])
+    plain.insert_many([dict(row) for row in rows])
+
+    answer = await (await indexed.aggregate(pipeline)).to_list(None)
+
+    assert answer == list(plain.aggregate(pipeline))
+    assert [row async for row in indexed.find({}, sort=[("_id", 1)])] == list(
+        plain.find({}, sort=[("_id", 1)])
+    )
