@@ -142,6 +142,18 @@ class Index:
             if at < len(values) and values[at] == second:
                 del values[at]
 
+    def narrows(self, query: Mapping[str, Any]) -> int:
+        """How many of this index's fields narrow ``query``: 0 (the first is not an equality or ``$in``),
+        1 (the first only), 2 (the second too: an equality, ``$in`` or range)."""
+        if point_keys(query.get(self.first, MISSING)) is None:
+            return 0
+        if self.second is None or self.second not in query:
+            return 1
+        condition = query[self.second]
+        if point_keys(condition) is not None or (isinstance(condition, Mapping) and _is_range(condition)):
+            return 2
+        return 1
+
     def lookup(self, query: Mapping[str, Any]) -> set[Any] | None:
         """The documents that may match ``query`` by this index, or None when it cannot narrow them."""
         firsts = point_keys(query.get(self.first, MISSING))

@@ -123,17 +123,29 @@ class IndexedCollectionStore(CollectionStore):
         if not isinstance(query, Mapping):
             return None
         keys, exact = self._by_id(query), _exact_id(query)
-        for index in self._indexes.values():
-            if keys is not None and len(keys) <= 1:
-                break
-            found = index.lookup(query)
-            if found is not None and (keys is None or len(found) < len(keys)):
-                keys, exact = found, index.exact(query)
+        if keys is None:
+            keys, exact = self._by_index(query)
         if keys is None:
             return None
         ordered = sorted((key for key in keys if key in self._order), key=self._order.__getitem__)
         with self._rwlock.reader():
             return [self._documents[key] for key in ordered], exact
+
+    def _by_index(self, query: Mapping[str, Any]) -> tuple[set[Any] | None, bool]:
+        """The smallest set of candidates an index gives: those that narrow on both their fields are read
+        (the smallest wins); only when none does, one index that narrows on its first field. An index is not
+        read when a better one exists (reading a first field's keys costs the core's size)."""
+        usable = [(index.narrows(query), index) for index in self._indexes.values()]
+        best: tuple[set[Any] | None, bool] = (None, False)
+        for index in [index for fields, index in usable if fields == 2]:
+            found = index.lookup(query)
+            if found is not None and (best[0] is None or len(found) < len(best[0])):
+                best = (found, index.exact(query))
+        if best[0] is None:
+            first = next((index for fields, index in usable if fields == 1), None)
+            if first is not None:
+                best = (first.lookup(query), first.exact(query))
+        return best
 
     def every_document(self) -> list[Any]:
         """Every document in natural order, without marking them (the caller only reads them)."""
