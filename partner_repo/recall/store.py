@@ -202,7 +202,7 @@ def _left(core_id: str, held: Mapping[str, int]) -> list[Any]:
         UpdateOne({"_id": node_key(core_id, path), "core_id": core_id}, {"$inc": {"slices": -count}})
         for path, count in held.items()
     ]
-    writes.append(DeleteMany({"core_id": core_id, "_id": {"$in": ids}, "slices": {"$lte": 0}}))
+    writes.append(DeleteMany({"_id": {"$in": ids}, "core_id": core_id, "slices": {"$lte": 0}}))
     return writes
 
 

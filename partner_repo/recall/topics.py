@@ -94,11 +94,13 @@ class TopicExtractor(Protocol):
 
 @dataclass(frozen=True)
 class KeywordTopics:
-    """The offline default extractor (see the module docstring)."""
+    """The offline default extractor (see the module docstring). A coroutine function with no await in it:
+    it computes on the event loop (a few dozen terms sorted), where a plain function would be handed to a
+    worker thread (as a blocking model client must be) only to come back."""
 
     depth: int = 2
 
-    def __call__(self, request: TopicRequest, /) -> Topic:
+    async def __call__(self, request: TopicRequest, /) -> Topic:
         keywords = list(dict.fromkeys(request.keywords))
         if not keywords:
             return Topic(path="misc")
