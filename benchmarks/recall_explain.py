@@ -15,7 +15,7 @@ from __future__ import annotations
 import inspect
 import threading
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import bson
@@ -155,7 +155,7 @@ class CommandLog(monitoring.CommandListener):
 
 @dataclass(frozen=True)
 class Plan:
-    """What ``explain`` says of one read."""
+    """What ``explain`` says of one read (``counting``: the read counts a query term's slices)."""
 
     command: str
     collection: str
@@ -163,6 +163,7 @@ class Plan:
     indexes: tuple[str, ...]
     docs_examined: int
     returned: int
+    counting: bool = False
 
     @property
     def collection_scan(self) -> bool:
@@ -180,7 +181,8 @@ async def examined(database: Any, commands: Sequence[dict[str, Any]]) -> list[Pl
         if name == "aggregate":
             plain["cursor"] = {}
         explained = await database.command("explain", plain, verbosity="executionStats")
-        plans.append(summarize(name, str(command[name]), explained))
+        counting = any("$count" in stage for stage in command.get("pipeline") or [])
+        plans.append(replace(summarize(name, str(command[name]), explained), counting=counting))
     return plans
 
 

@@ -169,6 +169,8 @@ class _Logged:
         getattr(point, f"{kind}_calls").append(len(commands))
         plans = await examined(self.database, commands)
         getattr(point, f"{kind}_examined").append(sum(plan.docs_examined for plan in plans))
+        if kind == "recall":
+            point.counts_examined.append(sum(plan.docs_examined for plan in plans if plan.counting))
         for plan in plans:
             if plan.collection_scan:
                 point.scans.add(f"{plan.command} {plan.collection}")
