@@ -9,7 +9,8 @@ core (``["c", core]``, a counter of its slices and its last sequence number); a 
 counted on the ``core_terms`` index instead of stored.
 
 Everything 0.5 needs is in 0.4's slice documents, so the data moves (no topic extractor is asked again, which
-matters when it is an LLM):
+matters when it is an LLM); a slice's marks (term -> ``[[offset, weight], ...]``) become one
+``"offset:weight ..."`` string per term:
 
 Forward creates ``recall_index``'s indexes, then moves the slices in ``_id`` batches: each is inserted under
 its new id (an id already there, from a run that stopped, is kept) and its old document deleted; sequence
@@ -140,9 +141,28 @@ def moved(old: dict[str, Any], seq: int) -> dict[str, Any] | None:
             "days": _days(old.get("began_at"), old.get("ended_at")),
             "path": path,
             "topic": path,
+            "marks": _marks_stored(old.get("marks") or {}),
         }
     )
     return document
+
+
+def _marks_stored(marks: dict[str, Any]) -> dict[str, str]:
+    """0.4's marks (term -> ``[[offset, weight], ...]``) as 0.5 stores them: one ``"offset:weight ..."``
+    string per term (a mark already a string, moved by a stopped run, stays)."""
+    return {
+        term: pairs if isinstance(pairs, str) else " ".join(f"{int(o)}:{float(w)!r}" for o, w in pairs)
+        for term, pairs in marks.items()
+    }
+
+
+def _marks_listed(marks: dict[str, Any]) -> dict[str, list[list[Any]]]:
+    """0.5's marks back in 0.4's shape."""
+    listed: dict[str, list[list[Any]]] = {}
+    for term, text in marks.items():
+        pairs = (pair.partition(":") for pair in str(text).split())
+        listed[term] = [[int(offset), float(weight)] for offset, _, weight in pairs]
+    return listed
 
 
 async def move_slices(database: Any) -> int:
@@ -245,6 +265,7 @@ def restored(document: dict[str, Any]) -> dict[str, Any]:
     old = {name: value for name, value in document.items() if name not in NEW_FIELDS and name != "_id"}
     old["_id"] = {"u": document["unit_id"], "s": document["slice_id"]}
     old["topic"] = document.get("path") or document.get("topic")
+    old["marks"] = _marks_listed(document.get("marks") or {})
     return old
 
 

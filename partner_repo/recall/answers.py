@@ -12,6 +12,7 @@ from partner_repo.clock import to_utc_ms
 from partner_repo.models import Message
 from partner_repo.recall.scoring import CHANNELS, Candidate, Ranked
 from partner_repo.recall.topics import SEPARATOR, TopicProfile
+from partner_repo.recall.weights import read_marks
 
 _PROFILE = ("activation", "diffusion", "independence")
 
@@ -96,10 +97,7 @@ def _candidate(document: Mapping[str, Any], ranks: dict[str, int]) -> Candidate:
         topic=document.get("topic") or document.get("path") or "",
         profile=TopicProfile(**{key: float(value) for key, value in profile.items() if key in _PROFILE}),
         text=float(document.get("text") or 0.0),
-        marks={
-            term: [(int(o), float(w)) for o, w in marks]
-            for term, marks in (document.get("marks") or {}).items()
-        },
+        marks=read_marks(document.get("marks") or {}),
         ranks=ranks,
     )
 

@@ -40,7 +40,7 @@ from partner_repo.recall.topics import (
     normalized,
 )
 from partner_repo.recall.vectors import Embedder, embed
-from partner_repo.recall.weights import Tokenizer, idf, message_text, slice_terms
+from partner_repo.recall.weights import Tokenizer, idf, message_text, slice_terms, stored_marks
 from partner_repo.rolling.result import RollingResult
 
 NAME = "recall-index"
@@ -125,7 +125,7 @@ class RecallIndexer:
             },
             "terms": sorted(features.weights),
             "weights": features.weights,
-            "marks": features.marks,
+            "marks": stored_marks(features.marks),
             "length": features.length,
             "indexed_at": utc_now(),
         }

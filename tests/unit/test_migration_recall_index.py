@@ -41,7 +41,7 @@ def old_slice(core: str, unit: str, piece: str, words: list[str], topic: str, da
         "profile": {"activation": 0.5, "diffusion": 0.5, "independence": 0.5},
         "terms": sorted(words),
         "weights": dict.fromkeys(words, 1.0),
-        "marks": {word: [[0, 1.0]] for word in words},
+        "marks": {word: [[0, 1.0], [3, 0.4521]] for word in words},
         "length": len(words),
         "indexed_at": at,
     }
@@ -101,6 +101,7 @@ async def test_forward_moves_every_slice_and_counts_its_core_and_nodes() -> None
     assert [(row["slice_id"], row["seq"]) for row in slices] == [("s0", 1), ("s1", 2), ("s2", 3), ("s3", 1)]
     assert counters[("agent", "core", "")] == (3, 3) and counters[("other", "core", "")] == (1, 1)
     assert counters[("agent", "node", "coast")] == (2, "coast")
+    assert slices[0]["marks"] == {"hike": "0:1.0 3:0.4521", "trail": "0:1.0 3:0.4521"}  # one string a term
     assert all(report.ok for report in await RecallIndexCheck(database).check())
 
 

@@ -51,7 +51,7 @@ def document(
         "related": [],
         "terms": sorted(terms),
         "weights": dict.fromkeys(terms, 1.0),
-        "marks": {term: [[0, 1.0]] for term in terms},
+        "marks": {term: "0:1.0" for term in terms},
     }
 
 

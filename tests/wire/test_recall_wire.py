@@ -49,7 +49,7 @@ def slice_row(**extra: Any) -> dict[str, Any]:
         "topic": "puppy",
         "path": "puppi",
         "profile": {"activation": 0.5, "diffusion": 0.5, "independence": 0.5},
-        "marks": {"puppi": [[0, 1.4]]},
+        "marks": {"puppi": "0:1.4"},
         "text": 1.2,
         **extra,
     }
