@@ -68,8 +68,9 @@ def projected(document: Mapping[str, Any], tree: Tree, aware: bool) -> dict[str,
 
 def _copy_fields(document: Mapping[str, Any], tree: Tree, aware: bool) -> dict[str, Any]:
     found: dict[str, Any] = {}
-    for name, value in document.items():
-        wanted = tree.get(name)
+    names = [name for name in document if name in tree] if len(tree) < len(document) else list(document)
+    for name in names:
+        wanted, value = tree.get(name), document[name]
         if wanted is None:
             continue
         if wanted is True:
