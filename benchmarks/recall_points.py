@@ -135,6 +135,11 @@ def server_result(scale: Scale, points: list[Point], backend: str) -> SectionRes
         flat("index write: documents examined (explain of its reads)", _write_examined, ""),
         flat("index write latency p50 (consume of a real roll)", lambda p: p50(p.write_ms), " ms"),
         Row(
+            "the roll's latency p50 (RollingService.roll, which reads and writes no recall data)",
+            _each(points, lambda p: f"{p50(p.roll_ms):,.1f} ms")
+            + f"; {span} = {p50(last.roll_ms) / max(p50(first.roll_ms), 1e-9):.2f}x",
+        ),
+        Row(
             "commands per recall / per index write",
             _each(points, lambda p: f"{mean(p.recall_calls):.1f} / {mean(p.write_calls):.1f}"),
         ),
