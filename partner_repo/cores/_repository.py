@@ -180,10 +180,15 @@ class MemoryCoreRepository:
         text that is not valid Unicode. A window the server cannot grow past 16 MiB raises
         :class:`WindowTooLarge` (nothing recorded: roll, then record again).
         """
-        return await self.record_turn(Turn.checked(core_id, messages, at))
+        return await self._record(Turn.checked(core_id, messages, at))
 
     async def record_turn(self, turn: Turn) -> WindowState:
         """:meth:`record` of a turn its caller checked already (:meth:`Turn.checked`): the one write."""
+        return await self._record(turn)
+
+    async def _record(self, turn: Turn) -> WindowState:
+        """The write of :meth:`record` and :meth:`record_turn` (private, so that a failure is named after the
+        public method the caller called, not this one)."""
         core_id = turn.core_id
         stamp = turn.at or utc_now()
         documents = [m.model_dump() for m in turn.messages]
