@@ -49,7 +49,12 @@ class Scale:
     locomo_questions: int
     """Questions asked per conversation (0: all)."""
     recall_scale_sizes: tuple[int, ...]
+    """Slices of one core the in-memory backend is measured at."""
+    recall_scale_server_sizes: tuple[int, ...]
+    """Slices of one core a server (``MONGODB_URI``) is measured at."""
     recall_scale_queries: int
+    recall_scale_writes: int
+    """Rolls (each indexed) measured at each size."""
 
 
 FULL = Scale(
@@ -83,8 +88,10 @@ FULL = Scale(
     peer_sizes=(10, 100, 1_000, 5_000),
     locomo_conversations=0,
     locomo_questions=0,
-    recall_scale_sizes=(100, 1_000, 10_000),
+    recall_scale_sizes=(1_000, 5_000, 10_000),
+    recall_scale_server_sizes=(1_000, 10_000),
     recall_scale_queries=20,
+    recall_scale_writes=10,
 )
 
 QUICK = Scale(
@@ -119,7 +126,9 @@ QUICK = Scale(
     locomo_conversations=1,
     locomo_questions=6,
     recall_scale_sizes=(50, 100),
+    recall_scale_server_sizes=(50, 100),
     recall_scale_queries=5,
+    recall_scale_writes=2,
 )
 
 

@@ -1,45 +1,50 @@
-"""What a recall asks of its database: driver calls counted in memory, plans explained on a server.
+"""What recall asks of its database: collection calls counted in memory, commands explained on a server.
 
-:class:`CallCounter` wraps a database: each collection call a recall makes (``aggregate``, ``find``, ...)
-is recorded with the BSON size of the documents it returned, so the in-memory backend, which has no wire,
-still shows how many round trips and how many bytes a server would be asked for.
+:class:`CallCounter` wraps a database: each collection call (``find``, ``aggregate``, ``bulk_write``, ...)
+is counted when it is made, with the BSON size of the documents it returned, so the in-memory backend,
+which has no wire, still shows how many calls and bytes an operation costs.
 
-:func:`pipelines` records the aggregations of one recall (through a :class:`CallCounter`);
-:func:`matched` counts the documents each one's first ``$match`` selects (what a server with the right
-indexes reads, on any backend); :func:`explain_plans` asks a server to ``explain`` each (``executionStats``)
-and keeps what matters: the stages of the winning plan, the indexes used, keys and documents examined,
-documents returned. A server that cannot explain an aggregation says so in the result.
+:class:`CommandLog` records the commands a client sends (pymongo's command monitoring), and
+:func:`examined` asks the server to ``explain`` each read among them (``executionStats``): the stages of its
+plan, the indexes used, the documents examined and returned. :func:`largest_document` finds the largest
+document of a collection.
 """
 
 from __future__ import annotations
 
 import inspect
-from collections.abc import Iterator
+import threading
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import bson
+from pymongo import monitoring
 
-from partner_repo.recall import MemoryRecall
+READS = frozenset({"find", "aggregate", "count", "distinct"})
+"""Commands whose plan ``explain`` shows (writes by ``_id`` examine the one document they name)."""
+DRIVER_FIELDS = frozenset(
+    {"$db", "lsid", "$clusterTime", "txnNumber", "$readPreference", "readConcern", "signature", "apiVersion"}
+)
 
 
 class CallCounter:
-    """A database wrapper recording ``(collection.method, returned bytes)`` while recording is on, and the
-    pipelines of the aggregations."""
+    """A database wrapper recording ``(collection.method, returned bytes)`` while recording is on."""
 
     def __init__(self, database: Any) -> None:
         self._database = database
         self._recording = False
-        self.calls: list[tuple[str, int]] = []
-        self.pipelines: list[tuple[str, list[dict[str, Any]]]] = []
+        self.calls: list[str] = []
+        self.returned = 0
         self.name = database.name
         self.client = database.client
 
     def start(self) -> None:
         self._recording = True
         self.calls = []
-        self.pipelines = []
+        self.returned = 0
 
-    def stop(self) -> list[tuple[str, int]]:
+    def stop(self) -> list[str]:
         self._recording = False
         return self.calls
 
@@ -49,9 +54,13 @@ class CallCounter:
     def __getattr__(self, name: str) -> Any:
         return getattr(self._database, name)
 
-    def _record(self, label: str, documents: list[Any]) -> None:
+    def _called(self, label: str) -> None:
         if self._recording:
-            self.calls.append((label, sum(len(bson.encode(d)) for d in documents if isinstance(d, dict))))
+            self.calls.append(label)
+
+    def _returned(self, documents: Sequence[Any]) -> None:
+        if self._recording:
+            self.returned += sum(len(bson.encode(d)) for d in documents if isinstance(d, dict))
 
 
 class _Collection:
@@ -66,92 +75,135 @@ class _Collection:
             return attribute
         label = f"{self._name}.{method}"
 
-        async def call(*args: Any, **kwargs: Any) -> Any:
-            if method == "aggregate" and self._counter._recording:
-                self._counter.pipelines.append((self._name, list(args[0])))
+        def call(*args: Any, **kwargs: Any) -> Any:
+            self._counter._called(label)
             value = attribute(*args, **kwargs)
             if inspect.isawaitable(value):
-                value = await value
-            if hasattr(value, "to_list"):
-                return _Cursor(self._counter, label, value)
-            self._counter._record(label, [value] if isinstance(value, dict) else [])
-            return value
+                return self._resolved(value)
+            return self._wrapped(value)
 
         return call
 
+    async def _resolved(self, value: Any) -> Any:
+        return self._wrapped(await value)
+
+    def _wrapped(self, value: Any) -> Any:
+        if hasattr(value, "to_list"):
+            return _Cursor(self._counter, value)
+        self._counter._returned([value] if isinstance(value, dict) else [])
+        return value
+
 
 class _Cursor:
-    def __init__(self, counter: CallCounter, label: str, cursor: Any) -> None:
+    def __init__(self, counter: CallCounter, cursor: Any) -> None:
         self._counter = counter
-        self._label = label
         self._cursor = cursor
 
     async def to_list(self, length: int | None = None) -> list[Any]:
         documents = list(await self._cursor.to_list(length))
-        self._counter._record(self._label, documents)
+        self._counter._returned(documents)
         return documents
 
+    def __aiter__(self) -> Any:
+        return self._iterate()
+
+    async def _iterate(self) -> Any:
+        documents = await self.to_list(None)
+        for document in documents:
+            yield document
+
     def __getattr__(self, name: str) -> Any:
-        return getattr(self._cursor, name)
+        attribute = getattr(self._cursor, name)
+        if name in ("sort", "limit", "skip", "batch_size"):
+
+            def chained(*args: Any, **kwargs: Any) -> _Cursor:
+                attribute(*args, **kwargs)
+                return self
+
+            return chained
+        return attribute
 
 
-async def pipelines(database: Any, query: str, limit: int, max_messages: int, core_id: str) -> list[Any]:
-    """The ``(collection, pipeline)`` of each aggregation one recall of ``query`` runs."""
-    counter = CallCounter(database)
-    counter.start()
-    # search=False: no MongoDB Search probe (an aggregation of its own, not part of the recall's plan)
-    await MemoryRecall(counter, search=False).recall(core_id, query, limit=limit, max_messages=max_messages)
-    counter.stop()
-    return counter.pipelines
+@dataclass
+class CommandLog(monitoring.CommandListener):
+    """Every command a client sends while recording is on (the command documents themselves)."""
+
+    commands: list[dict[str, Any]] = field(default_factory=list)
+    recording: bool = False
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def start(self) -> None:
+        with self._lock:
+            self.recording, self.commands = True, []
+
+    def stop(self) -> list[dict[str, Any]]:
+        with self._lock:
+            self.recording = False
+            return list(self.commands)
+
+    def started(self, event: monitoring.CommandStartedEvent) -> None:
+        with self._lock:
+            if self.recording:
+                self.commands.append(dict(event.command))
+
+    def succeeded(self, event: monitoring.CommandSucceededEvent) -> None:
+        """Nothing to record."""
+
+    def failed(self, event: monitoring.CommandFailedEvent) -> None:
+        """Nothing to record."""
 
 
-async def matched(database: Any, query: str, limit: int, max_messages: int, core_id: str) -> dict[str, int]:
-    """How many documents the first ``$match`` of each aggregation of one recall selects: what a server
-    with the right indexes reads (a collection scan reads the whole collection instead)."""
-    found: dict[str, int] = {}
-    for collection, pipeline in await pipelines(database, query, limit, max_messages, core_id):
-        found[collection] = int(await database[collection].count_documents(pipeline[0]["$match"]))
-    return found
+@dataclass(frozen=True)
+class Plan:
+    """What ``explain`` says of one read (``counting``: the read counts a query term's slices)."""
+
+    command: str
+    collection: str
+    stages: tuple[str, ...]
+    indexes: tuple[str, ...]
+    docs_examined: int
+    returned: int
+    counting: bool = False
+
+    @property
+    def collection_scan(self) -> bool:
+        return "COLLSCAN" in self.stages
 
 
-async def explain_plans(
-    database: Any, query: str, limit: int, max_messages: int, core_id: str
-) -> dict[str, Any]:
-    """``explain`` (``executionStats``) of each aggregation one recall of ``query`` runs, summarized."""
-    plans: dict[str, Any] = {}
-    for collection, pipeline in await pipelines(database, query, limit, max_messages, core_id):
-        try:
-            explained = await database.command(
-                "explain",
-                {"aggregate": collection, "pipeline": pipeline, "cursor": {}},
-                verbosity="executionStats",
-            )
-        except Exception as exc:  # a server without explain for this pipeline: say so
-            plans[collection] = {"error": str(exc).splitlines()[0]}
+async def examined(database: Any, commands: Sequence[dict[str, Any]]) -> list[Plan]:
+    """``explain`` (``executionStats``) of every read among ``commands``."""
+    plans: list[Plan] = []
+    for command in commands:
+        name = next(iter(command))
+        if name not in READS:
             continue
-        plans[collection] = summarize(explained)
+        plain = {key: value for key, value in command.items() if key not in DRIVER_FIELDS}
+        if name == "aggregate":
+            plain["cursor"] = {}
+        explained = await database.command("explain", plain, verbosity="executionStats")
+        counting = any("$count" in stage for stage in command.get("pipeline") or [])
+        plans.append(replace(summarize(name, str(command[name]), explained), counting=counting))
     return plans
 
 
-def summarize(explained: dict[str, Any]) -> dict[str, Any]:
-    """Stages, indexes, keys and documents examined of an ``explain`` answer (any of its shapes)."""
+def summarize(command: str, collection: str, explained: dict[str, Any]) -> Plan:
+    """Stages, indexes and documents examined of an ``explain`` answer (any of its shapes)."""
     stages: list[str] = []
     indexes: list[str] = []
     for node in _walk(explained):
-        stage = node.get("stage")
-        if isinstance(stage, str):
-            stages.append(stage)
+        if isinstance(node.get("stage"), str):
+            stages.append(node["stage"])
         if isinstance(node.get("indexName"), str):
             indexes.append(node["indexName"])
     stats = next((node for node in _walk(explained) if "totalDocsExamined" in node), {})
-    return {
-        "stages": list(dict.fromkeys(stages)),
-        "indexes": list(dict.fromkeys(indexes)),
-        "keys_examined": int(stats.get("totalKeysExamined") or 0),
-        "docs_examined": int(stats.get("totalDocsExamined") or 0),
-        "returned": int(stats.get("nReturned") or 0),
-        "collection_scan": "COLLSCAN" in stages,
-    }
+    return Plan(
+        command=command,
+        collection=collection,
+        stages=tuple(dict.fromkeys(stages)),
+        indexes=tuple(dict.fromkeys(indexes)),
+        docs_examined=int(stats.get("totalDocsExamined") or 0),
+        returned=int(stats.get("nReturned") or 0),
+    )
 
 
 def _walk(value: Any) -> Iterator[dict[str, Any]]:
@@ -164,4 +216,12 @@ def _walk(value: Any) -> Iterator[dict[str, Any]]:
             yield from _walk(item)
 
 
-__all__ = ["CallCounter", "explain_plans", "matched", "pipelines", "summarize"]
+async def largest_document(collection: Any) -> int:
+    """The BSON size of the largest document of ``collection`` (a scan: for a benchmark, not a service)."""
+    largest = 0
+    async for document in collection.find({}):
+        largest = max(largest, len(bson.encode(document)))
+    return largest
+
+
+__all__ = ["CallCounter", "CommandLog", "Plan", "examined", "largest_document", "summarize"]

@@ -3,7 +3,7 @@
 A :class:`History` records each session's messages into a core (a minute apart, at that session's day), rolls
 it with :class:`~partner_repo.RollingService` (the summary is the one the session names) and hands the roll to
 :class:`~partner_repo.recall.RecallIndexer`, exactly what a listener does. :func:`index_state` and
-:func:`assert_vocabulary_derives_from_slices` read the recall collections back as plain data.
+:func:`assert_counters_derive_from_slices` read the recall index back as plain data.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from partner_repo import (
     RollingResult,
     RollingService,
 )
-from partner_repo.mongo._indexes import RECALL_SLICES, RECALL_VOCABULARY
+from partner_repo.mongo._indexes import RECALL_INDEX
 from partner_repo.recall import MemoryRecall, RecallIndexer, Topic, TopicExtractor, TopicRequest
 from tests.erasure_support import CrashingDatabase
 
@@ -159,31 +159,32 @@ def erasure_of(results: Sequence[RollingResult], *, core_id: str) -> Erasure:
 
 async def index_state(
     database: Any,
-) -> tuple[dict[tuple[str, str, str], list[list[str]]], list[dict[str, Any]]]:
-    """The recall index as plain data: each vocabulary entry ``(core, kind, value)`` with its sorted slice
-    keys, and every indexed slice (without the time it was indexed at)."""
-    vocabulary = {
-        (row["core_id"], row["kind"], row["value"]): sorted(row.get("slices") or [])
-        async for row in database[RECALL_VOCABULARY].find({})
-    }
-    slices = [
-        {key: value for key, value in row.items() if key != "indexed_at"}
-        async for row in database[RECALL_SLICES].find({}).sort("_id.s", 1)
-    ]
-    return vocabulary, slices
+) -> tuple[dict[tuple[str, str, str], Any], list[dict[str, Any]]]:
+    """The recall index as plain data: its counters (``(core, "node", path)`` -> the node's slice count and
+    label, ``(core, "core", "")`` -> the core's slice count and last sequence number) and every indexed slice
+    (without the time it was indexed at), by slice id."""
+    counters: dict[tuple[str, str, str], Any] = {}
+    slices: list[dict[str, Any]] = []
+    async for row in database[RECALL_INDEX].find({}):
+        if row.get("kind") == "node":
+            counters[(row["core_id"], "node", row["node"])] = (row["slices"], row["label"])
+        elif row.get("kind") == "core":
+            counters[(row["core_id"], "core", "")] = (row["slices"], row["last_seq"])
+        else:
+            slices.append({key: value for key, value in row.items() if key != "indexed_at"})
+    return counters, sorted(slices, key=lambda row: row["slice_id"])
 
 
-async def assert_vocabulary_derives_from_slices(database: Any) -> None:
-    """Every vocabulary entry holds exactly the slices whose document holds its term, node or core, and no
-    entry is left without a slice: document frequencies are what the indexed slices say, nothing more."""
-    vocabulary, slices = await index_state(database)
-    expected: dict[tuple[str, str, str], list[list[str]]] = {}
+async def assert_counters_derive_from_slices(database: Any) -> None:
+    """Every counter says what the indexed slices say: each node counts the slices under it, each core its
+    slices, and no node or core is left that no slice holds (nothing of a removed text stays)."""
+    counters, slices = await index_state(database)
+    expected: dict[tuple[str, str, str], int] = {}
     for row in slices:
-        key = [row["unit_id"], row["slice_id"]]
-        held = [("term", term) for term in row["terms"]] + [("node", node) for node in row["ancestors"]]
-        for kind, value in [*held, ("core", "")]:
-            expected.setdefault((row["core_id"], kind, value), []).append(key)
-    assert vocabulary == {entry: sorted(keys) for entry, keys in expected.items()}
+        for path in row["ancestors"]:
+            expected[(row["core_id"], "node", path)] = expected.get((row["core_id"], "node", path), 0) + 1
+        expected[(row["core_id"], "core", "")] = expected.get((row["core_id"], "core", ""), 0) + 1
+    assert {key: value[0] for key, value in counters.items()} == expected
 
 
 WRITES = frozenset(
@@ -193,9 +194,9 @@ WRITES = frozenset(
 
 
 def crashing_index(database: Any, at: int) -> CrashingDatabase:
-    """The database, except that write number ``at`` (from 1) to a recall collection raises ``Crash``, as if
+    """The database, except that write number ``at`` (from 1) to the recall index raises ``Crash``, as if
     the indexing process had been killed there (``calls`` counts the writes tried)."""
-    return CrashingDatabase(database, frozenset({RECALL_SLICES, RECALL_VOCABULARY}), WRITES, after=at)
+    return CrashingDatabase(database, frozenset({RECALL_INDEX}), WRITES, after=at)
 
 
 @dataclass

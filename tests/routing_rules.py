@@ -13,8 +13,8 @@ cluster refuses outright, and they are reported as such:
 - a unique index the shard key does not prefix (:func:`partner_repo.mongo._topology.index_refusal`);
 - creating a collection or an index inside a transaction (a cross-shard transaction cannot).
 
-The shard keys are the documented ones (``partner_repo.mongo._indexes.SHARD_KEYS``: ``_id`` hashed); every
-other collection is unsharded.
+The shard keys are the documented ones (``partner_repo.mongo._indexes.SHARD_KEYS``: ``_id`` hashed for the
+units and the claims, ``{core_id: 1, _id: 1}`` for the recall index); every other collection is unsharded.
 """
 
 from __future__ import annotations
@@ -68,6 +68,7 @@ def route(command: Mapping[str, Any], shard_keys: Mapping[str, Mapping[str, Any]
         return Route("unsharded", collection)
     field = next(iter(key))
     hashed = key[field] == "hashed"
+    whole = tuple(key)
     if name == "insert":
         return Route("one" if len(command.get("documents", [])) == 1 else "some", collection)
     if name in {"find", "count", "distinct"}:
@@ -75,12 +76,12 @@ def route(command: Mapping[str, Any], shard_keys: Mapping[str, Mapping[str, Any]
     if name == "aggregate":
         return _aggregate(command.get("pipeline", []), collection, field, hashed)
     if name == "update":
-        return _writes(command.get("updates", []), collection, field, hashed, one="multi", upsert=True)
+        return _writes(command.get("updates", []), collection, whole, hashed, one="multi", upsert=True)
     if name == "delete":
-        return _writes(command.get("deletes", []), collection, field, hashed, one="limit", upsert=False)
+        return _writes(command.get("deletes", []), collection, whole, hashed, one="limit", upsert=False)
     if name == "findAndModify":
         statement = {"q": command.get("query") or {}, "upsert": command.get("upsert", False)}
-        return _writes([statement], collection, field, hashed, one="always", upsert=True)
+        return _writes([statement], collection, whole, hashed, one="always", upsert=True)
     return Route("all", collection, f"unknown command {name}")
 
 
@@ -124,23 +125,28 @@ def _aggregate(
 def _writes(
     statements: Sequence[Mapping[str, Any]],
     collection: str | None,
-    field: str,
+    key: tuple[str, ...],
     hashed: bool,
     *,
     one: str,
     upsert: bool,
 ) -> Route:
-    """Each statement's routing; the widest wins, and a refusal names its statement."""
+    """Each statement's routing; the widest wins, and a refusal names its statement. The first field of the
+    shard key routes (a compound key's prefix targets the chunks of that value); an upsert must name every
+    field of the key with an equality (the manual: "must include the full shard key")."""
     widest: Kind = "one"
     for statement in statements:
-        kind = target(statement.get("q") or {}, field, hashed)
+        query = statement.get("q") or {}
+        kind = target(query, key[0], hashed)
         if one == "multi":  # update: updateOne unless multi
             single = not statement.get("multi")
         else:  # delete: deleteOne when limit is 1; findAndModify: always one
             single = one == "always" or statement.get("limit") == 1
-        if upsert and statement.get("upsert") and kind != "one":
+        if upsert and statement.get("upsert") and not all(target(query, f, hashed) == "one" for f in key):
             return Route(
-                "refused", collection, f"an upsert without an equality on {field}: {statement.get('q')}"
+                "refused",
+                collection,
+                f"an upsert without an equality on the full shard key {', '.join(key)}: {query}",
             )
         if single and kind != "one":
             return Route(

@@ -1,16 +1,20 @@
 """``partner-repo check``, ``repair`` and ``import-state DIR``: keeping memory sound and bringing it in.
 
-``check`` exits 1 when a unit breaks an invariant, ``repair`` when a unit could not be repaired; both print
-what they found (``--json`` for scripts). ``import-state`` exits 0 even when it skipped items: they are
-reported, never fatal. All three show a progress bar on stderr when it is a terminal.
+``check`` exits 1 when a unit breaks an invariant or a counter of the recall index differs from what the
+index holds, ``repair`` when a unit could not be repaired; both print what they found (``--json`` for
+scripts), the recall index's counters after the units (:mod:`partner_repo.recall._checking`).
+``import-state`` exits 0 even when it skipped items: they are reported, never fatal. All three show a
+progress bar on stderr when it is a terminal.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import asdict
 from pathlib import Path
 
 import click
+from rich.console import Console
 
 from partner_repo.admin import CheckReport, InvariantViolation, RepairReport, UnitChecker
 from partner_repo.cli._output import console, echo_json, json_option
@@ -21,6 +25,7 @@ from partner_repo.cli._slices import open_admin, require_core, usage_errors
 from partner_repo.cores import DEFAULT_CORE_ID
 from partner_repo.importing import ImportIssue, ImportReport, import_partner_state, state_directory_problem
 from partner_repo.mongo import MongoDatabase
+from partner_repo.recall import CoreIndexCheck, RecallIndexCheck
 
 _core_option = click.option("--core", "core_id", default=None, help="Only this core's units.")
 
@@ -30,18 +35,20 @@ _core_option = click.option("--core", "core_id", default=None, help="Only this c
 @json_option
 @click.pass_context
 def check(ctx: click.Context, core_id: str | None, as_json: bool) -> None:
-    """Report every unit that breaks the invariants (exit 1 if any does)."""
+    """Report every unit that breaks the invariants, and every recall index counter that differs from what
+    the index holds (exit 1 if any)."""
 
-    async def work() -> CheckReport:
+    async def work() -> tuple[CheckReport, list[CoreIndexCheck]]:
         with usage_errors(), counted_progress("checking units", _check_interrupted) as progress:
             database = await open_admin(ctx)
             report = await UnitChecker(database).check(core_id, progress=progress)
+            recall = await RecallIndexCheck(database).check(core_id)
         await _known_core(database, core_id, report.units_checked)
-        return report
+        return report, recall
 
-    report = run_async(work)
+    report, recall = run_async(work)
     if as_json:
-        echo_json(report)
+        echo_json({**report.model_dump(mode="json"), "recall_index": [asdict(found) for found in recall]})
     else:
         out = console()
         if report.units:
@@ -56,13 +63,14 @@ def check(ctx: click.Context, core_id: str | None, as_json: bool) -> None:
                 f"core {foreign.core_id!r}: its session unit {foreign.session_id!r} belongs to core "
                 f"{foreign.owner!r}, so it cannot roll (repair gives it a fresh session)"
             )
+        _print_recall_index(out, recall, "check")
         if (
             any(u.repairable for u in report.units)
             or any(c.releasable for c in report.orphan_claims)
             or report.foreign_sessions
         ):
             out.print("run `partner-repo repair` to normalize them")
-    if not report.ok:
+    if not report.ok or not all(found.ok for found in recall):
         ctx.exit(EXIT_NOT_FOUND)
 
 
@@ -71,19 +79,21 @@ def check(ctx: click.Context, core_id: str | None, as_json: bool) -> None:
 @json_option
 @click.pass_context
 def repair(ctx: click.Context, core_id: str | None, as_json: bool) -> None:
-    """Normalize every broken unit in place (exit 1 if some could not be repaired)."""
+    """Normalize every broken unit in place and set the recall index's counters from the index (exit 1 if
+    some unit could not be repaired)."""
     target = connection(ctx, "write")
 
-    async def work() -> RepairReport:
+    async def work() -> tuple[RepairReport, list[CoreIndexCheck]]:
         with usage_errors(), progress_bar("repairing units") as progress:
             database = await target.open()
             report = await UnitChecker(database).repair(core_id, progress=progress)
+            recall = await RecallIndexCheck(database).repair(core_id)
         await _known_core(database, core_id, report.units_checked)
-        return report
+        return report, recall
 
-    report = run_async(work)
+    report, recall = run_async(work)
     if as_json:
-        echo_json(report)
+        echo_json({**report.model_dump(mode="json"), "recall_index": [asdict(found) for found in recall]})
     else:
         out = console()
         if report.repaired:
@@ -108,6 +118,7 @@ def repair(ctx: click.Context, core_id: str | None, as_json: bool) -> None:
             f"{len(report.failed)} not repaired, {len(report.released_claims)} slice-id claim(s) released, "
             f"{len(report.fresh_sessions)} core(s) given a fresh session"
         )
+        _print_recall_index(out, recall, "repair")
     if not report.ok:
         ctx.exit(EXIT_NOT_FOUND)
 
@@ -157,6 +168,27 @@ def import_state(ctx: click.Context, directory: Path, core_id: str, as_copy: boo
             out.print(_issues_table(title, issues))
     if report.unknown_keys:
         out.print(_unknown_keys_table(report.unknown_keys))
+
+
+def _print_recall_index(out: Console, found: list[CoreIndexCheck], verb: str) -> None:
+    """What the recall index's counters say, core by core (only the cores with something off)."""
+    off = [report for report in found if not report.ok]
+    done = "set again" if verb == "repair" else "differ from what the index holds"
+    for report in off:
+        parts = []
+        if report.core is not None:
+            parts.append(f"slice count {report.core.recorded} for {report.core.counted}")
+        if report.nodes:
+            parts.append(f"{len(report.nodes)} topic node count(s)")
+        if report.unheld:
+            parts.append(f"{len(report.unheld)} topic node(s) no slice holds")
+        if report.orphans:
+            parts.append(f"slices of {len(report.orphans)} unit(s) that are gone")
+        out.print(f"recall index of core {report.core_id!r}: {', '.join(parts)} ({done})")
+    slices = sum(report.slices for report in found)
+    out.print(f"recall index: {len(found)} core(s), {slices} slice(s), {len(off)} with counters off")
+    if off and verb == "check":
+        out.print("run `partner-repo repair` to set them from the index")
 
 
 async def _known_core(database: MongoDatabase, core_id: str | None, units_checked: int) -> None:

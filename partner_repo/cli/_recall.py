@@ -13,6 +13,7 @@ read preference.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -134,57 +135,84 @@ def search(
     A query naming nothing the index knows (no word, topic or date of it) gets the newest slices (found by
     recent).
     """
-
-    async def work() -> tuple[list[ActivatedSlice], bool]:
-        with usage_errors():
-            database = await open_admin(ctx)
-            recaller = MemoryRecall(database, tz=tz)
-            found = await recaller.recall(
-                core_id,
-                query,
-                limit=limit,
-                max_messages=max_messages,
-                since=since,
-                until=until,
-                now=now,
-                explain=why,
-            )
-            if found:
-                return found, True
-            indexed = bool(await recaller.topics(core_id))
-            if not indexed:
-                await require_core(database, core_id)
-            return found, indexed
-
     now = utc_now()
-    found, indexed = run_async(work)
+    asked = _Asked(core_id, query, since, until, limit, max_messages, tz, now, why)
+    found, indexed = run_async(lambda: _recalled(ctx, asked))
     cues = date_cues(query, now=now, tz=tz)
     if as_json:
-        echo_json(
-            {
-                "core_id": core_id,
-                "query": query,
-                "now": plain(now),
-                "tz": tz.key,
-                "since": plain(since),
-                "until": plain(until),
-                "date_cues": [_cue_json(cue) for cue in cues],
-                "slices": [activated_json(piece) for piece in found],
-            }
+        echo_json(_search_json(asked, cues, found))
+    else:
+        _print_search(asked, cues, found, indexed)
+
+
+@dataclass(frozen=True)
+class _Asked:
+    """What ``recall search`` was asked."""
+
+    core_id: str
+    query: str
+    since: datetime | None
+    until: datetime | None
+    limit: int
+    max_messages: int
+    tz: ZoneInfo
+    now: datetime
+    why: bool
+
+
+async def _recalled(ctx: click.Context, asked: _Asked) -> tuple[list[ActivatedSlice], bool]:
+    """The recalled slices, and whether the core has anything indexed (a core that does not exist at all
+    is one line and exit 1)."""
+    with usage_errors():
+        database = await open_admin(ctx)
+        recaller = MemoryRecall(database, tz=asked.tz)
+        found = await recaller.recall(
+            asked.core_id,
+            asked.query,
+            limit=asked.limit,
+            max_messages=asked.max_messages,
+            since=asked.since,
+            until=asked.until,
+            now=asked.now,
+            explain=asked.why,
         )
-        return
+        if found:
+            return found, True
+        indexed = bool(await recaller.topics(asked.core_id))
+        if not indexed:
+            await require_core(database, asked.core_id)
+        return found, indexed
+
+
+def _search_json(asked: _Asked, cues: Sequence[DateCue], found: Sequence[ActivatedSlice]) -> dict[str, Any]:
+    return {
+        "core_id": asked.core_id,
+        "query": asked.query,
+        "now": plain(asked.now),
+        "tz": asked.tz.key,
+        "since": plain(asked.since),
+        "until": plain(asked.until),
+        "date_cues": [_cue_json(cue) for cue in cues],
+        "slices": [activated_json(piece) for piece in found],
+    }
+
+
+def _print_search(
+    asked: _Asked, cues: Sequence[DateCue], found: Sequence[ActivatedSlice], indexed: bool
+) -> None:
     out = console()
-    if why:
-        out.print(_cues_line(cues, tz))
+    if asked.why:
+        out.print(_cues_line(cues, asked.tz))
     if not found:
-        out.print(_nothing(core_id, query, indexed, since, until))
+        out.print(_nothing(asked.core_id, asked.query, indexed, asked.since, asked.until))
         return
     messages = sum(len(piece.messages) for piece in found)
     out.print(
-        f"recalled {len(found)} slice(s), {messages} message(s) of core {core_id!r} for {short(query, 80)!r}"
+        f"recalled {len(found)} slice(s), {messages} message(s) of core {asked.core_id!r} for "
+        f"{short(asked.query, 80)!r}"
     )
     for number, piece in enumerate(found, 1):
-        out.print(activated_view(piece, number, tz, why=why))
+        out.print(activated_view(piece, number, asked.tz, why=asked.why))
 
 
 @recall.command("topics")
@@ -204,12 +232,7 @@ def topics(ctx: click.Context, core_id: str, as_json: bool) -> None:
 
     nodes = run_async(work)
     if as_json:
-        echo_json(
-            {
-                "core_id": core_id,
-                "topics": [{"path": n.path, "depth": n.depth, "slices": n.slices} for n in nodes],
-            }
-        )
+        echo_json({"core_id": core_id, "topics": [_node_json(node) for node in nodes]})
         return
     out = console()
     if not nodes:
@@ -218,6 +241,11 @@ def topics(ctx: click.Context, core_id: str, as_json: bool) -> None:
     out.print(f"topics of core {core_id!r}")
     out.print(topic_tree(nodes))
     out.print(f"{len(nodes)} topic(s) over {sum(n.slices for n in nodes if n.depth == 1)} slice(s)")
+
+
+def _node_json(node: TopicNode) -> dict[str, Any]:
+    """A node for scripts: its readable path, depth and slice count, and the path the index matches it by."""
+    return {"path": node.path, "depth": node.depth, "slices": node.slices, "key": node.key or node.path}
 
 
 def topic_tree(nodes: Sequence[TopicNode]) -> Table:

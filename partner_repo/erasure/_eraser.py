@@ -340,7 +340,7 @@ class MemoryEraser:
             await self._requests.add_targets(request, done.late)
         checkpoints = await remove_unit_progress(self._database, unit_ids)
         letters = await self._letters.remove_for_units(unit_ids)
-        await RecallStore(self._database).remove_units(unit_ids)  # derived text goes with its units
+        await RecallStore(self._database).remove_units(request.core_id, unit_ids)  # derived text goes too
         await SliceIdClaims(self._database).release_units(unit_ids)  # after the tombstones: none comes back
         await self._requests.count(
             request.erasure_id, units=done.deleted, checkpoints=checkpoints, dead_letters=letters

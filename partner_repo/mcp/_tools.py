@@ -54,9 +54,8 @@ logger = logging.getLogger("partner_repo.mcp")
 async def topic_nodes(recall: MemoryRecall, core_id: str) -> list[TopicNode]:
     """The core's topic tree, as the recall index holds it: the one place ``topics`` reads it.
 
-    Today :meth:`MemoryRecall.topics` (what ``partner-repo recall topics`` prints), whose names are the
-    offline extractor's index terms (English ones are stems); a public API that names the nodes in readable
-    words replaces this call, and nothing else changes.
+    :meth:`MemoryRecall.topics` (what ``partner-repo recall topics`` prints): each node's path in readable
+    words (``beagle->adopted``, where the index matches ``beagl->adopt``) and its slice count.
     """
     return await recall.topics(core_id)
 

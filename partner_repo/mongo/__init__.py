@@ -16,10 +16,12 @@ import-linter contract checks it): the rest of the library asks this front modul
 It sits above the models (it binds them and lays them out) and below every repository.
 """
 
-# The driver's own vocabulary the repositories use: sort orders, return-document choices, read concerns and
-# the error classes they catch, named here so that the driver stays behind this front module.
-from pymongo import ASCENDING, DESCENDING, ReadPreference, ReturnDocument
+# The driver's own vocabulary the repositories use: sort orders, return-document choices, read concerns, the
+# requests of a bulk write and the error classes they catch, named here so that the driver stays behind this
+# front module.
+from pymongo import ASCENDING, DESCENDING, DeleteMany, ReadPreference, ReplaceOne, ReturnDocument, UpdateOne
 from pymongo.errors import (
+    BulkWriteError,
     ConfigurationError,
     ConnectionFailure,
     DocumentTooLarge,
@@ -55,8 +57,7 @@ from partner_repo.mongo._indexes import (
     DEAD_LETTERS,
     ERASURE_REQUESTS,
     ERASURES,
-    RECALL_SLICES,
-    RECALL_VOCABULARY,
+    RECALL_INDEX,
     SLICE_ID_CLAIMS,
     UNIT_FINGERPRINT_INDEX,
     UNITS,
@@ -101,6 +102,10 @@ __all__ = [
     "DESCENDING",
     "ReadPreference",
     "ReturnDocument",
+    "DeleteMany",
+    "ReplaceOne",
+    "UpdateOne",
+    "BulkWriteError",
     "ConfigurationError",
     "ConnectionFailure",
     "DocumentTooLarge",
@@ -128,8 +133,7 @@ __all__ = [
     "MAX_SUMMARY_BYTES",
     "MongoDatabase",
     "NOT_ERASED",
-    "RECALL_SLICES",
-    "RECALL_VOCABULARY",
+    "RECALL_INDEX",
     "ROLL_RESERVE_BYTES",
     "SLICE_ID_CLAIMS",
     "SecretsFilter",

@@ -33,10 +33,10 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequenc
 from contextlib import asynccontextmanager
 from typing import Any, Literal, ParamSpec, TypeVar
 
-from pymongo import UpdateOne
-from pymongo.errors import BulkWriteError, ConnectionFailure, PyMongoError
+from pymongo.errors import ConnectionFailure, PyMongoError
 
 from partner_repo.errors import ConnectionFailed, OperationTimedOut, PartnerRepoError
+from partner_repo.mongo._bulk_requests import apply_requests_async
 
 Stack = Literal["pymongo", "motor"]
 
@@ -130,33 +130,25 @@ async def aggregate_list(
     return list(await cursor.to_list(length=length))
 
 
-Update = tuple[Mapping[str, Any], Mapping[str, Any], bool]
-"""One update of :func:`update_each`: ``(filter, update, upsert)``."""
+async def bulk_write(collection: Any, requests: Sequence[Any], *, ordered: bool = True) -> Any:
+    """PyMongo's ``bulk_write`` of ``requests`` (``UpdateOne``, ``ReplaceOne``, ``DeleteMany``...): one round
+    trip, its ``BulkWriteResult``, or its ``BulkWriteError`` (an ordered batch stops at its first error).
+
+    The embedded backend of the PyMongo stack takes it as it is (:mod:`partner_repo.mongo._mongomock_store`);
+    mongomock-motor's, on the Motor stack, cannot take PyMongo 4.9+'s requests, so there they are applied in
+    turn (:mod:`partner_repo.mongo._bulk_requests`): the same writes, the same answer."""
+    if _embedded(collection) and not _indexed(collection):
+        return await apply_requests_async(collection, requests, ordered)
+    return await _resolved(collection.bulk_write(list(requests), ordered=ordered))
 
 
-async def update_each(collection: Any, updates: Sequence[Update]) -> None:
-    """Apply each ``update_one`` of ``updates`` in one unordered ``bulk_write`` (one round trip); an upsert
-    that races another to the same ``_id`` is retried once as a plain update (it then matches).
-
-    The embedded backend (mongomock, under either stack) cannot take the bulk requests of PyMongo 4.9+ (it
-    rejects their ``sort`` argument), so there each update is applied in turn: the same writes, and an
-    in-memory backend has no round trips to save."""
-    if not updates:
-        return
-    if _embedded(collection):
-        for query, update, upsert in updates:
-            await _resolved(collection.update_one(dict(query), dict(update), upsert=upsert))
-        return
-    requests = [UpdateOne(dict(query), dict(update), upsert=upsert) for query, update, upsert in updates]
-    try:
-        await _resolved(collection.bulk_write(requests, ordered=False))
-    except BulkWriteError as exc:
-        raced = [error["index"] for error in exc.details.get("writeErrors", []) if error.get("code") == 11000]
-        others = [error for error in exc.details.get("writeErrors", []) if error.get("code") != 11000]
-        if others or not raced:
-            raise
-        retry = [UpdateOne(dict(updates[i][0]), dict(updates[i][1])) for i in raced]
-        await _resolved(collection.bulk_write(retry, ordered=False))
+def _indexed(collection: Any) -> bool:
+    """Whether ``collection`` is (or forwards to) :mod:`partner_repo.mongo._embedded`'s, which takes bulk
+    writes."""
+    for candidate in (collection, getattr(collection, "database", None)):
+        if type(candidate).__module__ == "partner_repo.mongo._embedded":
+            return True
+    return False
 
 
 def _embedded(collection: Any) -> bool:
@@ -298,6 +290,7 @@ __all__ = [
     "Stack",
     "aggregate",
     "aggregate_list",
+    "bulk_write",
     "client_of",
     "close_client",
     "document_collection",
@@ -313,7 +306,6 @@ __all__ = [
     "start_session",
     "surfacing_driver_errors",
     "timeouts_surface_as_project_errors",
-    "update_each",
     "transaction",
     "transaction_session",
     "unusable_with_installed_beanie",

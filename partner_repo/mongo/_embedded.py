@@ -17,8 +17,10 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from typing import Any
 
-import mongomock
 from mongomock import aggregate as mongomock_aggregate
+
+from partner_repo.mongo import _pushdown as pushdown
+from partner_repo.mongo._mongomock_store import IndexedClient
 
 _COLLECTION_COROUTINES = frozenset(
     {
@@ -160,11 +162,26 @@ class EmbeddedCollection:
         for option in ("session", "maxTimeMS", "hint", "allowDiskUse", "comment", "batchSize"):
             kwargs.pop(option, None)
         pipeline = _plain(pipeline)
-        if pipeline and set(pipeline[0]) == {"$match"}:  # mongomock copies the whole collection first
-            found = list(self._collection.find(pipeline[0]["$match"]))
-            process: Callable[..., list[Any]] = mongomock_aggregate.process_pipeline
-            return EmbeddedCursor(process(found, self._collection.database, pipeline[1:], None))
-        return EmbeddedCursor(self._collection.aggregate(pipeline, **kwargs))
+        read = pushdown.plan(pipeline)  # mongomock copies the whole collection first
+        if read is None:
+            return EmbeddedCursor(self._collection.aggregate(pipeline, **kwargs))
+        process: Callable[..., list[Any]] = mongomock_aggregate.process_pipeline
+        indexed = getattr(self._collection, "read", None)
+        if indexed is not None and not read.copy:  # the stages only read: copy what they answer
+            stored = indexed(read.filter, None, read.limit, copy=False)
+            answer = process(stored, self._collection.database, read.rest, None)
+            return EmbeddedCursor(self._collection.answer(answer))
+        found = self._read(read.filter, read.projection, read.limit)
+        return EmbeddedCursor(process(found, self._collection.database, read.rest, None))
+
+    def _read(self, filter: Any, projection: Any, limit: int) -> list[Any]:
+        """What a pipeline's leading ``$match`` reads: through the indexed store's own read (at most
+        ``limit`` documents copied, only the fields the pipeline needs), else mongomock's ``find``."""
+        read = getattr(self._collection, "read", None)
+        if read is not None:
+            return list(read(filter, projection, limit))
+        cursor = self._collection.find(filter, projection)
+        return list(cursor.limit(limit) if limit else cursor)
 
     async def list_indexes(self, **kwargs: Any) -> EmbeddedCursor:
         return EmbeddedCursor(list(self._collection.list_indexes()))
@@ -224,7 +241,7 @@ class EmbeddedClient:
     """A mongomock client with PyMongo's async shape (``AsyncMongoClient``'s methods the library uses)."""
 
     def __init__(self, **options: Any) -> None:
-        self._client = mongomock.MongoClient(**options)
+        self._client = IndexedClient(**options)
 
     def __getitem__(self, name: str) -> EmbeddedDatabase:
         return self.get_database(name)

@@ -33,7 +33,11 @@ ERASURE_REQUESTS = "erasure_requests"
 SLICE_ID_CLAIMS = "slice_id_claims"
 """The unit each caller-chosen slice id belongs to, by slice id: :mod:`partner_repo.units._claims`."""
 
-SHARD_KEYS: dict[str, dict[str, Any]] = {UNITS: {"_id": "hashed"}, SLICE_ID_CLAIMS: {"_id": "hashed"}}
+SHARD_KEYS: dict[str, dict[str, Any]] = {
+    UNITS: {"_id": "hashed"},
+    SLICE_ID_CLAIMS: {"_id": "hashed"},
+    "recall_index": {"core_id": 1, "_id": 1},
+}
 """The documented shard key of each collection that may be sharded (``docs/sharding.md``); every other
 collection stays unsharded (the erasure log's positions are ordered on one oplog only)."""
 
@@ -113,24 +117,33 @@ ERASURE_REQUEST_INDEXES: list[IndexModel] = [
     IndexModel([("erasure_id", ASCENDING), ("unit_id", ASCENDING)], name="erasure_unit"),
 ]
 
-RECALL_SLICES = "recall_slices"
-"""The recall index's slices (``partner_repo.recall._store``): derived from the units, rebuildable."""
-RECALL_VOCABULARY = "recall_vocabulary"
-"""The recall index's terms and topic nodes, each with the slices that hold it."""
+RECALL_INDEX = "recall_index"
+"""The recall index (``partner_repo.recall``): one document per indexed slice, per topic node and per core,
+derived from the units and rebuildable (``partner_repo.recall._keys``)."""
 
-RECALL_SLICE_INDEXES: list[IndexModel] = [
+
+def _newest(field: str, name: str) -> IndexModel:
+    """A recall channel's index: the core, one field, then the newest first (the channel's order)."""
+    keys = [("core_id", ASCENDING), (field, ASCENDING), ("ended_at", DESCENDING), ("_id", ASCENDING)]
+    return IndexModel(keys, name=name)
+
+
+RECALL_INDEXES: list[IndexModel] = [
+    IndexModel([("core_id", ASCENDING), ("_id", ASCENDING)], name="core_id_1__id_1"),  # the shard key's
     IndexModel([("core_id", ASCENDING), ("terms", ASCENDING)], name="core_terms"),  # multikey
-    IndexModel([("core_id", ASCENDING), ("ended_at", DESCENDING)], name="core_ended"),
-    IndexModel([("core_id", ASCENDING), ("ancestors", ASCENDING)], name="core_ancestors"),  # multikey
-    IndexModel([("core_id", ASCENDING), ("related", ASCENDING)], name="core_related"),  # multikey
-    IndexModel([("unit_id", ASCENDING)], name="unit"),  # an erasure removes a unit's slices
+    IndexModel([("core_id", ASCENDING), ("seq", ASCENDING)], name="core_seq"),
+    _newest("path", "core_path"),
+    _newest("ancestors", "core_ancestors"),  # multikey
+    _newest("related", "core_related"),  # multikey
+    _newest("days", "core_days"),  # multikey
+    IndexModel([("core_id", ASCENDING), ("unit_id", ASCENDING)], name="core_unit"),
+    IndexModel([("core_id", ASCENDING), ("names", ASCENDING)], name="core_names"),  # multikey
+    IndexModel([("core_id", ASCENDING), ("depth", ASCENDING)], name="core_depth"),
 ]
-"""Each recall channel finds its candidates through one of these, always under the core."""
-
-RECALL_VOCABULARY_INDEXES: list[IndexModel] = [
-    IndexModel([("core_id", ASCENDING), ("kind", ASCENDING), ("words", ASCENDING)], name="core_kind_words"),
-    IndexModel([("core_id", ASCENDING), ("kind", ASCENDING), ("depth", ASCENDING)], name="core_kind_depth"),
-]
+"""Every read and write of recall selects one core first, through one of these (see
+``partner_repo.recall._queries`` and ``partner_repo.recall._channels`` for which serves what). The first is
+the index of the documented shard key, ``{core_id: 1, _id: 1}``, under MongoDB's default name (sharding the
+collection creates it under that name)."""
 
 SLICE_ID_CLAIM_INDEXES: list[IndexModel] = [
     IndexModel([("unit_id", ASCENDING)], name="unit"),  # an erasure releases the claims of its units
@@ -143,7 +156,6 @@ ALL_INDEXES: dict[str, list[IndexModel]] = {
     DEAD_LETTERS: DEAD_LETTER_INDEXES,
     ERASURES: ERASURE_INDEXES,
     ERASURE_REQUESTS: ERASURE_REQUEST_INDEXES,
-    RECALL_SLICES: RECALL_SLICE_INDEXES,
-    RECALL_VOCABULARY: RECALL_VOCABULARY_INDEXES,
+    RECALL_INDEX: RECALL_INDEXES,
     SLICE_ID_CLAIMS: SLICE_ID_CLAIM_INDEXES,
 }

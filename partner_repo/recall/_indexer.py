@@ -6,37 +6,45 @@ just a new group: ``partner-repo listen --group recall --start-from beginning --
 slice's summary **and** its raw messages, its topic path (from a pluggable :class:`~.topics.TopicExtractor`),
 its profile and its time span.
 
-At-least-once delivery is safe: the index's writes are set additions keyed by the slice (:mod:`.store`), a
-revision already indexed is not indexed again and one older than it is ignored, and a delivery after a crash
-finishes the document the crashed one was writing, so the index ends as one delivery leaves it. A
+At-least-once delivery is safe: the slice's own document is the fence of every write (:mod:`.store`), a
+revision already indexed is not indexed again (its topic extractor is not asked twice) and one older than
+it is ignored, so a redelivery, or a delivery after a crash, leaves the index as one delivery leaves it. A
 re-summarized slice (a new ``revision``) replaces what was indexed. ``on_erased`` removes every slice of the
-erased units and every vocabulary entry only they held.
+erased units and every topic node only they held.
+
+Indexing a slice costs three round trips (its document and its core's, the core's last slices, one ordered
+bulk write) plus the topic extractor's call, whatever the core's history.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from partner_repo.clock import utc_now
 from partner_repo.errors import InvalidInput
 from partner_repo.events import Erasure, RollingResult
 from partner_repo.models import Message
-from partner_repo.recall._store import PENDING, RecallStore
-from partner_repo.recall._terms import terms
+from partner_repo.recall._keys import SLICE, slice_key
+from partner_repo.recall._store import RecallStore, Stored
+from partner_repo.recall._terms import readable_words, terms
 from partner_repo.recall._topics import (
     KeywordTopics,
+    Topic,
     TopicExtractor,
     TopicRequest,
     ancestors,
     extract,
     keywords,
+    normalized,
 )
 from partner_repo.recall._vectors import Embedder, embed
-from partner_repo.recall._weights import Tokenizer, idf, message_text, slice_terms
+from partner_repo.recall._weights import Tokenizer, idf, message_text, slice_terms, stored_marks
 
 NAME = "recall-index"
+MAX_DAYS = 366
+"""The most days a slice's document lists (a conversation spanning more keeps its first and last)."""
 
 
 class RecallIndexer:
@@ -67,48 +75,36 @@ class RecallIndexer:
         """Index the slice of ``result`` (again, when it is a newer revision of one already indexed).
 
         A revision already indexed is not indexed again (its topic would be asked for again, and an extractor
-        may answer differently); after a crash half-way, the document that delivery was writing is finished
-        as it was. An older revision than the one indexed, or than the one being written, is ignored."""
-        previous = await self._store.stored(result.unit_id, result.slice_id)
-        pending = (previous or {}).get(PENDING)
-        if pending is not None and pending.get("revision") == result.revision:
-            await self._store.put(pending, previous)
-            return
-        indexed = (previous or {}).get("revision")
-        if isinstance(indexed, int) and indexed >= result.revision:
+        may answer differently), and an older revision than the one indexed is ignored."""
+        stored = await self._store.stored(result.core_id, result.unit_id, result.slice_id)
+        if stored.revision is not None and stored.revision >= result.revision:
             return  # delivered again, or a late delivery of an older summary: what is indexed stays
-        if pending is not None and int(pending.get("revision") or 0) > result.revision:
-            return  # a newer summary is being written; its own redelivery finishes it
-        await self._store.put(await self._document(result), previous)
+        document, labels = await self._document(result, stored)
+        await self._store.put(document, stored, labels)
 
     async def on_erased(self, erasure: Erasure) -> None:
         """Remove every indexed slice of the erased units."""
-        await self._store.remove_units(list(erasure.unit_ids))
+        await self._store.remove_units(erasure.core_id, list(erasure.unit_ids))
 
-    async def _document(self, result: RollingResult) -> dict[str, Any]:
+    async def _document(self, result: RollingResult, stored: Stored) -> tuple[dict[str, Any], dict[str, str]]:
+        """The slice's document, and the readable label of each topic node it sits under."""
         piece = result.memory_slice
         messages = list(result.increment_messages)
         features = slice_terms(result.summary, messages, self._tokenizer)
-        lookup = await self._store.lookup(result.core_id, features.weights)
-        weights_idf = {
-            term: idf(lookup.frequencies.get(term, 0), lookup.slices + 1) for term in features.weights
-        }
-        request = TopicRequest(
-            core_id=result.core_id,
-            summary=result.summary,
-            messages=messages,
-            keywords=keywords(features.weights, weights_idf),
-            roots=await self._store.roots(result.core_id),
-        )
-        topic = await extract(self._topics, request)
+        topic = await self._topic(result, messages, features.weights, stored)
+        path, shown = normalized(topic.path), normalized(topic.shown)
+        nodes = ancestors(path)
+        labels = dict(zip(nodes, ancestors(shown), strict=True))
         created = piece.created_at or utc_now()
         began, ended = _span(messages, created)
         document: dict[str, Any] = {
-            "_id": {"u": result.unit_id, "s": result.slice_id},
+            "_id": slice_key(result.unit_id, result.slice_id),
+            "kind": SLICE,
             "core_id": result.core_id,
             "unit_id": result.unit_id,
             "slice_id": result.slice_id,
             "revision": result.revision,
+            "seq": stored.seq or stored.last_seq + 1,
             "summary": result.summary,
             "start": piece.start_index or 0,
             "end": piece.end_index or 0,
@@ -116,9 +112,11 @@ class RecallIndexer:
             "created_at": created,
             "began_at": began,
             "ended_at": ended,
-            "topic": topic.path,
-            "ancestors": ancestors(topic.path),
-            "related": list(dict.fromkeys(topic.related)),
+            "days": covered_days(began, ended),
+            "topic": shown,
+            "path": path,
+            "ancestors": nodes,
+            "related": list(dict.fromkeys(normalized(related) for related in topic.related)),
             "profile": {
                 "activation": topic.profile.activation,
                 "diffusion": topic.profile.diffusion,
@@ -126,14 +124,41 @@ class RecallIndexer:
             },
             "terms": sorted(features.weights),
             "weights": features.weights,
-            "marks": features.marks,
+            "marks": stored_marks(features.marks),
             "length": features.length,
             "indexed_at": utc_now(),
         }
         if self._embedder is not None:
             text = "\n".join([result.summary, *(message_text(message) for message in messages)])
             document["vector"] = (await embed(self._embedder, [text]))[0]
-        return document
+        return document, labels
+
+    async def _topic(
+        self, result: RollingResult, messages: list[Message], weights: dict[str, float], stored: Stored
+    ) -> Topic:
+        """The extractor's topic for the slice, given its keywords against the core's last slices."""
+        window = await self._store.window(result.core_id, stored.last_seq, weights)
+        weights_idf = {term: idf(window.frequencies.get(term, 0), window.slices + 1) for term in weights}
+        texts = [result.summary, *(message_text(message) for message in messages)]
+        request = TopicRequest(
+            core_id=result.core_id,
+            summary=result.summary,
+            messages=messages,
+            keywords=keywords(weights, weights_idf),
+            roots=window.roots,
+            words=readable_words(*texts) if self._tokenizer is terms else {},
+        )
+        return await extract(self._topics, request)
+
+
+def covered_days(began: datetime, ended: datetime) -> list[int]:
+    """The UTC days (ordinals) a conversation from ``began`` to ``ended`` touches: what date cues find it
+    by. A conversation longer than :data:`MAX_DAYS` keeps its first and last days (a bounded document)."""
+    first, last = began.astimezone(UTC).date().toordinal(), ended.astimezone(UTC).date().toordinal()
+    days = list(range(first, max(first, last) + 1))
+    if len(days) > MAX_DAYS:
+        days = days[: MAX_DAYS // 2] + days[-(MAX_DAYS // 2) :]
+    return days
 
 
 def _span(messages: Sequence[Message], created: datetime) -> tuple[datetime, datetime]:
@@ -145,4 +170,4 @@ def _span(messages: Sequence[Message], created: datetime) -> tuple[datetime, dat
     return min(times), max(times)
 
 
-__all__ = ["NAME", "RecallIndexer"]
+__all__ = ["MAX_DAYS", "NAME", "RecallIndexer", "covered_days"]

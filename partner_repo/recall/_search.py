@@ -1,7 +1,7 @@
 """MongoDB Search as extra recall channels, where the server has it: found by a probe, never assumed.
 
 Atlas (and servers running ``mongot``) answer ``$listSearchIndexes``; others refuse it. The probe asks once
-per :class:`~.service.MemoryRecall` and looks for two indexes on ``recall_slices`` by name:
+per :class:`~.service.MemoryRecall` and looks for two indexes on ``recall_index`` by name:
 
 - :data:`TEXT_INDEX` (type ``search``): a ``search`` channel, ``$search`` over the slices' summaries;
 - :data:`VECTOR_INDEX` (type ``vectorSearch``, on ``vector`` with ``core_id``, ``began_at`` and ``ended_at``

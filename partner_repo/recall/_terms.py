@@ -20,7 +20,8 @@ the query side. The rules, in order:
    recall at 20 messages from 0.66 to 0.69, and the recall layer's from 0.77 to 0.80 (``docs/recall.md``).
    Words of a small English stopword set are left out (checked before stemming).
 
-:func:`terms` returns the terms in the order of the text, repeats included; :func:`term_counts` counts them.
+:func:`terms` returns the terms in the order of the text, repeats included; :func:`term_counts` counts them;
+:func:`readable_words` says how each term was written (a stem is a matching key, not a word to show).
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from functools import lru_cache
 
 import snowballstemmer
 
-__all__ = ["STOPWORDS", "term_counts", "terms"]
+__all__ = ["STOPWORDS", "readable_words", "term_counts", "terms"]
 
 _STOPWORD_TEXT = """
     a an and are as at be been but by did do does for from had has have he her his i if in into is it its
@@ -56,14 +57,32 @@ _WORD = re.compile(r"[^\W_]+(?:'[^\W_]+)*")
 
 def terms(text: str) -> list[str]:
     """The terms of ``text`` in order, repeats included: Latin words and CJK bigrams (see the module)."""
+    return [term for term, _ in _forms(text)]
+
+
+def readable_words(*texts: str) -> dict[str, str]:
+    """For each term of ``texts``, the word it stands for as the texts write it most often (the first such
+    spelling on a tie; a possessive ``'s`` left out): ``adopt`` reads ``adopted`` when the texts said so.
+    A CJK bigram reads as itself."""
+    spellings: dict[str, Counter[str]] = {}
+    for text in texts:
+        for term, written in _forms(text):
+            spellings.setdefault(term, Counter())[written] += 1
+    return {term: counts.most_common(1)[0][0] for term, counts in spellings.items()}
+
+
+@lru_cache(maxsize=1024)
+def _forms(text: str) -> tuple[tuple[str, str], ...]:
+    """Each term of ``text`` in order with the word it was read from (remembered: the indexer reads a
+    slice's texts twice, for its weights and for its readable words)."""
     normalized = unicodedata.normalize("NFKC", text).replace("\u2019", "'")
-    found: list[str] = []
+    found: list[tuple[str, str]] = []
     for index, piece in enumerate(_CJK_RUN.split(normalized)):
         if index % 2:  # a CJK run (split keeps the separators at odd indexes)
-            found.extend(_bigrams(piece))
+            found.extend((bigram, bigram) for bigram in _bigrams(piece))
         else:
             found.extend(_words(piece))
-    return found
+    return tuple(found)
 
 
 def term_counts(text: str) -> dict[str, int]:
@@ -77,15 +96,16 @@ def _bigrams(run: str) -> list[str]:
     return [run[i : i + 2] for i in range(len(run) - 1)]
 
 
-def _words(piece: str) -> list[str]:
-    words: list[str] = []
+def _words(piece: str) -> list[tuple[str, str]]:
+    words: list[tuple[str, str]] = []
     for match in _WORD.finditer(piece):
-        word = match.group().casefold()
+        written = match.group()
+        word = written.casefold()
         if word in STOPWORDS:
             continue
-        word = _stem(word)
-        if word and word not in STOPWORDS:
-            words.append(word)
+        term = _stem(word)
+        if term and term not in STOPWORDS:
+            words.append((term, written[:-2] if written.casefold().endswith("'s") else written))
     return words
 
 

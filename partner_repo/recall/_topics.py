@@ -6,10 +6,15 @@ diffuses to related topics, how well it stands on its own). Partner derives thes
 :class:`TopicExtractor` it plugs into the :class:`~partner_repo.recall._indexer.RecallIndexer`.
 
 The offline default, :class:`KeywordTopics`, needs no model: a slice's keywords are its terms ranked by
-``tf·idf`` against the core's vocabulary, and its path starts at an existing root of the tree when one of
+``tf·idf`` against the core's recent slices, and its path starts at an existing root of the tree when one of
 the top keywords already is one (so a core's tree grows around what it keeps talking about), else at its
 best keyword; the second keyword is the child. The next keywords become related paths. Its profile is the
 neutral one: the default cannot judge activation, and a neutral profile leaves ranking to the text.
+
+A path is the key the tree is matched by; a topic may also carry a ``label``, the same path as a person
+reads it. :class:`KeywordTopics` names nodes by index terms, which are stems (``beagl->adopt``), so its label
+spells them as the slice wrote them (``beagle->adopted``); a path an extractor of your own gives is usually
+readable already, and its label is the path itself.
 """
 
 from __future__ import annotations
@@ -49,23 +54,35 @@ class TopicProfile:
 
 @dataclass(frozen=True)
 class Topic:
-    """Where a slice sits in the topic tree: its primary path, related paths, and its profile."""
+    """Where a slice sits in the topic tree: its primary path, related paths, and its profile.
+
+    ``label``: the path as a person reads it (as many names as ``path``), when the path itself is not
+    readable (the offline extractor's stems); None shows the path."""
 
     path: str
     related: tuple[str, ...] = ()
     profile: TopicProfile = field(default_factory=TopicProfile)
+    label: str | None = None
+
+    @property
+    def shown(self) -> str:
+        """What a person sees: the label, or the path."""
+        return self.label if self.label is not None else self.path
 
 
 @dataclass(frozen=True)
 class TopicRequest:
-    """What an extractor is given: the slice's summary and messages, its keywords (best first) and the
-    roots of the core's topic tree (largest first)."""
+    """What an extractor is given: the slice's summary and messages, its keywords (index terms, best first),
+    the roots of the core's topic tree (those its most recent slices were filed under, the most used first)
+    and ``words``, how the slice writes each of its terms (``{"adopt": "adopted"}``; empty with a tokenizer
+    of your own)."""
 
     core_id: str
     summary: str
     messages: Sequence[Message]
     keywords: Sequence[str]
     roots: Sequence[str]
+    words: Mapping[str, str] = field(default_factory=dict)
 
 
 @runtime_checkable
@@ -77,20 +94,24 @@ class TopicExtractor(Protocol):
 
 @dataclass(frozen=True)
 class KeywordTopics:
-    """The offline default extractor (see the module docstring)."""
+    """The offline default extractor (see the module docstring). A coroutine function with no await in it:
+    it computes on the event loop (a few dozen terms sorted), where a plain function would be handed to a
+    worker thread (as a blocking model client must be) only to come back."""
 
     depth: int = 2
 
-    def __call__(self, request: TopicRequest, /) -> Topic:
+    async def __call__(self, request: TopicRequest, /) -> Topic:
         keywords = list(dict.fromkeys(request.keywords))
         if not keywords:
             return Topic(path="misc")
         roots = set(request.roots)
         head = next((word for word in keywords[:8] if word in roots), keywords[0])
         rest = [word for word in keywords if word != head and not _overlapping(word, head)]
-        path = SEPARATOR.join([head, *rest[: self.depth - 1]])
+        names = [head, *rest[: self.depth - 1]]
         related = tuple(f"{head}{SEPARATOR}{word}" for word in rest[self.depth - 1 : self.depth + 2])
-        return Topic(path=path, related=related)
+        label = SEPARATOR.join(request.words.get(name, name) for name in names)
+        path = SEPARATOR.join(names)
+        return Topic(path=path, related=related, label=None if label == path else label)
 
 
 def _overlapping(word: str, head: str) -> bool:
@@ -104,6 +125,8 @@ def checked_topic(topic: object, extractor: object) -> Topic:
         raise InvalidInput(f"topic extractor {extractor!r} returned {type(topic).__name__}, not a Topic")
     for path in (topic.path, *topic.related):
         parts(path)
+    if topic.label is not None and len(parts(topic.label)) != len(parts(topic.path)):
+        raise InvalidInput(f"topic label {topic.label!r} must name as many nodes as its path {topic.path!r}")
     if len(topic.related) > MAX_RELATED:
         raise InvalidInput(f"a topic has at most {MAX_RELATED} related paths, got {len(topic.related)}")
     return topic
@@ -131,6 +154,11 @@ def ancestors(path: str) -> list[str]:
     return [SEPARATOR.join(names[: depth + 1]) for depth in range(len(names))]
 
 
+def normalized(path: str) -> str:
+    """``path`` with each name stripped (how the index stores and matches it)."""
+    return SEPARATOR.join(parts(path))
+
+
 def keywords(weights: Mapping[str, float], idf: Mapping[str, float], *, count: int = 12) -> list[str]:
     """A slice's terms by ``weight·idf``, best first, ``count`` of them; a tie goes to the term the text
     names first (``weights`` is in text order), so Chinese gets ``记忆`` rather than its neighbour
@@ -149,4 +177,5 @@ __all__ = [
     "ancestors",
     "extract",
     "keywords",
+    "normalized",
 ]

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from partner_repo.models import Message
@@ -38,12 +38,13 @@ class SliceTerms:
     """The stored text features of one slice.
 
     ``weights``: term → saturated, length-normalized frequency in the whole slice. ``marks``: term → the
-    ``[offset, weight]`` pairs of the messages that hold it (offset from the slice's first message), so the
-    messages that matter can be chosen without reading the others. ``length``: the slice's term count.
+    ``(offset, weight)`` pairs of the messages that hold it (offset from the slice's first message), so the
+    messages that matter can be chosen without reading the others; stored as one string per term
+    (:func:`stored_marks`). ``length``: the slice's term count.
     """
 
     weights: dict[str, float]
-    marks: dict[str, list[list[float]]]
+    marks: dict[str, list[tuple[int, float]]]
     length: int
 
 
@@ -69,14 +70,14 @@ def message_text(message: Message) -> str:
 def slice_terms(summary: str, messages: Sequence[Message], tokenizer: Tokenizer) -> SliceTerms:
     """The weights and marks of a slice whose summary is ``summary`` over ``messages``."""
     whole: Counter[str] = Counter(tokenizer(summary))
-    marks: dict[str, list[list[float]]] = {}
+    marks: dict[str, list[tuple[int, float]]] = {}
     for offset, message in enumerate(messages):
         counts = Counter(tokenizer(message_text(message)))
         whole.update(counts)
         length = sum(counts.values())
         for term, frequency in counts.items():
             weight = saturated(frequency, length, MESSAGE_REFERENCE_LENGTH, MESSAGE_B)
-            marks.setdefault(term, []).append([offset, round(weight, 4)])
+            marks.setdefault(term, []).append((offset, round(weight, 4)))
     length = sum(whole.values())
     weights = {
         term: round(saturated(frequency, length, SLICE_REFERENCE_LENGTH, SLICE_B), 4)
@@ -85,4 +86,31 @@ def slice_terms(summary: str, messages: Sequence[Message], tokenizer: Tokenizer)
     return SliceTerms(weights=weights, marks=marks, length=length)
 
 
-__all__ = ["SliceTerms", "Tokenizer", "idf", "message_text", "saturated", "slice_terms"]
+def stored_marks(marks: Mapping[str, Sequence[tuple[int, float]]]) -> dict[str, str]:
+    """Marks as the index stores them: per term one string of ``offset:weight`` pairs (``"0:1.1538 3:0.8"``).
+    A server never looks inside (a recall projects ``marks.<term>``); a string is under half the BSON of an
+    array of pairs, and one object instead of a list per message for the in-memory backend to copy."""
+    return {
+        term: " ".join(f"{offset}:{weight!r}" for offset, weight in pairs) for term, pairs in marks.items()
+    }
+
+
+def read_marks(stored: Mapping[str, str]) -> dict[str, list[tuple[int, float]]]:
+    """The marks :func:`stored_marks` stored."""
+    read: dict[str, list[tuple[int, float]]] = {}
+    for term, text in stored.items():
+        pairs = (pair.partition(":") for pair in str(text).split())
+        read[term] = [(int(offset), float(weight)) for offset, _, weight in pairs]
+    return read
+
+
+__all__ = [
+    "SliceTerms",
+    "Tokenizer",
+    "idf",
+    "message_text",
+    "read_marks",
+    "saturated",
+    "slice_terms",
+    "stored_marks",
+]

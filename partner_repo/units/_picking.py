@@ -37,7 +37,8 @@ async def messages_at(database: Any, wanted: Mapping[str, Sequence[int]]) -> dic
         for unit_id, positions in wanted.items()
     ]
     pipeline: list[dict[str, Any]] = [
-        {"$match": {"_id": {"$in": list(wanted)}, ERASED_AT: {"$exists": False}}},
+        {"$match": {"_id": {"$in": list(wanted)}}},  # the units by _id (one shard each), then no tombstone
+        {"$match": {ERASED_AT: {"$exists": False}}},
         {
             "$project": {
                 "picked": {"$switch": {"branches": branches, "default": []}},

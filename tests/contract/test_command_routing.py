@@ -46,6 +46,7 @@ from partner_repo import (
 from partner_repo.listener.state._status import listener_status
 from partner_repo.mongo._indexes import SHARD_KEYS
 from partner_repo.mongo._topology import Topology
+from partner_repo.recall import MemoryRecall, RecallIndexer
 from tests.conftest import requires_mongodb
 from tests.routing_rules import TARGETED, Route, route
 
@@ -90,8 +91,10 @@ class Collect:
 
     def __init__(self) -> None:
         self.received: asyncio.Queue[RollingResult] = asyncio.Queue()
+        self.results: list[RollingResult] = []
 
     async def consume(self, result: RollingResult) -> None:
+        self.results.append(result)
         await self.received.put(result)
 
 
@@ -159,6 +162,7 @@ async def _flows(recorder: Recorder, database: Any, client: Any) -> None:
         async with RollingListener(database, AfterRollingRegistry([consumer]), poll_interval=0.05):
             for _ in range(rolls + 1):  # every roll, and the unit of own ids
                 await asyncio.wait_for(consumer.received.get(), timeout=30)
+    await _recall_flows(recorder, database, consumer.results)
     with recorder.during("admin"):
         slices = SliceQueries(database)
         await slices.find(core_id=CORES[0])
@@ -174,6 +178,35 @@ async def _flows(recorder: Recorder, database: Any, client: Any) -> None:
         await MemoryEraser(database).forget(CORES[2])
     with recorder.during("migrate"):
         await run_migrations(client[f"{database.name}_migrated"])
+
+
+async def _recall_flows(recorder: Recorder, database: Any, rolled: list[RollingResult]) -> None:
+    """Every roll indexed (what ``listen --recall`` does), then recalls of each kind of query."""
+    with recorder.during("recall-index"):
+        indexer = RecallIndexer(database)
+        for result in rolled:
+            await indexer.consume(result)
+    with recorder.during("recall"):
+        recall = MemoryRecall(database, search=False)
+        for query in (f"{CORES[0]} 3", "ok yesterday", ""):
+            await recall.recall(CORES[0], query)
+        await recall.topics(CORES[1])
+
+
+def test_every_command_of_an_index_write_and_of_a_recall_goes_to_one_shard(recorded: Recorder) -> None:
+    """The recall index's commands each select one core (``{core_id: 1, _id: 1}``: one shard); the
+    messages are read from the units by ``_id``, each unit on its shard."""
+    sent = recorded.routes(frozenset({"recall-index", "recall"}))
+    by_unit_ids = {("some", "memory_units")}
+    off_target = [
+        (r.kind, r.collection, c)
+        for _, r, c in sent
+        if r.kind not in TARGETED and (r.kind, r.collection) not in by_unit_ids
+    ]
+
+    assert off_target == []
+    assert {r.collection for _, r, _ in sent} == {"recall_index", "memory_units"}
+    assert {flow for flow, _, _ in sent} == {"recall-index", "recall"}
 
 
 def test_nothing_is_sent_that_a_sharded_cluster_refuses(recorded: Recorder) -> None:

@@ -1,8 +1,8 @@
-"""On a real MongoDB every aggregation of a recall starts from an index: the lookup from the vocabulary's
-``_id`` (or its words index), the candidates from the core's multikey indexes, the messages from the units'
-``_id``. Each aggregation the library sends is captured by command monitoring and asked again as ``explain``,
-so the test checks what is sent, not a copy of it. SecantusDB plans them as collection scans (the one gap
-list, ``tests/emulator_gaps.py``); the GitHub workflow runs this against MongoDB."""
+"""On a real MongoDB every read of a recall and of an index write starts from an index: each command's filter
+names the core and fields of one of ``recall_index``'s indexes (the messages are read from the units by
+``_id``). Each read the library sends is captured by command monitoring and asked again as ``explain``, so
+the test checks what is sent, not a copy of it. Where SecantusDB plans one as a collection scan, the one gap
+list says so (``tests/emulator_gaps.py``); the GitHub workflow runs this against MongoDB."""
 
 from __future__ import annotations
 
@@ -10,42 +10,79 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
+from pymongo import monitoring
 
 from partner_repo import close_database, init_repository
 from tests.conftest import real_database
 from tests.contract.test_admin_query_plans import assert_index_served
-from tests.contract.test_causal_pages_contract import Aggregates
-from tests.recall_support import CONVERSATION, History
+from tests.recall_support import CONVERSATION, PROJECT, History
 
 pytestmark = pytest.mark.integration
 
+READS = ("find", "aggregate")
+DRIVER_FIELDS = frozenset({"$db", "lsid", "$clusterTime", "$readPreference", "readConcern", "txnNumber"})
+
+
+class Reads(monitoring.CommandListener):
+    """Every find and aggregate the client sends."""
+
+    def __init__(self) -> None:
+        self.sent: list[dict[str, Any]] = []
+
+    def started(self, event: monitoring.CommandStartedEvent) -> None:
+        if event.command_name in READS:
+            self.sent.append({k: v for k, v in event.command.items() if k not in DRIVER_FIELDS})
+
+    def succeeded(self, event: monitoring.CommandSucceededEvent) -> None:
+        pass
+
+    def failed(self, event: monitoring.CommandFailedEvent) -> None:
+        pass
+
 
 @pytest.fixture
-async def recorded() -> AsyncIterator[tuple[Any, Aggregates]]:
-    aggregations = Aggregates()
-    database = await real_database(event_listeners=[aggregations])
+async def recorded() -> AsyncIterator[tuple[Any, Reads, History]]:
+    reads = Reads()
+    database = await real_database(event_listeners=[reads])
     await init_repository(database)
     try:
-        await History(database).rolls("agent", CONVERSATION)
-        aggregations.sent.clear()
-        await (
-            History(database)
-            .recall(search=False)
-            .recall("agent", "Which whales did we see near the lighthouse?")
-        )
-        yield database, aggregations
+        history = History(database)
+        await history.rolls("agent", CONVERSATION[:-1])
+        reads.sent.clear()
+        yield database, reads, history
     finally:
         await database.client.drop_database(database.name)
         await close_database(database)
 
 
-async def test_every_aggregation_of_a_recall_starts_from_an_index(recorded: tuple[Any, Aggregates]) -> None:
-    database, aggregations = recorded
-    assert [command["aggregate"] for command in aggregations.sent] == [
-        "recall_vocabulary",
-        "recall_slices",
+async def explained(database: Any, command: dict[str, Any]) -> dict[str, Any]:
+    if "aggregate" in command:
+        command = {**command, "cursor": {}}
+    return dict(await database.command({"explain": command, "verbosity": "queryPlanner"}))
+
+
+async def test_every_read_of_a_recall_starts_from_an_index(recorded: tuple[Any, Reads, History]) -> None:
+    database, reads, history = recorded
+    query = "Which whales did we see near the lighthouse yesterday? 杭州"  # text, topic, date channels
+
+    await history.recall(search=False).recall("agent", query)
+
+    assert {command.get("find") or command.get("aggregate") for command in reads.sent} == {
+        "recall_index",
         "memory_units",
-    ]
-    for command in aggregations.sent:
-        explain = {"aggregate": command["aggregate"], "pipeline": command["pipeline"], "cursor": {}}
-        assert_index_served(dict(await database.command({"explain": explain, "verbosity": "queryPlanner"})))
+    }
+    for command in reads.sent:
+        assert_index_served(await explained(database, command))
+
+
+async def test_every_read_of_an_index_write_starts_from_an_index(
+    recorded: tuple[Any, Reads, History],
+) -> None:
+    database, reads, history = recorded
+
+    await history.rolls("agent", [PROJECT])  # rolls read the units; the index write reads recall_index
+
+    indexing = [c for c in reads.sent if (c.get("find") or c.get("aggregate")) == "recall_index"]
+    assert len(indexing) == 2  # the slice and its core, then the core's last slices
+    for command in indexing:
+        assert_index_served(await explained(database, command))

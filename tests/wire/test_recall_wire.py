@@ -1,24 +1,29 @@
-"""What MemoryRecall puts on the wire (the real driver, a scripted mockupdb server): three aggregations per
-recall, the core filter before anything is ranked, and MongoDB Search used only when the probe finds it."""
+"""What recall puts on the wire (the real driver, a scripted mockupdb server): three round trips per recall,
+an index write of three commands, and every command selects one core first with a plain filter on the fields
+of one of ``recall_index``'s indexes (so a server serves it from that index, and a cluster sharded on
+``{core_id: 1, _id: 1}`` sends it to one shard); MongoDB Search is used only when the probe finds it."""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable
 from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 from mockupdb import MockupDB, Request
 
-from partner_repo.recall import MemoryRecall
+from partner_repo import MemorySlice, Message, RollingResult
+from partner_repo.mongo._indexes import RECALL_INDEXES
+from partner_repo.recall import MemoryRecall, RecallIndexer
+from partner_repo.recall._keys import core_key
 from tests.wire.wire_support import cursor, motor_client, plain, receive, server_fixture
 
 pytestmark = pytest.mark.wire
 
 T0 = datetime(2026, 11, 20, 9, 0, tzinfo=UTC)
-VOCABULARY = "partner.recall_vocabulary"
-SLICES = "partner.recall_slices"
+INDEX = "partner.recall_index"
+INDEXED_FIELDS = [list(model.document["key"]) for model in RECALL_INDEXES]
 
 server = server_fixture()
 
@@ -31,7 +36,7 @@ async def client(server: MockupDB) -> AsyncIterator[Any]:
 
 def slice_row(**extra: Any) -> dict[str, Any]:
     return {
-        "_id": {"u": "u1", "s": "s1"},
+        "_id": '["s","u1","s1"]',
         "unit_id": "u1",
         "slice_id": "s1",
         "core_id": "c",
@@ -41,9 +46,11 @@ def slice_row(**extra: Any) -> dict[str, Any]:
         "created_at": T0,
         "began_at": T0,
         "ended_at": T0,
-        "topic": "puppi",
+        "topic": "puppy",
+        "path": "puppi",
         "profile": {"activation": 0.5, "diffusion": 0.5, "independence": 0.5},
-        "marks": {"puppi": [[0, 1.4]]},
+        "marks": {"puppi": "0:1.4"},
+        "text": 1.2,
         **extra,
     }
 
@@ -56,60 +63,99 @@ def stages(request: Request) -> list[str]:
     return [next(iter(stage)) for stage in request.doc["pipeline"]]
 
 
-async def answer_lookup(request: Request) -> None:
-    assert request.doc["aggregate"] == "recall_vocabulary"
-    assert stages(request) == ["$match", "$facet"]  # one document back, however many terms and nodes
-    match = plain(request.doc["pipeline"][0]["$match"])
-    term_ids = match["$or"][0]["_id"]["$in"]
-    assert {"c": "c", "k": "term", "v": "puppi"} in term_ids and {"c": "c", "k": "core", "v": ""} in term_ids
-    counts = [{"kind": "core", "value": "", "slices": 3}, {"kind": "term", "value": "puppi", "slices": 1}]
-    request.replies(cursor({"counts": counts, "nodes": []}, ns=VOCABULARY))
+def selection(request: Request) -> dict[str, Any]:
+    """The filter a command selects documents with: a find's, or an aggregation's first ``$match``."""
+    if "find" in request.doc:
+        return dict(plain(request.doc["filter"]))
+    return dict(plain(request.doc["pipeline"][0]["$match"]))
 
 
-async def answer_candidates(request: Request, **channels: list[dict[str, Any]]) -> None:
-    assert request.doc["aggregate"] == "recall_slices"
-    assert stages(request) == ["$match", "$project", "$facet"]
-    match = plain(request.doc["pipeline"][0]["$match"])
-    assert match["core_id"] == "c"  # the core is a filter of the first stage: applied before ranking
-    assert {"terms": {"$in": ["puppi"]}} in match["$or"]
-    request.replies(cursor({"text": [slice_row(text=1.2)], **channels}, ns=SLICES))
+def assert_one_core_through_one_index(request: Request, core_id: str = "c") -> None:
+    """The command selects ``core_id`` first, with equalities (and at most one ``$in`` or range, on the last
+    field) on fields that begin one of the declared indexes: no ``$or``, nothing outside the index."""
+    chosen = selection(request)
+    assert chosen.get("core_id") == core_id, chosen
+    assert not any(field.startswith("$") for field in chosen), chosen
+    fields = list(chosen)
+    assert any(sorted(fields) == sorted(index[: len(fields)]) for index in INDEXED_FIELDS), fields
+    operators = [field for field, value in chosen.items() if isinstance(value, dict)]
+    assert len(operators) <= 1, chosen
+
+
+async def received(server: MockupDB, count: int) -> list[Request]:
+    """``count`` requests, all received before any is answered: they were sent together."""
+    return [await receive(server) for _ in range(count)]
+
+
+def answer_counts(requests: Iterable[Request], nodes: list[dict[str, Any]] | None = None) -> None:
+    """Round trip 1: each term's count, the core's counters, the nodes its words name."""
+    for request in requests:
+        assert_one_core_through_one_index(request)
+        chosen = selection(request)
+        if "find" in request.doc:
+            assert chosen["_id"] == core_key("c")
+            request.replies(cursor({"_id": core_key("c"), "slices": 3, "last_seq": 3}, ns=INDEX))
+        elif "names" in chosen:
+            assert stages(request) == ["$match", "$limit", "$project"]
+            request.replies(cursor(*(nodes or []), ns=INDEX))
+        else:
+            assert stages(request) == ["$match", "$limit", "$count"]
+            assert request.doc["pipeline"][1] == {"$limit": 513}
+            request.replies(cursor({"n": 1}, ns=INDEX))
 
 
 async def answer_messages(request: Request) -> None:
     assert request.doc["aggregate"] == "memory_units"
-    assert plain(request.doc["pipeline"][0]["$match"])["_id"] == {"$in": ["u1"]}
+    assert plain(request.doc["pipeline"][0]["$match"]) == {"_id": {"$in": ["u1"]}}  # by _id alone first
     request.replies(
         cursor({"_id": "u1", "picked": [{"role": "user", "content": "I adopted a puppy"}], "count": 6})
     )
 
 
-async def test_without_mongodb_search_a_recall_is_three_aggregations_after_one_probe(
+async def test_without_mongodb_search_a_recall_is_three_round_trips_of_core_first_reads(
     client: Any, server: MockupDB
 ) -> None:
     recall = MemoryRecall(client["partner"], clock=lambda: T0)
-    call = asyncio.create_task(recall.recall("c", "the puppy", max_messages=1))
+    call = asyncio.create_task(recall.recall("c", "the puppy dog", max_messages=1))
 
     probe = await receive(server)
-    assert stages(probe) == ["$listSearchIndexes"] and probe.doc["aggregate"] == "recall_slices"
-    probe.replies(
-        {"ok": 0, "errmsg": "$listSearchIndexes stage is only allowed on MongoDB Atlas", "code": 6047401}
-    )
-    await answer_lookup(await receive(server))
-    await answer_candidates(await receive(server))
+    assert stages(probe) == ["$listSearchIndexes"] and probe.doc["aggregate"] == "recall_index"
+    probe.replies({"ok": 0, "errmsg": "$listSearchIndexes is only allowed on MongoDB Atlas", "code": 6047401})
+    answer_counts(await received(server, 4))  # two terms' counts, the core, the named nodes
+    [text] = await received(server, 1)
+    assert_one_core_through_one_index(text)
+    assert selection(text)["terms"] == {"$in": ["dog", "puppi"]}
+    text.replies(cursor(slice_row(), ns=INDEX))
     await answer_messages(await receive(server))
 
     [found] = await call
     assert found.sources == ("text",) and [m.content for m in found.messages] == ["I adopted a puppy"]
-    assert found.positions == (4,)
+    assert found.positions == (4,) and found.topic == "puppy"
 
-    again = asyncio.create_task(recall.recall("c", "the puppy", max_messages=1))
-    await answer_lookup(await receive(server))  # probed once: the next recall goes straight to the lookup
-    await answer_candidates(await receive(server))
+
+async def test_the_channels_of_a_named_node_and_a_date_go_together_each_through_its_index(
+    client: Any, server: MockupDB
+) -> None:
+    recall = MemoryRecall(client["partner"], clock=lambda: T0, search=False)
+    call = asyncio.create_task(recall.recall("c", "the puppy yesterday", max_messages=1))
+    node = {"_id": "n", "node": "puppi", "label": "puppy", "words": ["puppi"], "depth": 1, "slices": 1}
+
+    answer_counts(await received(server, 4), nodes=[node])  # two terms, the core, the nodes
+    channels = await received(server, 4)  # text, topic, related, date: sent together
+
+    found = {}
+    for request in channels:
+        assert_one_core_through_one_index(request)
+        found[next(field for field in selection(request) if field != "core_id")] = request
+        request.replies(cursor(slice_row(), ns=INDEX))
+    assert set(found) == {"terms", "path", "related", "days"}
+    assert stages(found["path"])[1:] == ["$sort", "$limit", "$project"]  # newest first, from the index
     await answer_messages(await receive(server))
-    assert len(await again) == 1
+    [activated] = await call
+    assert activated.sources == ("text", "topic", "related", "date")
 
 
-async def test_with_mongodb_search_the_search_channels_go_beside_the_lookup_filtered_by_core(
+async def test_with_mongodb_search_the_search_channels_go_beside_the_counts_filtered_by_core(
     client: Any, server: MockupDB
 ) -> None:
     recall = MemoryRecall(client["partner"], clock=lambda: T0, embedder=embedder)
@@ -120,26 +166,20 @@ async def test_with_mongodb_search_the_search_channels_go_beside_the_lookup_filt
         cursor(
             {"name": "recall_text", "type": "search", "queryable": True},
             {"name": "recall_vector", "type": "vectorSearch", "queryable": True},
-            ns=SLICES,
+            ns=INDEX,
         )
     )
-    sent = [await receive(server) for _ in range(3)]  # sent together: the lookup and both search channels
-    by_stage = {stages(request)[0]: request for request in sent}
-    assert set(by_stage) == {"$match", "$vectorSearch", "$search"}
-
-    vector = plain(by_stage["$vectorSearch"].doc["pipeline"][0]["$vectorSearch"])
-    assert vector["index"] == "recall_vector" and vector["path"] == "vector"
-    assert vector["queryVector"] == [1.0, 0.0, 0.5]
-    assert vector["filter"]["core_id"] == {"$eq": "c"} and "ended_at" in vector["filter"]
-    assert vector["numCandidates"] >= vector["limit"]
-    search = plain(by_stage["$search"].doc["pipeline"][0]["$search"])
-    assert search["index"] == "recall_text"
+    sent = await received(server, 5)  # the counts (one term), the core, the nodes, and both search channels
+    searches = {stages(r)[0]: r for r in sent if "pipeline" in r.doc and stages(r)[0] != "$match"}
+    vector = plain(searches["$vectorSearch"].doc["pipeline"][0]["$vectorSearch"])
+    assert vector["index"] == "recall_vector" and vector["filter"]["core_id"] == {"$eq": "c"}
+    search = plain(searches["$search"].doc["pipeline"][0]["$search"])
     assert {"equals": {"path": "core_id", "value": "c"}} in search["compound"]["filter"]
-
-    by_stage["$vectorSearch"].replies(cursor(slice_row(), ns=SLICES))
-    by_stage["$search"].replies(cursor(ns=SLICES))
-    await answer_lookup(by_stage["$match"])
-    await answer_candidates(await receive(server))
+    searches["$vectorSearch"].replies(cursor(slice_row(), ns=INDEX))
+    searches["$search"].replies(cursor(ns=INDEX))
+    answer_counts(request for request in sent if request not in searches.values())
+    [text] = await received(server, 1)
+    text.replies(cursor(slice_row(), ns=INDEX))
     await answer_messages(await receive(server))
 
     [found] = await call
@@ -149,7 +189,35 @@ async def test_with_mongodb_search_the_search_channels_go_beside_the_lookup_filt
 async def test_search_false_never_probes(client: Any, server: MockupDB) -> None:
     recall = MemoryRecall(client["partner"], clock=lambda: T0, search=False)
     call = asyncio.create_task(recall.recall("c", "the puppy", max_messages=1))
-    await answer_lookup(await receive(server))
-    await answer_candidates(await receive(server))
+    answer_counts(await received(server, 3))
+    [text] = await received(server, 1)
+    text.replies(cursor(slice_row(), ns=INDEX))
     await answer_messages(await receive(server))
     assert len(await call) == 1
+
+
+async def test_an_index_write_is_three_commands_each_on_the_slices_core(
+    client: Any, server: MockupDB
+) -> None:
+    said = [Message(role="user", content="I adopted a puppy", at=T0)]
+    piece = MemorySlice(id="s1", start_index=0, end_index=1, summary="a puppy", created_at=T0)
+    write = asyncio.create_task(
+        RecallIndexer(client["partner"]).consume(RollingResult.from_slice("u1", "c", piece, said))
+    )
+
+    read = await receive(server)
+    assert_one_core_through_one_index(read)
+    assert selection(read)["_id"] == {"$in": ['["s","u1","s1"]', core_key("c")]}
+    read.replies(cursor({"_id": core_key("c"), "slices": 2, "last_seq": 2}, ns=INDEX))
+    window = await receive(server)
+    assert_one_core_through_one_index(window)
+    assert selection(window)["seq"] == {"$gt": 2 - 64}
+    window.replies(cursor({"terms": ["puppi"], "ancestors": ["puppi"]}, ns=INDEX))
+    update = await receive(server)
+    assert update.doc["update"] == "recall_index" and update.doc["ordered"] is True
+    statements = [plain(statement) for statement in update.doc["updates"]]
+    assert all(s["q"]["core_id"] == "c" and "_id" in s["q"] for s in statements)  # the full shard key
+    assert statements[0]["q"]["revision"] == {"$exists": False} and statements[0]["upsert"] is True
+    update.replies({"ok": 1, "n": len(statements), "nModified": 0, "upserted": [{"index": 0, "_id": "x"}]})
+
+    await write

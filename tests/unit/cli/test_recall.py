@@ -261,15 +261,29 @@ def test_topics_prints_the_tree_indented_with_slice_counts(database: Any) -> Non
     assert result.stdout.splitlines()[-1] == f"{len(nodes)} topic(s) over 2 slice(s)"
 
 
-def test_topics_as_json_gives_each_path_with_its_depth_and_slices(database: Any) -> None:
+def test_topics_as_json_gives_each_readable_path_with_its_depth_slices_and_key(database: Any) -> None:
     nodes = asyncio.run(MemoryRecall(database).topics(CORE))
 
     result = run("recall", "topics", CORE, "--json")
 
     assert json.loads(result.stdout) == {
         "core_id": CORE,
-        "topics": [{"path": n.path, "depth": n.depth, "slices": n.slices} for n in nodes],
+        "topics": [
+            {"path": n.path, "depth": n.depth, "slices": n.slices, "key": n.key or n.path} for n in nodes
+        ],
     }
+    assert any(n.key is not None and n.key != n.path for n in nodes)  # the offline extractor's stems
+
+
+def test_topics_show_readable_words_not_the_stems_they_are_matched_by(database: Any) -> None:
+    nodes = asyncio.run(MemoryRecall(database).topics(CORE))
+    stems = {n.key for n in nodes if n.key}
+
+    result = run("recall", "topics", CORE)
+
+    shown = {n.path.split("->")[-1] for n in nodes}
+    assert all(name in result.stdout for name in shown)
+    assert not any(f" {stem.split('->')[-1]} " in result.stdout for stem in stems if stem not in shown)
 
 
 # -- listen --------------------------------------------------------------------------------------------------
@@ -344,3 +358,22 @@ def test_dead_letters_replay_with_recall_indexes_the_slices_the_recall_index_gav
     assert result.exit_code == 0, result.output
     assert result.stdout.startswith("1 delivered, 0 failed again")
     assert asyncio.run(MemoryRecall(stored).recall(CORE, "beagle"))
+
+
+# -- check and repair ----------------------------------------------------------------------------------------
+
+
+def test_check_reports_a_recall_counter_that_differs_and_repair_sets_it(database: Any) -> None:
+    asyncio.run(
+        database["recall_index"].update_one({"kind": "core", "core_id": CORE}, {"$set": {"slices": 7}})
+    )
+
+    checked = run("check")
+    repaired = run("repair", "--json")
+    again = run("check")
+
+    assert checked.exit_code == 1
+    assert f"recall index of core {CORE!r}: slice count 7 for 2" in checked.stdout
+    [fixed] = [found for found in json.loads(repaired.stdout)["recall_index"] if found["core_id"] == CORE]
+    assert fixed["core"] == {"path": "", "recorded": 7, "counted": 2}
+    assert again.exit_code == 0 and "0 with counters off" in again.stdout

@@ -48,6 +48,7 @@ ERASURE_TOMBSTONES = migration_file("erasure_tombstones")
 UNSUMMARIZED = migration_file("unsummarized")
 CLAIMS = migration_file("slice_id_claims")
 RECALL_INDEXES = migration_file("recall_indexes")
+RECALL_INDEX = migration_file("recall_index")
 
 
 def load(path: Path) -> types.ModuleType:

@@ -12,6 +12,7 @@ from tests.unit.migrations.support import (
     ERASURE_TOMBSTONES,
     INDEXES,
     NORMALIZE,
+    RECALL_INDEX,
     RECALL_INDEXES,
     SLICE_INDEX,
     UNSUMMARIZED,
@@ -29,6 +30,7 @@ TOMBSTONES = load(ERASURE_TOMBSTONES)
 SUMMARIES = load(UNSUMMARIZED)
 CLAIMING = load(CLAIMS)
 RECALL = load(RECALL_INDEXES)
+MOVED = load(RECALL_INDEX)
 
 
 def specs(indexes: dict[str, list[Any]]) -> dict[str, list[dict[str, Any]]]:
@@ -56,6 +58,9 @@ def test_the_migrations_together_create_exactly_the_indexes_the_library_declares
     lookup = CLAIMING.LOOKUP_INDEX.document
     composed[UNITS] = [lookup if i == CLAIMING.UNIQUE_INDEX.document else i for i in composed[UNITS]]
     composed["slice_id_claims"] = [CLAIMING.CLAIM_INDEX.document]
+    for dropped in MOVED.OLD_INDEXES:  # 0.5 moves 0.4's two recall collections into one
+        del composed[dropped]
+    composed.update(specs(MOVED.INDEXES))
 
     assert composed == specs(ALL_INDEXES)
 

@@ -5,12 +5,21 @@ from __future__ import annotations
 from typing import Any
 
 from partner_repo import run_migrations
-from partner_repo.mongo._indexes import RECALL_SLICES, RECALL_VOCABULARY
-from tests.unit.migrations.support import RECALL_INDEXES, bound, fresh_database, load, shipped_from
+from tests.unit.migrations.support import (
+    RECALL_INDEXES,
+    bound,
+    fresh_database,
+    load,
+    shipped_before,
+    shipped_from,
+)
 from tests.unit.migrations.support import names as migration_names
 
 MIGRATION = load(RECALL_INDEXES)
+RECALL_SLICES, RECALL_VOCABULARY = "recall_slices", "recall_vocabulary"
 RECALL = (RECALL_SLICES, RECALL_VOCABULARY)
+UP_TO_IT = len(shipped_before(RECALL_INDEXES)) + 1
+"""0.4's recall collections exist until 0.5's migration moves them into ``recall_index``."""
 
 
 async def recall_index_names(database: Any) -> dict[str, set[str]]:
@@ -20,7 +29,7 @@ async def recall_index_names(database: Any) -> dict[str, set[str]]:
 async def test_forward_creates_the_recall_collections_indexes() -> None:
     database = await fresh_database()
 
-    run = await run_migrations(database, use_transaction=False)
+    run = await run_migrations(database, distance=UP_TO_IT, use_transaction=False)
 
     assert RECALL_INDEXES.name in run.ran
     assert await recall_index_names(database) == {
@@ -39,10 +48,10 @@ def test_every_recall_index_starts_with_the_core_except_the_erasures_one() -> No
 
 async def test_backward_drops_the_recall_indexes_and_nothing_else() -> None:
     database = await fresh_database()
-    await run_migrations(database, use_transaction=False)
+    await run_migrations(database, distance=UP_TO_IT, use_transaction=False)
     await database[RECALL_SLICES].create_index("custom_field", name="a_teams_own_index")
 
-    reverted = shipped_from(RECALL_INDEXES)  # this migration and every later one
+    reverted = shipped_from(RECALL_INDEXES)[:1]  # this migration (the later ones are not applied)
     run = await run_migrations(database, backward=True, distance=len(reverted), use_transaction=False)
 
     assert run.ran == migration_names(reverted)[::-1]

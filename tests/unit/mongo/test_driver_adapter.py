@@ -10,6 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pymongo import DeleteMany, InsertOne, UpdateOne
+from pymongo.errors import BulkWriteError
 
 from partner_repo import MemoryCoreRepository, Message, RollingService, close_database, connect
 from partner_repo.mongo import driver
@@ -71,25 +73,31 @@ async def test_the_in_memory_backend_has_the_installed_stacks_shape() -> None:
 
 
 @pytest.mark.parametrize("wrapped", [False, True], ids=["as is", "through a forwarding wrapper"])
-async def test_update_each_applies_every_update_on_the_in_memory_backend_of_either_stack(
+async def test_bulk_write_applies_pymongos_requests_on_the_in_memory_backend_of_either_stack(
     wrapped: bool,
 ) -> None:
-    """mongomock cannot take PyMongo 4.9's bulk requests, so the in-memory backend gets the updates one by
-    one; it is recognized under Motor too (mongomock-motor's classes take Motor's names)."""
+    """mongomock cannot take PyMongo 4.9's bulk requests: the embedded backend takes them itself and, on the
+    Motor stack, mongomock-motor's collection gets them one by one; an ordered batch stops at its first
+    error either way (recognized through a wrapper too: mongomock-motor's classes take Motor's names)."""
     database = await connect(None)
     collection = database["each"]
     target = Forwarding(collection) if wrapped else collection
 
-    await driver.update_each(
+    result = await driver.bulk_write(
         target,
         [
-            ({"_id": 1}, {"$set": {"n": 1}}, True),
-            ({"_id": 1}, {"$inc": {"n": 1}}, False),
-            ({"_id": 2}, {"$addToSet": {"keys": "a"}}, True),
-            ({"_id": 3}, {"$set": {"n": 3}}, False),  # no such document, no upsert: nothing
+            UpdateOne({"_id": 1}, {"$set": {"n": 1}}, upsert=True),
+            UpdateOne({"_id": 1}, {"$inc": {"n": 1}}),
+            UpdateOne({"_id": 2}, {"$addToSet": {"keys": "a"}}, upsert=True),
+            UpdateOne({"_id": 3}, {"$set": {"n": 3}}),  # no such document, no upsert: nothing
+            DeleteMany({"_id": {"$in": [4, 5]}}),
         ],
     )
+    with pytest.raises(BulkWriteError) as stopped:
+        await driver.bulk_write(target, [InsertOne({"_id": 2}), InsertOne({"_id": 6})])
 
+    assert (result.upserted_count, result.matched_count) == (2, 1)
+    assert [error["index"] for error in stopped.value.details["writeErrors"]] == [0]
     assert [d async for d in collection.find({}).sort("_id", 1)] == [
         {"_id": 1, "n": 2},
         {"_id": 2, "keys": ["a"]},

@@ -70,11 +70,29 @@ def _names_of_0_4() -> list[tuple[str, str]]:
     return [(module, name) for module, _, name in (line.partition(":") for line in lines)]
 
 
+REMOVED_IN_0_5 = {
+    ("partner_repo.indexes", "RECALL_SLICES"),
+    ("partner_repo.indexes", "RECALL_SLICE_INDEXES"),
+    ("partner_repo.indexes", "RECALL_VOCABULARY"),
+    ("partner_repo.indexes", "RECALL_VOCABULARY_INDEXES"),
+    ("partner_repo.recall.store", "PENDING"),
+    ("partner_repo.recall.store", "TERM"),
+    ("partner_repo.recall.store", "vocabulary_id"),
+    ("partner_repo.driver", "Update"),
+    ("partner_repo.driver", "update_each"),
+}
+"""Names whose concept 0.5 removed, each named in the CHANGELOG: 0.4's recall collections and the vocabulary's
+write protocol (issue 31 replaced them with ``recall_index``, and its migration moves the data), and the
+driver's per-update helper that served only them (``driver.bulk_write`` instead)."""
+
+
 @pytest.mark.parametrize(
     "module", sorted({module for module, _ in _names_of_0_4()}), ids=lambda module: str(module)
 )
 def test_every_public_name_of_0_4_is_importable_from_where_it_was(module: str) -> None:
-    names = [name for owner, name in _names_of_0_4() if owner == module]
+    names = [
+        name for owner, name in _names_of_0_4() if owner == module and (owner, name) not in REMOVED_IN_0_5
+    ]
 
     imported = importlib.import_module(module)
 

@@ -1,22 +1,24 @@
 """``RecallIndexer``, the AfterRolling consumer that builds the recall index: idempotent under at-least-once
-delivery (a redelivery, or a delivery after a crash anywhere, leaves the index one delivery leaves), newest
-revision wins, erasure removes everything derived from the erased units, and the topic extractor is pluggable.
+delivery (a redelivery, or a delivery after a crash, leaves the index one delivery leaves), newest revision
+wins, erasure removes everything derived from the erased units, and the topic extractor is pluggable.
 
-Document frequencies are the sizes of the ``slices`` lists in ``recall_vocabulary``: after every step the
-vocabulary must hold exactly what the indexed slices hold (:func:`assert_vocabulary_derives_from_slices`).
+The index's counters (each core's slices, each topic node's) must say what the indexed slices say after
+every step (:func:`assert_counters_derive_from_slices`); a write stopped half-way may leave them low, never
+high, and the index check sets them again.
 """
 
 from __future__ import annotations
 
-import contextlib
 from datetime import timedelta
 from typing import Any
 
 import pytest
 
-from partner_repo import InvalidInput, RollingResult, in_memory_database, init_repository
-from partner_repo.mongo._indexes import RECALL_SLICES, RECALL_VOCABULARY
+from partner_repo import InvalidInput, RollingResult
+from partner_repo.mongo import driver
+from partner_repo.mongo._indexes import RECALL_INDEX
 from partner_repo.recall import RecallIndexer, Topic, TopicNode, TopicProfile, TopicRequest
+from partner_repo.recall._checking import RecallIndexCheck
 from tests.erasure_support import Crash
 from tests.recall_support import (
     BREAD,
@@ -27,7 +29,7 @@ from tests.recall_support import (
     TRAVEL,
     Fickle,
     History,
-    assert_vocabulary_derives_from_slices,
+    assert_counters_derive_from_slices,
     contents,
     crashing_index,
     erasure_of,
@@ -44,18 +46,24 @@ def revised(result: RollingResult, summary: str, revision: int = 1) -> RollingRe
     return RollingResult.from_slice(result.unit_id, result.core_id, piece, result.increment_messages)
 
 
-async def test_every_slice_is_indexed_once_with_a_vocabulary_that_counts_it_once(memory_db: Any) -> None:
+async def test_every_slice_is_indexed_once_with_counters_that_count_it_once(memory_db: Any) -> None:
     history = History(memory_db)
     await history.rolls("agent", CONVERSATION)
 
-    vocabulary, slices = await index_state(memory_db)
+    counters, slices = await index_state(memory_db)
     assert [row["slice_id"] for row in slices] == sorted(r.slice_id for r in history.rolled)
-    assert len(vocabulary[("agent", "core", "")]) == 4
-    assert (
-        len(vocabulary[("agent", "term", "lighthous")]) == 1
-        and len(vocabulary[("agent", "term", "记忆")]) == 1
-    )
-    await assert_vocabulary_derives_from_slices(memory_db)
+    assert counters[("agent", "core", "")] == (4, 4)  # four slices, the last one numbered 4
+    assert sorted(row["seq"] for row in slices) == [1, 2, 3, 4]
+    await assert_counters_derive_from_slices(memory_db)
+
+
+async def test_no_document_of_the_index_holds_a_list_of_slices(memory_db: Any) -> None:
+    """What made 0.4's vocabulary grow with the history: a document per term listing every slice."""
+    history = History(memory_db)
+    await history.rolls("agent", CONVERSATION)
+
+    async for row in memory_db[RECALL_INDEX].find({"kind": {"$ne": "slice"}}):
+        assert not any(isinstance(value, list) and len(value) > 8 for value in row.values()), row
 
 
 async def test_a_slice_is_found_by_the_words_of_its_raw_messages_not_only_its_summary(memory_db: Any) -> None:
@@ -72,20 +80,37 @@ async def test_redelivering_a_roll_later_leaves_the_index_as_it_was(memory_db: A
     first, *_ = await history.rolls("agent", CONVERSATION)
     before = await index_state(memory_db)
 
-    await history.indexer.consume(first)  # delivered again, after three more slices changed the vocabulary
+    await history.indexer.consume(first)  # delivered again, after three more slices were indexed
     await history.indexer.consume(first)
 
     assert await index_state(memory_db) == before
 
 
-async def test_redelivery_changes_nothing_even_when_the_extractor_answers_differently(memory_db: Any) -> None:
-    history = History(memory_db, topics=Fickle())
+async def test_redelivery_neither_asks_the_extractor_again_nor_changes_anything(memory_db: Any) -> None:
+    extractor = Fickle()
+    history = History(memory_db, topics=extractor)
     first, *_ = await history.rolls("agent", [HIKE, BREAD])
-    before = await index_state(memory_db)
+    before, asked = await index_state(memory_db), extractor.calls
 
     await history.indexer.consume(first)
 
-    assert await index_state(memory_db) == before
+    assert await index_state(memory_db) == before and extractor.calls == asked
+
+
+async def test_two_deliveries_of_one_slice_at_once_index_it_once(memory_db: Any) -> None:
+    """Both read the slice as absent; the second write finds it written and writes nothing, not even a
+    counter (the slice's document is the fence of the whole write)."""
+    history = History(memory_db)
+    await history.rolls("agent", [HIKE])
+    result = await history.roll("agent", SHORT, index=False)
+    other = RecallIndexer(memory_db)
+    stored = await other._store.stored(result.core_id, result.unit_id, result.slice_id)
+    document, labels = await other._document(result, stored)
+
+    await history.indexer.consume(result)
+    assert not await other._store.put(document, stored, labels)
+
+    await assert_counters_derive_from_slices(memory_db)
 
 
 async def first_delivery(history: History) -> RollingResult:
@@ -99,34 +124,68 @@ async def new_revision(history: History) -> RollingResult:
 
 
 @pytest.mark.parametrize("deliver", [first_delivery, new_revision], ids=["first delivery", "new revision"])
-async def test_a_delivery_after_a_crash_at_any_write_leaves_the_index_one_delivery_leaves(
-    deliver: Any,
+async def test_a_delivery_after_a_crash_at_its_write_leaves_the_index_one_delivery_leaves(
+    memory_db: Any, deliver: Any
 ) -> None:
-    """The indexer dies at write 1, then at write 2, ... of a delivery (with an extractor that answers
-    differently each time, as an LLM may), and the listener delivers the roll again."""
-    crash_at, crashed = 0, True
-    while crashed:
-        crash_at += 1
-        database = await init_repository(in_memory_database(f"crash_{crash_at}"))
-        extractor = Fickle()
-        history = History(database, topics=extractor)
-        result = await deliver(history)
-        asked = extractor.calls
-        crashing = crashing_index(database, at=crash_at)
-        with contextlib.suppress(Crash):
-            await RecallIndexer(crashing, topics=extractor).consume(result)
-        crashed = len(crashing.calls) >= crash_at
+    """The indexer dies at its one write (with an extractor that answers differently each time, as an LLM
+    may), and the listener delivers the roll again: the new delivery asks again and writes what it gets."""
+    extractor = Fickle()
+    history = History(memory_db, topics=extractor)
+    result = await deliver(history)
+    crashing = crashing_index(memory_db, at=1)
+    with pytest.raises(Crash):
+        await RecallIndexer(crashing, topics=extractor).consume(result)
+    assert len(crashing.calls) == 1  # stopped at its first write: the slice's own document
 
-        await history.indexer.consume(result)  # the listener delivers it again
+    await history.indexer.consume(result)  # the listener delivers it again
 
-        await assert_vocabulary_derives_from_slices(database)
-        _, slices = await index_state(database)
-        [indexed] = [row for row in slices if row["slice_id"] == result.slice_id]
-        assert (indexed["summary"], indexed["revision"]) == (result.summary, result.revision), crash_at
-        assert extractor.calls - asked == (2 if crash_at == 1 else 1), crash_at  # the crashed write finished
-        [found] = await history.recall().recall("agent", result.summary, limit=1)
-        assert found.slice_id == result.slice_id, crash_at
-    assert crash_at > 5  # every write of the delivery was, once, the one that crashed
+    await assert_counters_derive_from_slices(memory_db)
+    _, slices = await index_state(memory_db)
+    [indexed] = [row for row in slices if row["slice_id"] == result.slice_id]
+    assert (indexed["summary"], indexed["revision"]) == (result.summary, result.revision)
+    [found] = await history.recall().recall("agent", result.summary, limit=1)
+    assert found.slice_id == result.slice_id
+
+
+def stopping_after(applied: int) -> Any:
+    """``driver.bulk_write`` as a server that stopped half-way through an ordered batch: the first
+    ``applied`` operations are applied, then the connection is gone."""
+    real = driver.bulk_write
+
+    async def stopping(collection: Any, requests: list[Any], *, ordered: bool = True) -> Any:
+        await real(collection, requests[:applied], ordered=ordered)
+        raise Crash(f"the server stopped after {applied} operation(s)")
+
+    return stopping
+
+
+@pytest.mark.parametrize("deliver", [first_delivery, new_revision], ids=["first delivery", "new revision"])
+async def test_a_write_stopped_half_way_leaves_counters_low_and_the_check_sets_them(
+    memory_db: Any, deliver: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    history = History(memory_db)
+    result = await deliver(history)
+    applied = 1
+    while True:
+        _, slices = await index_state(memory_db)
+        with monkeypatch.context() as patched, pytest.raises(Crash):
+            patched.setattr(driver, "bulk_write", stopping_after(applied))
+            await RecallIndexer(memory_db).consume(result)
+        stopped = await index_state(memory_db)
+        if stopped[1] != slices:  # the slice's document went in: what follows it is the counters
+            break
+        applied += 1
+    await history.indexer.consume(result)  # delivered again: the revision is indexed, nothing moves
+    _, now = await index_state(memory_db)
+    [indexed] = [row for row in now if row["slice_id"] == result.slice_id]
+    assert indexed["revision"] == result.revision
+
+    [report] = await RecallIndexCheck(memory_db).check("agent")
+    assert not report.ok and all(off.recorded is None or off.recorded < off.counted for off in report.nodes)
+    await RecallIndexCheck(memory_db).repair("agent")
+
+    assert all(found.ok for found in await RecallIndexCheck(memory_db).check("agent"))
+    await assert_counters_derive_from_slices(memory_db)
 
 
 async def test_an_older_revision_delivered_after_a_newer_one_is_ignored(memory_db: Any) -> None:
@@ -154,18 +213,22 @@ async def test_a_resummarized_slice_is_indexed_again_under_its_new_summary(memor
     assert contents(found.messages) == [content for _, content in BREAD.lines]
     [by_message, *_] = await recall.recall("agent", "Clint")  # its messages still count
     assert by_message.slice_id == first.slice_id
-    await assert_vocabulary_derives_from_slices(memory_db)
+    _, slices = await index_state(memory_db)
+    assert [row["seq"] for row in slices if row["slice_id"] == first.slice_id] == [1]  # its number stays
+    await assert_counters_derive_from_slices(memory_db)
 
 
 async def test_a_term_only_the_old_summary_had_no_longer_counts(memory_db: Any) -> None:
-    history = History(memory_db)
+    history = History(memory_db, topics=lambda request: Topic(path=request.summary.split()[1]))
     [first] = await history.rolls("agent", [session(T0, "the zeppelin plan", "we talked", "about bread")])
 
     await history.indexer.consume(revised(first, "bread talk"))
 
-    vocabulary, _ = await index_state(memory_db)
-    assert not any(value == "zeppelin" for _, _, value in vocabulary)
+    counters, slices = await index_state(memory_db)
+    assert not any("zeppelin" in path for _, _, path in counters)  # its topic node went with it
+    assert not any("zeppelin" in row["terms"] for row in slices)
     assert [piece.sources for piece in await history.recall().recall("agent", "zeppelin")] == []
+    await assert_counters_derive_from_slices(memory_db)
 
 
 async def test_on_erased_removes_the_erased_units_slices_and_every_count_of_them(memory_db: Any) -> None:
@@ -175,16 +238,16 @@ async def test_on_erased_removes_the_erased_units_slices_and_every_count_of_them
 
     await history.indexer.on_erased(erasure_of(erased, core_id="agent"))
 
-    vocabulary, slices = await index_state(memory_db)
+    counters, slices = await index_state(memory_db)
     assert [row["slice_id"] for row in slices] == [kept[0].slice_id]
-    assert {core for core, _, _ in vocabulary} == {"other"}  # not a word of the erased slices is left
-    await assert_vocabulary_derives_from_slices(memory_db)
+    assert {core for core, _, _ in counters} == {"other"}  # not a node of the erased slices is left
+    await assert_counters_derive_from_slices(memory_db)
     [found] = await history.recall().recall("other", "sourdough")
     assert found.slice_id == kept[0].slice_id
 
 
-async def test_on_erased_keeps_the_words_other_slices_still_hold(memory_db: Any) -> None:
-    history = History(memory_db)
+async def test_on_erased_keeps_the_nodes_other_slices_still_hold(memory_db: Any) -> None:
+    history = History(memory_db, topics=lambda request: Topic(path="coast->" + request.summary.split()[0]))
     erased = await history.roll("agent", HIKE, end_session=True)
     again = session(T0 + timedelta(days=2), "lighthouse again", "the lighthouse", "yes")
     kept = await history.roll("agent", again)
@@ -192,9 +255,10 @@ async def test_on_erased_keeps_the_words_other_slices_still_hold(memory_db: Any)
 
     await history.indexer.on_erased(erasure_of([erased], core_id="agent"))
 
-    vocabulary, _ = await index_state(memory_db)
-    assert vocabulary[("agent", "term", "lighthous")] == [[kept.unit_id, kept.slice_id]]
-    await assert_vocabulary_derives_from_slices(memory_db)
+    counters, _ = await index_state(memory_db)
+    assert counters[("agent", "node", "coast")] == (1, "coast")
+    assert ("agent", "node", "coast->A") not in counters  # the erased slice's own node is gone
+    await assert_counters_derive_from_slices(memory_db)
 
 
 async def test_on_erased_again_or_for_units_never_indexed_changes_nothing(memory_db: Any) -> None:
@@ -267,8 +331,7 @@ async def test_an_extractor_answering_something_else_than_a_topic_is_refused_and
         await history.indexer.consume(result)
 
     assert "\n" not in str(raised.value)
-    assert await memory_db[RECALL_SLICES].count_documents({}) == 0
-    assert await memory_db[RECALL_VOCABULARY].count_documents({}) == 0
+    assert await memory_db[RECALL_INDEX].count_documents({}) == 0
 
 
 def test_a_profile_weight_outside_zero_to_one_is_refused() -> None:

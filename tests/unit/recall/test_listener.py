@@ -22,7 +22,7 @@ from tests.recall_support import (
     PROJECT,
     T0,
     History,
-    assert_vocabulary_derives_from_slices,
+    assert_counters_derive_from_slices,
     contents,
     index_state,
 )
@@ -50,7 +50,7 @@ async def test_a_listener_delivers_every_roll_to_the_recall_index(memory_db: Any
         [found, *_] = await recall.recall("agent", query)
         assert found.summary == session.summary
         assert contents(found.messages) == [content for _, content in session.lines]
-    await assert_vocabulary_derives_from_slices(memory_db)
+    await assert_counters_derive_from_slices(memory_db)
 
 
 async def test_a_listener_running_again_delivers_nothing_twice(memory_db: Any) -> None:
@@ -75,9 +75,9 @@ async def test_an_erasure_reaches_the_recall_index_through_the_listener(memory_d
     await MemoryEraser(memory_db).forget("agent")
     await deliver(memory_db, indexer)
 
-    vocabulary, slices = await index_state(memory_db)
+    counters, slices = await index_state(memory_db)
     assert {row["core_id"] for row in slices} == {"other"}
-    assert {core for core, _, _ in vocabulary} == {"other"}
+    assert {core for core, _, _ in counters} == {"other"}
     assert await history.recall().recall("agent", "lighthouse") == []
 
 
@@ -105,9 +105,9 @@ async def test_a_resummarized_slice_is_delivered_again_and_indexed_under_its_new
     assert [item.slice_id for item in report.replaced] == [placeholder.slice_id]
     [found] = await History(memory_db).recall().recall("agent", "bread caraway")
     assert found.slice_id == placeholder.slice_id and found.summary == "baking rye bread with caraway"
-    vocabulary, _ = await index_state(memory_db)
-    assert ("agent", "term", "except") not in vocabulary  # the placeholder's words no longer count
-    await assert_vocabulary_derives_from_slices(memory_db)
+    _, slices = await index_state(memory_db)
+    assert [row["terms"] for row in slices if "except" in row["terms"]] == []  # the placeholder's words
+    await assert_counters_derive_from_slices(memory_db)
 
 
 async def test_a_group_started_from_the_beginning_indexes_what_was_rolled_before_it(memory_db: Any) -> None:

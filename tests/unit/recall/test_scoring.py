@@ -8,8 +8,11 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from partner_repo.models import Message
 from partner_repo.recall import RecallWeights, TopicProfile
 from partner_repo.recall._scoring import Candidate, rank
+from partner_repo.recall._terms import terms
+from partner_repo.recall._weights import read_marks, slice_terms, stored_marks
 
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
 
@@ -152,3 +155,18 @@ def test_equal_candidates_keep_the_order_they_came_in() -> None:
     twins = [candidate("first"), candidate("second")]
 
     assert ranked_names(rank(twins, {}, now=NOW, limit=2, max_messages=10)) == ["first", "second"]
+
+
+def test_marks_are_stored_as_one_string_a_term_and_read_back_as_they_were() -> None:
+    features = slice_terms(
+        "", [Message(role="user", content="rye bread"), Message(role="user", content="rye")], terms
+    )
+
+    stored = stored_marks(features.marks)
+
+    assert all(isinstance(text, str) for text in stored.values())
+    assert stored["rye"].split() == [
+        f"0:{features.marks['rye'][0][1]!r}",
+        f"1:{features.marks['rye'][1][1]!r}",
+    ]
+    assert read_marks(stored) == features.marks

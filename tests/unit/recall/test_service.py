@@ -249,9 +249,9 @@ async def test_forget_leaves_nothing_of_the_core_in_the_recall_index(history: Hi
 
     await MemoryEraser(history.database).forget("agent")  # no listener has told the indexer yet
 
-    vocabulary, slices = await index_state(history.database)
+    counters, slices = await index_state(history.database)
     assert {row["core_id"] for row in slices} == {"other"}
-    assert {core for core, _, _ in vocabulary} == {"other"}  # not a word of the erased conversation
+    assert {core for core, _, _ in counters} == {"other"}  # not a node of the erased conversation
     for query in ("whales near the lighthouse", "记忆模块", "yesterday", ""):
         assert await history.recall().recall("agent", query) == []
 

@@ -11,6 +11,7 @@ import pytest
 from tests.routing_rules import route
 
 UNITS = "memory_units"
+RECALL = "recall_index"
 
 
 @pytest.mark.parametrize(
@@ -32,6 +33,13 @@ UNITS = "memory_units"
         ({"find": "memory_cores", "filter": {"idle_rolled": False}}, "unsharded"),
         ({"createIndexes": "erasures", "indexes": [{"name": "x", "key": {"a": 1}, "unique": True}]}, "admin"),
         ({"getMore": 1234, "collection": UNITS}, "admin"),
+        ({"aggregate": RECALL, "pipeline": [{"$match": {"core_id": "c", "terms": "t"}}]}, "one"),
+        ({"find": RECALL, "filter": {"terms": "t"}}, "all"),
+        (
+            {"update": RECALL, "updates": [{"q": {"_id": "s", "core_id": "c"}, "u": {}, "upsert": True}]},
+            "one",
+        ),
+        ({"delete": RECALL, "deletes": [{"q": {"core_id": "c", "_id": {"$in": ["a"]}}, "limit": 0}]}, "one"),
     ],
 )
 def test_a_command_is_routed_as_the_manual_says(command: dict[str, Any], kind: str) -> None:
@@ -50,6 +58,8 @@ def test_a_command_is_routed_as_the_manual_says(command: dict[str, Any], kind: s
             "not prefixed by the shard key",
         ),
         ({"create": "migration_backup_x", "autocommit": False}, "inside a transaction"),
+        ({"update": RECALL, "updates": [{"q": {"_id": "s"}, "u": {}, "upsert": True}]}, "full shard key"),
+        ({"update": RECALL, "updates": [{"q": {"core_id": "c"}, "u": {}, "upsert": True}]}, "full shard key"),
     ],
 )
 def test_what_a_sharded_cluster_refuses_is_reported_with_why(command: dict[str, Any], why: str) -> None:

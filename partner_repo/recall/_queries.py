@@ -1,0 +1,143 @@
+"""The recall index's reads for a query: counts and named nodes first, then each channel's candidates.
+
+Every read selects one core first and is a plain filter on fields of one index, so MongoDB serves each from
+that index (and a cluster sharded on ``{core_id: 1, _id: 1}`` sends each to one shard); reads that do not
+depend on one another go in the same round trip:
+
+- **counts** (round trip 1): one small aggregation per query term, ``{core_id, terms: t}`` on
+  ``core_terms`` stopped after :data:`COMMON_TERM_SLICES` + 1 slices (a term in more slices finds nothing:
+  past that its exact count would change nothing), the core's document (its slice count and last sequence
+  number), and the nodes the query's words (or the caller's topic cues) name, on ``core_names``;
+- **candidates** (round trip 2): one aggregation per channel (:mod:`.channels`).
+
+A read is never a scan of the core: each stops at a bound (:data:`COMMON_TERM_SLICES` per term,
+:data:`NODE_SCAN` nodes, ``per_channel`` slices newest first through an index that orders them).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from partner_repo.mongo import RECALL_INDEX, driver
+from partner_repo.recall._channels import Plan, channel_pipelines
+from partner_repo.recall._keys import core_key
+
+COMMON_TERM_SLICES = 512
+"""A term in more slices of a core than this is too common to find candidates with (it still scores them),
+so its count stops there: a query's reads stay bounded however long the core's history is."""
+MAX_QUERY_TERMS = 24
+"""The most distinct terms of a query that are counted (in the order the query names them); a longer
+query's other terms neither find nor score."""
+NODE_SCAN = 64
+"""The most topic nodes sharing a query's words that are read to find the ones the query names."""
+
+
+@dataclass(frozen=True)
+class NamedNode:
+    """A topic node a query's words (or a caller's cue) may name."""
+
+    path: str
+    label: str
+    words: tuple[str, ...]
+    depth: int
+    slices: int
+
+
+@dataclass(frozen=True)
+class Lookup:
+    """What round trip 1 learns: each query term's slice count (at most :data:`COMMON_TERM_SLICES` + 1),
+    the core's slice count and last sequence number, and the nodes that share a name with the query."""
+
+    frequencies: dict[str, int]
+    slices: int
+    last_seq: int
+    nodes: list[NamedNode]
+
+
+class RecallQueries:
+    """The reads of a recall on the index of one database (see the module)."""
+
+    def __init__(self, database: Any) -> None:
+        self._index = database[RECALL_INDEX]
+
+    def lookup(self, core_id: str, query_terms: Sequence[str], names: Iterable[str]) -> list[Awaitable[Any]]:
+        """Round trip 1's reads, to send together: one count per term, the core, the named nodes."""
+        counted = list(dict.fromkeys(query_terms))[:MAX_QUERY_TERMS]
+        reads: list[Awaitable[Any]] = [self._core(core_id), self._nodes(core_id, sorted(set(names)))]
+        reads.extend(self._count(core_id, term) for term in counted)
+        return reads
+
+    @staticmethod
+    def looked_up(query_terms: Sequence[str], answers: Sequence[Any]) -> Lookup:
+        """The :class:`Lookup` the answers of :meth:`lookup`'s reads make."""
+        core, nodes, *counts = answers
+        counted = list(dict.fromkeys(query_terms))[:MAX_QUERY_TERMS]
+        return Lookup(
+            frequencies={term: count for term, count in zip(counted, counts, strict=True) if count},
+            slices=int(core.get("slices") or 0),
+            last_seq=int(core.get("last_seq") or 0),
+            nodes=nodes,
+        )
+
+    async def candidates(self, core_id: str, plan: Plan) -> dict[str, list[dict[str, Any]]]:
+        """Round trip 2: each channel's best slices, read together."""
+        pipelines = channel_pipelines(core_id, plan)
+        answers = await asyncio.gather(
+            *(driver.aggregate_list(self._index, pipeline) for pipeline in pipelines.values())
+        )
+        return dict(zip(pipelines, (list(rows) for rows in answers), strict=True))
+
+    async def search(self, pipeline: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The slices a MongoDB Search pipeline (:mod:`.search`) finds, in its order."""
+        return list(await driver.aggregate_list(self._index, pipeline))
+
+    async def tree(self, core_id: str) -> list[dict[str, Any]]:
+        """Every topic node of the core with slices under it (node, label, depth, slices), in path order."""
+        rows = await self._index.find(
+            {"core_id": core_id, "depth": {"$gte": 1}}, {"node": 1, "label": 1, "depth": 1, "slices": 1}
+        ).to_list(None)
+        return sorted((row for row in rows if int(row.get("slices") or 0) > 0), key=lambda row: row["node"])
+
+    async def count(self, core_id: str) -> int:
+        """How many slices of the core are indexed (its counter)."""
+        return int((await self._core(core_id)).get("slices") or 0)
+
+    async def _count(self, core_id: str, term: str) -> int:
+        pipeline: list[dict[str, Any]] = [
+            {"$match": {"core_id": core_id, "terms": term}},
+            {"$limit": COMMON_TERM_SLICES + 1},
+            {"$count": "n"},
+        ]
+        rows = await driver.aggregate_list(self._index, pipeline)
+        return int(rows[0]["n"]) if rows else 0
+
+    async def _core(self, core_id: str) -> dict[str, Any]:
+        found = await self._index.find_one(
+            {"core_id": core_id, "_id": core_key(core_id)}, {"slices": 1, "last_seq": 1}
+        )
+        return dict(found or {})
+
+    async def _nodes(self, core_id: str, names: list[str]) -> list[NamedNode]:
+        if not names:
+            return []
+        pipeline: list[dict[str, Any]] = [
+            {"$match": {"core_id": core_id, "names": {"$in": names}}},
+            {"$limit": NODE_SCAN},
+            {"$project": {"node": 1, "label": 1, "words": 1, "depth": 1, "slices": 1}},
+        ]
+        return [
+            NamedNode(
+                path=row["node"],
+                label=row.get("label") or row["node"],
+                words=tuple(row.get("words") or ()),
+                depth=int(row.get("depth") or 1),
+                slices=int(row.get("slices") or 0),
+            )
+            for row in await driver.aggregate_list(self._index, pipeline)
+        ]
+
+
+__all__ = ["COMMON_TERM_SLICES", "MAX_QUERY_TERMS", "NODE_SCAN", "Lookup", "NamedNode", "RecallQueries"]
