@@ -70,8 +70,9 @@ from partner_repo import (
     init_repository,
 )
 from partner_repo.listener.delivery._retry import Backoff
+from partner_repo.mongo import RECALL_INDEX
 from partner_repo.mongo._storage import MAX_DOCUMENT_BYTES, bson_size, messages_bytes
-from partner_repo.recall import RecallIndexer
+from partner_repo.recall import RecallIndexCheck, RecallIndexer
 from tests.contract.positions_support import CORES, UNITS, Clear, CoreHistory, Wire, storage_problems
 from tests.contract.protocol_support import (
     ProcessDatabase,
@@ -314,10 +315,27 @@ class World:
         async for progress in self.base["listener_checkpoints"].find({"kind": "unit"}, {"unit_id": 1}):
             if progress.get("unit_id") not in live:
                 found.append(f"listener progress names unit {progress.get('unit_id')}, which is not stored")
-        async for indexed in self.base["recall_slices"].find({}, {"unit_id": 1, "unit": 1}):
-            unit_id = indexed.get("unit_id", indexed.get("unit"))
-            if unit_id is not None and unit_id not in live:
-                found.append(f"the recall index holds a slice of unit {unit_id}, which is not stored")
+        async for indexed in self.base[RECALL_INDEX].find({"kind": "slice"}, {"unit_id": 1}):
+            if indexed["unit_id"] not in live:
+                found.append(
+                    f"the recall index holds a slice of unit {indexed['unit_id']}, which is not stored"
+                )
+        return found + await self.recall_counter_problems()
+
+    async def recall_counter_problems(self) -> list[str]:
+        """The recall index's counters read low after a crash between an index write's operations, never
+        high (docs/protocol.md): a counter above what the index holds would weigh slices that are not
+        there."""
+        found = []
+        for report in await RecallIndexCheck(self.base).check():
+            offs = [report.core] if report.core is not None else []
+            for off in [*offs, *report.nodes]:
+                if off.recorded is not None and off.recorded > off.counted:
+                    where = f"node {off.path!r}" if off.path else "the core"
+                    found.append(
+                        f"core {report.core_id}: the recall counter of {where} reads {off.recorded}, "
+                        f"the index holds {off.counted}"
+                    )
         return found
 
     def summary_problems(self) -> list[str]:
@@ -585,6 +603,7 @@ async def _deliver(process: Process, consumer: Delivered, group: str, world: Wor
         drain_timeout=5,
     )
     loop = asyncio.get_running_loop()
+    created = _recording_tasks(loop)
     try:
         await listener.start()
         deadline = loop.time() + 2
@@ -604,6 +623,54 @@ async def _deliver(process: Process, consumer: Delivered, group: str, world: Wor
     finally:
         with contextlib.suppress(BaseException):
             await asyncio.wait_for(listener.stop(drain_timeout=0 if process.db.dead else 5), 10)
+        loop.set_task_factory(None)
+        left = [task for task in created if _of_the_listener(task)]
+        for task in left:
+            task.add_done_callback(_death_taken)
+        if process.db.dead:
+            await _abandoned(left)
+
+
+def _death_taken(task: asyncio.Task[Any]) -> None:
+    """A listener task that ended with its process's death (now, or in a later step, when the stop could not
+    finish) is not reported by asyncio as never retrieved: the process is gone, nobody was to retrieve it."""
+    if task.cancelled():
+        return
+    error = task.exception()  # taken: asyncio reports it no more
+    if error is not None and not isinstance(error, ProcessDied):  # anything else is still reported
+        message = "Task exception was never retrieved"
+        context = {"message": message, "exception": error, "future": task}
+        asyncio.get_running_loop().call_exception_handler(context)
+
+
+def _recording_tasks(loop: asyncio.AbstractEventLoop) -> list[asyncio.Task[Any]]:
+    """Every task made on ``loop`` from now until its task factory is reset (done ones included, which
+    ``asyncio.all_tasks`` no longer lists)."""
+    created: list[asyncio.Task[Any]] = []
+
+    def factory(loop: asyncio.AbstractEventLoop, coro: Any, **options: Any) -> asyncio.Task[Any]:
+        task = asyncio.Task(coro, loop=loop, **options)
+        created.append(task)
+        return task
+
+    loop.set_task_factory(factory)
+    return created
+
+
+def _of_the_listener(task: asyncio.Task[Any]) -> bool:
+    code = getattr(task.get_coro(), "cr_code", None)
+    return code is not None and f"{os.sep}listener{os.sep}" in code.co_filename
+
+
+async def _abandoned(tasks: list[asyncio.Task[Any]]) -> None:
+    """The listener's tasks a dead process left (its stop could not finish: its writes die too): a real
+    process's end takes them with it; here they are cancelled and their outcome (``ProcessDied``, mostly)
+    taken, so asyncio does not report them."""
+    for task in tasks:
+        task.cancel()
+    for task in tasks:
+        with contextlib.suppress(BaseException):
+            await task
 
 
 def budget(name: str, default: int) -> int:
