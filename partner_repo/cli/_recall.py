@@ -46,9 +46,32 @@ class RecallGroup(click.Group):
     """``recall``: a first argument that names no subcommand (nor asks for help) goes to ``search``."""
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
-        if args and args[0] not in self.commands and args[0] not in ctx.help_option_names:
-            args = [DEFAULT_COMMAND, *args]
+        first = self._first_argument(ctx, args)
+        if (
+            first is not None
+            and args[first] not in self.commands
+            and args[first] not in ctx.help_option_names
+        ):
+            args = [*args[:first], DEFAULT_COMMAND, *args[first:]]
         return super().parse_args(ctx, args)
+
+    def _first_argument(self, ctx: click.Context, args: list[str]) -> int | None:
+        """Where the first argument that is not one of the group's own options (the root options it accepts
+        too, ``recall --in-memory topics alice``) is, or None; a help option counts as an argument."""
+        takes_value = {
+            name: not (param.is_flag or param.count)
+            for param in self.get_params(ctx)
+            if isinstance(param, click.Option)
+            for name in (*param.opts, *param.secondary_opts)
+        }
+        position = 0
+        while position < len(args):
+            argument = args[position]
+            name = argument.split("=", 1)[0]
+            if argument in ctx.help_option_names or name not in takes_value:
+                return position
+            position += 2 if takes_value[name] and "=" not in argument else 1
+        return None
 
 
 if TYPE_CHECKING:

@@ -153,11 +153,16 @@ def fail(message: str) -> NoReturn:
 def say_error(message: str) -> None:
     """``error: message``, one line on stderr; with ``--log-format json`` a JSON log line (level ERROR, logger
     ``partner_repo.cli``) like every other line there, so a log shipper reads it too."""
+    _say(logging.ERROR, message, f"error: {message}")
+
+
+def _say(level: int, message: str, plain: str) -> None:
+    """``plain`` on stderr, or with ``--log-format json`` ``message`` as a JSON log line at ``level``."""
     ctx = click.get_current_context(silent=True)
     if ctx is not None and ctx.find_root().meta.get(LOG_FORMAT) == "json":
-        click.echo(json_line(logging.ERROR, message), err=True)
+        click.echo(json_line(level, message), err=True)
     else:
-        click.echo(f"error: {message}", err=True)
+        click.echo(plain, err=True)
 
 
 @contextlib.contextmanager
@@ -211,7 +216,8 @@ def interruptions(ctx: click.Context) -> Iterator[None]:
     except (KeyboardInterrupt, click.Abort) as exc:
         note = ctx.meta.get(INTERRUPTION_NOTE)
         said = note() if note is not None else None
-        click.echo(f"interrupted: {said}" if said else "interrupted", err=True)
+        line = f"interrupted: {said}" if said else "interrupted"
+        _say(logging.WARNING, line, line)  # with --log-format json, a JSON line like the rest of stderr
         raise SystemExit(EXIT_TERMINATED if isinstance(exc, Terminated) else EXIT_INTERRUPTED) from None
 
 

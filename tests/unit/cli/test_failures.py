@@ -89,6 +89,25 @@ def test_ctrl_c_exits_130_with_one_line_not_aborted(seeded: Any, monkeypatch: py
     assert result.exit_code == 130 and one_line(result) == "interrupted"
 
 
+def test_with_json_logs_the_interrupted_line_is_json_too(
+    seeded: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async def interrupted(*args: Any, **kwargs: Any) -> Any:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(SliceQueries, "stats", interrupted)
+
+    result = run("--in-memory", "--log-format", "json", "slices", "stats")
+
+    record = json.loads(result.stderr.splitlines()[-1])
+    assert result.exit_code == 130
+    assert (record["level"], record["logger"], record["message"]) == (
+        "WARNING",
+        "partner_repo.cli",
+        "interrupted",
+    )
+
+
 def test_an_interrupted_import_says_how_far_it_got_and_that_running_it_again_continues(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

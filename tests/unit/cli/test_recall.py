@@ -194,6 +194,19 @@ def test_the_root_options_may_follow_the_query(database: Any) -> None:
     assert "note:" not in result.stderr  # --in-memory given: no note about the implicit in-memory database
 
 
+@pytest.mark.parametrize(
+    "before", [["--in-memory"], ["--log-level", "warning", "--in-memory"], ["--log-format=text"]]
+)
+def test_the_root_options_may_come_before_the_subcommand_or_the_core(
+    database: Any, before: list[str]
+) -> None:
+    tree = CliRunner().invoke(main, ["recall", *before, "topics", CORE])
+    searched = CliRunner().invoke(main, ["recall", *before, CORE, "puppy"])
+
+    assert tree.exit_code == 0 and tree.stdout.startswith(f"topics of core {CORE!r}")
+    assert searched.exit_code == 0 and "recalled 1 slice(s)" in searched.stdout
+
+
 # -- nothing -------------------------------------------------------------------------------------------------
 
 
