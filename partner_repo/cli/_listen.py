@@ -21,7 +21,14 @@ import click
 from partner_repo.cli._consumers import consumer_option, consumer_registry, recall_option, with_recall
 from partner_repo.cli._output import Seconds
 from partner_repo.cli._runtime import Connection, connection, fail, run_async
-from partner_repo.cli._signals import STOP_GRACE_S, Received, exit_now, stop_on_signals, until_stopped
+from partner_repo.cli._signals import (
+    STOP_GRACE_S,
+    Received,
+    exit_now,
+    opened_or_exit,
+    stop_on_signals,
+    until_stopped,
+)
 from partner_repo.listener import DEFAULT_POLL_INTERVAL, RollingListener
 from partner_repo.listener.delivery import AfterRollingRegistry
 from partner_repo.listener.observing import (
@@ -151,10 +158,7 @@ async def _listen(
     stop = asyncio.Event()
     with stop_on_signals(stop) as signalled:
         received = signalled or Received()
-        database = await until_stopped(stop, target.open())
-        if database is None:
-            log.info("stopped before the database answered")
-            exit_now(received.exit_code)  # a driver thread still connecting (Motor's) is not waited for
+        database = await opened_or_exit(stop, target.open(), received, log)
         metrics = ListenerMetrics() if options.metrics_port is not None else None
         listener = _listener(database, with_recall(registry, database, recall), options, metrics)
         server = (

@@ -16,7 +16,14 @@ import click
 from partner_repo.cli._consumers import importable_from_working_directory
 from partner_repo.cli._output import Duration, echo_wrapped, short
 from partner_repo.cli._runtime import EXIT_NOT_FOUND, Connection, connection, note_interruption, run_async
-from partner_repo.cli._signals import STOP_GRACE_S, Received, exit_now, stop_on_signals, until_stopped
+from partner_repo.cli._signals import (
+    STOP_GRACE_S,
+    Received,
+    exit_now,
+    opened_or_exit,
+    stop_on_signals,
+    until_stopped,
+)
 from partner_repo.errors import InvalidInput
 from partner_repo.events import RollingResult
 from partner_repo.mongo import scrub
@@ -121,10 +128,7 @@ async def _schedule(target: Connection, summarizer: Summarizer, config: RollingC
     stop = asyncio.Event()
     with stop_on_signals(stop) as signalled:
         received = signalled or Received()
-        database = await until_stopped(stop, target.open())
-        if database is None:
-            log.info("stopped before the database answered")
-            exit_now(received.exit_code)  # a driver thread still connecting (Motor's) is not waited for
+        database = await opened_or_exit(stop, target.open(), received, log)
         service = RollingService(database, summarizer, config)
         log.info(
             "rolling idle cores every %gs; stop with Ctrl-C or SIGTERM", config.check_interval.total_seconds()

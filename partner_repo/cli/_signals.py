@@ -111,6 +111,18 @@ async def until_stopped(stop: asyncio.Event, work: Awaitable[T]) -> T | None:
     return None
 
 
+async def opened_or_exit(
+    stop: asyncio.Event, opening: Awaitable[T], received: Received, log: logging.Logger
+) -> T:
+    """What ``opening`` (a command's connection) gives, or the end of the process with ``received``'s exit
+    code when a signal comes first: a driver thread still connecting (Motor's) is not waited for."""
+    opened = await until_stopped(stop, opening)
+    if opened is None:
+        log.info("stopped before the database answered")
+        exit_now(received.exit_code)
+    return opened
+
+
 def _retrieved(task: asyncio.Future[Any]) -> None:
     """Mark what ``task`` raised as seen: it reaches the caller (through ``task.result()``, or out of the
     event loop for a KeyboardInterrupt), so asyncio must not log it again as never retrieved."""
@@ -134,6 +146,7 @@ __all__ = [
     "Received",
     "end_at_once_on_signals",
     "exit_now",
+    "opened_or_exit",
     "stop_on_signals",
     "until_stopped",
 ]
