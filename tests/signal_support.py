@@ -8,6 +8,9 @@ import subprocess
 import sys
 import time
 
+CONNECTING = "Server selection started"
+"""What the driver logs (at DEBUG) when the command, its signal handling in place, reaches for its server."""
+
 
 def start(arguments: list[str]) -> subprocess.Popen[str]:
     environment = {k: v for k, v in os.environ.items() if k not in {"MONGODB_URI", "PARTNER_REPO_DB"}}
@@ -34,3 +37,15 @@ def stopped_within(
     took = time.monotonic() - sent
     assert took < bound, f"took {took:.1f}s to stop: {errors}"
     return process.returncode, errors
+
+
+def start_connecting(arguments: list[str]) -> subprocess.Popen[str]:
+    """``start`` with the driver's DEBUG log, returned once the command is connecting (whatever the time the
+    machine takes to start Python): a signal sent then meets the command's own handling, never Python's
+    start-up. The driver keeps logging; stop the process soon (its stderr pipe is read only then)."""
+    process = start(["--log-level", "DEBUG", *arguments])
+    assert process.stderr is not None
+    for line in process.stderr:
+        if CONNECTING in line:
+            return process
+    raise AssertionError(f"the command ended before connecting: {process.wait()}")

@@ -44,7 +44,9 @@ async def test_an_ignored_option_is_one_warning_line_and_the_connection_works(
         database = await connect(f"{server.uri}/?bogusOption=1", create_indexes=False)
     await close_database(database)
 
-    assert [str(w.message) for w in shown] == []
+    # what the URI's option could warn of; a ResourceWarning is the garbage collector meeting a socket some
+    # earlier test left, which it may do at any moment, this block included
+    assert [str(w.message) for w in shown if not issubclass(w.category, ResourceWarning)] == []
     assert [r.getMessage().split(":")[0] for r in caplog.records] == [
         "MongoDB URI option 'bogusOption' is ignored"
     ]

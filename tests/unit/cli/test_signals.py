@@ -5,12 +5,11 @@ away after connecting is in tests/contract/test_signals_after_the_server_went_aw
 from __future__ import annotations
 
 import signal
-import time
 
 import pytest
 
 from partner_repo.testing.server import free_port
-from tests.signal_support import start, stopped_within
+from tests.signal_support import start_connecting, stopped_within
 
 
 @pytest.mark.parametrize("stop_signal", [signal.SIGINT, signal.SIGTERM])
@@ -21,9 +20,7 @@ def test_a_long_running_command_stops_at_once_while_it_connects(
     """Nothing listens on the port: connecting would wait out the 60 s server selection timeout. (A signal
     that comes while Python itself starts, before any of the command's code runs, is Python's.)"""
     uri = f"mongodb://127.0.0.1:{free_port()}/?serverSelectionTimeoutMS=60000&connectTimeoutMS=60000"
-    process = start(["--uri", uri, *command])
-    time.sleep(6)  # it started (imports take seconds on a loaded machine) and is connecting
-    assert process.poll() is None
+    process = start_connecting(["--uri", uri, *command])
 
     code, errors = stopped_within(process, stop_signal, bound=2.0)
 
@@ -44,12 +41,9 @@ BATCH_COMMANDS = [
 
 def test_a_command_that_does_not_run_until_stopped_ends_on_sigterm_with_one_line_and_143() -> None:
     """SIGTERM (``kill``, a service manager) stops them as Ctrl-C does: what ran cleans up, one line says
-    so, and the exit code is the shell's for SIGTERM (128 + 15). The processes start together, so the
-    machine's start-up time is waited for once."""
+    so, and the exit code is the shell's for SIGTERM (128 + 15)."""
     uri = f"mongodb://127.0.0.1:{free_port()}/?serverSelectionTimeoutMS=60000&connectTimeoutMS=60000"
-    processes = [start(["--uri", uri, *command]) for command in BATCH_COMMANDS]
-    time.sleep(6)  # they started and are connecting
-    assert [process.poll() for process in processes] == [None] * len(processes)
+    processes = [start_connecting(["--uri", uri, *command]) for command in BATCH_COMMANDS]
 
     for command, process in zip(BATCH_COMMANDS, processes, strict=True):
         code, errors = stopped_within(process, signal.SIGTERM, bound=2.0)
