@@ -207,10 +207,12 @@ class World:
 
     async def close(self) -> None:
         for process in self.processes:
-            if process.pending is not None and not process.pending.done():
+            if process.pending is None:
+                continue
+            if not process.pending.done():
                 process.pending.cancel()
-                with contextlib.suppress(BaseException):
-                    await process.pending
+            with contextlib.suppress(BaseException):  # a parked step that ended meanwhile: its outcome taken
+                await process.pending  # (asyncio would log it from the garbage collector, at any moment)
         if self.base is not None and not isinstance(self.database, WindowLimit):
             await self.base.client.drop_database(self.base.name)
             await close_database(self.base)

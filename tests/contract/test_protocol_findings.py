@@ -317,11 +317,15 @@ async def test_a_turn_too_large_waits_for_the_roll_holding_the_lease_then_is_rec
     waiting = RollingService(db, summarize, config(retain_divisor=1, trigger_bytes=16 * MIB))
 
     turn = asyncio.create_task(waiting.record_and_roll("f7", [big("second ", 11)], at=T0))
-    await asyncio.sleep(0.2)
-    assert not turn.done()  # waiting for the roll that holds the lease, not refused
-    gate.gate.set()
-    await holder
-    await asyncio.wait_for(turn, timeout=30)
+    try:
+        await asyncio.sleep(0.2)
+        assert not turn.done()  # waiting for the roll that holds the lease, not refused
+        gate.gate.set()
+        await holder
+        await asyncio.wait_for(turn, timeout=30)
+    finally:  # whatever failed, both tasks end here and what they raised is taken (not logged later)
+        gate.gate.set()
+        await asyncio.gather(holder, turn, return_exceptions=True)
 
     assert [m.content[:7] for m in await MemoryCoreRepository(database).snapshot("f7")] == ["second "]
     assert [c[:6] for c in await stored_contents(database, "f7")] == ["first "]

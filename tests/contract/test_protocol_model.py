@@ -17,6 +17,7 @@ in ``tests/contract/test_protocol_findings.py`` or below.
 from __future__ import annotations
 
 import asyncio
+import gc
 import os
 import time
 from collections import Counter
@@ -257,6 +258,10 @@ def run_model(backend: str, examples: int, steps: int) -> None:
     started, batches = time.monotonic(), 0
     TOTALS.clear()
     while True:
+        # Hypothesis reads this module's source (ast.parse) first; on CPython 3.11 a finalizer that formats a
+        # traceback during that parse (asyncio logging a task an earlier test left) breaks it with
+        # "SystemError: AST constructor recursion depth mismatch" (cpython#106905): collect such garbage now
+        gc.collect()
         run_state_machine_as_test(
             ProtocolMachine,
             settings=settings(
