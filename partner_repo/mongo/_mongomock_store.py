@@ -153,6 +153,10 @@ class IndexedCollectionStore(CollectionStore):
         with self._rwlock.reader():
             return list(self._documents.values())
 
+    def mark_dirty(self, key: Any) -> None:
+        """Key this document again before the next lookup (it is being changed in place)."""
+        self._dirty.add(key)
+
     def reindex(self, keys: Iterable[Any]) -> None:
         """Key these documents again (an update changed them in place)."""
         self._dirty.update(keys)
@@ -258,7 +262,7 @@ class IndexedCollection(_Collection):
             filter_applies(filter, {})  # validates the filter, as mongomock does
         found = store.lookup(filter)
         documents, exact = (store.every_document(), False) if found is None else found
-        return _matching(documents, None if exact else filter, store.touched)
+        return _matching(documents, None if exact else filter, store)
 
     def _update(self, *args: Any, **kwargs: Any) -> Any:
         store = self._store
@@ -320,12 +324,16 @@ class IndexedCollection(_Collection):
         return apply_requests(self, requests, ordered)
 
 
-def _matching(documents: list[Any], filter: Any, touched: list[Any] | None) -> Iterator[Any]:
-    """The documents ``filter`` matches (all of them for None: an index answered exactly)."""
+def _matching(documents: list[Any], filter: Any, store: IndexedCollectionStore) -> Iterator[Any]:
+    """The documents ``filter`` matches (all of them for None: an index answered exactly). While an update
+    runs, each is marked touched (re-indexed after it) and dirty: the update changes it in place, and its
+    unique-index check, which reads through the indexes, must see it as changed."""
     for document in documents:
         if filter is None or filter_applies(filter, document):  # type: ignore[no-untyped-call]
-            if touched is not None:
-                touched.append(_store_key(document))
+            if store.touched is not None:
+                key = _store_key(document)
+                store.touched.append(key)
+                store.mark_dirty(key)
             yield document
 
 
