@@ -100,8 +100,7 @@ def _bigrams(run: str) -> list[str]:
 
 def _words(piece: str) -> list[tuple[str, str]]:
     words: list[tuple[str, str]] = []
-    for match in _WORD.finditer(piece):
-        written = match.group()
+    for written in _WORD.findall(piece):  # the whole matches: the pattern captures no group
         word = written.casefold()
         if word in STOPWORDS:
             continue
