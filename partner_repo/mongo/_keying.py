@@ -28,6 +28,8 @@ def key_of(value: Any) -> Any:
     A boolean is a type of its own for MongoDB (``true`` is not ``1``), so its key is tagged. Values that
     share a key and that MongoDB tells apart (a string and the bytes of it) cost a test of the candidates,
     never a wrong answer; a lookup answers exactly only for strings and numbers (:meth:`Index.exact`)."""
+    if type(value) is str:  # first: most keys are (a slice's terms, ids, paths)
+        return value
     if isinstance(value, bool):
         return ("$bool", value)
     if isinstance(value, str | int | bytes):
