@@ -29,20 +29,22 @@ DRIVER_FIELDS = frozenset(
 
 
 class CallCounter:
-    """A database wrapper recording ``(collection.method, returned bytes)`` while recording is on."""
+    """A database wrapper recording ``(collection.method, returned bytes)`` while recording is on. The bytes
+    are counted when :attr:`returned` is read, not during the call: encoding the answers to BSON is the
+    meter's work, and it would otherwise be timed as part of the operation measured."""
 
     def __init__(self, database: Any) -> None:
         self._database = database
         self._recording = False
         self.calls: list[str] = []
-        self.returned = 0
+        self._answers: list[dict[str, Any]] = []
         self.name = database.name
         self.client = database.client
 
     def start(self) -> None:
         self._recording = True
         self.calls = []
-        self.returned = 0
+        self._answers = []
 
     def stop(self) -> list[str]:
         self._recording = False
@@ -58,9 +60,14 @@ class CallCounter:
         if self._recording:
             self.calls.append(label)
 
+    @property
+    def returned(self) -> int:
+        """The BSON bytes of the documents the calls recorded since :meth:`start` returned."""
+        return sum(len(bson.encode(document)) for document in self._answers)
+
     def _returned(self, documents: Sequence[Any]) -> None:
         if self._recording:
-            self.returned += sum(len(bson.encode(d)) for d in documents if isinstance(d, dict))
+            self._answers.extend(document for document in documents if isinstance(document, dict))
 
 
 class _Collection:

@@ -83,17 +83,29 @@ def _copy_fields(document: Mapping[str, Any], tree: Tree, aware: bool) -> dict[s
 
 
 def _copied(value: Any, aware: bool) -> Any:
+    if type(value) is list:  # first: most of what a read copies is arrays (terms, paths, days)
+        return _copied_list(value, aware)
     if isinstance(value, _IMMUTABLE):
         return value
     if isinstance(value, datetime):
         return value.replace(tzinfo=UTC) if aware and value.tzinfo is None else value
     if isinstance(value, list):
-        if set(map(type, value)) <= _FLAT:
-            return list(value)
-        return [_copied(item, aware) for item in value]
+        return _copied_list(value, aware)
     if isinstance(value, Mapping):
         return {name: _copied(item, aware) for name, item in value.items()}
     return copy.deepcopy(value)
+
+
+def _copied_list(value: list[Any], aware: bool) -> list[Any]:
+    """A copy of an array: in one step when its elements are immutable (the copy may share them), which
+    for an array of strings ``str.join`` tells at C speed (it refuses any other element)."""
+    try:
+        "".join(value)
+    except TypeError:
+        if set(map(type, value)) <= _FLAT:
+            return list(value)
+        return [_copied(item, aware) for item in value]
+    return list(value)
 
 
 __all__ = ["projected", "projection_tree"]

@@ -95,6 +95,8 @@ class EmbeddedCursor:
         return attribute
 
     async def to_list(self, length: int | None = None) -> list[Any]:
+        if length is None:
+            return list(self._iterator())
         documents: list[Any] = []
         for document in self._iterator():
             documents.append(document)

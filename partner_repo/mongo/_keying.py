@@ -28,6 +28,8 @@ def key_of(value: Any) -> Any:
     A boolean is a type of its own for MongoDB (``true`` is not ``1``), so its key is tagged. Values that
     share a key and that MongoDB tells apart (a string and the bytes of it) cost a test of the candidates,
     never a wrong answer; a lookup answers exactly only for strings and numbers (:meth:`Index.exact`)."""
+    if type(value) is str:  # first: most keys are (a slice's terms, ids, paths)
+        return value
     if isinstance(value, bool):
         return ("$bool", value)
     if isinstance(value, str | int | bytes):
@@ -79,19 +81,28 @@ class Index:
         return [(first, second) for first in firsts for second in seconds]
 
     def add(self, key: Any, entries: Iterable[tuple[Any, Any]]) -> None:
+        # no setdefault(..., set()): a multikey array (a slice's terms) adds dozens of entries of one first
+        # value, and each would build a set to throw away
         for first, second in entries:
             if first is UNKEYABLE or second is UNKEYABLE:
                 self.loose.add(key)
                 continue
-            self.by_first.setdefault(first, set()).add(key)
-            if self.second is not None:
-                pairs = self.by_pair.setdefault(first, {})
-                if second not in pairs:
-                    pairs[second] = set()
-                    kind = _kind(second)
-                    if kind is not None:
-                        bisect.insort(self.ordered.setdefault(first, {}).setdefault(kind, []), second)
-                pairs[second].add(key)
+            keys = self.by_first.get(first)
+            if keys is None:
+                keys = self.by_first[first] = set()
+            keys.add(key)
+            if self.second is None:
+                continue
+            pairs = self.by_pair.get(first)
+            if pairs is None:
+                pairs = self.by_pair[first] = {}
+            held = pairs.get(second)
+            if held is None:
+                held = pairs[second] = set()
+                kind = _kind(second)
+                if kind is not None:
+                    bisect.insort(self.ordered.setdefault(first, {}).setdefault(kind, []), second)
+            held.add(key)
 
     def remove(self, key: Any, entries: Iterable[tuple[Any, Any]]) -> None:
         self.loose.discard(key)

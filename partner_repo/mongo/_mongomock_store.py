@@ -17,10 +17,13 @@ module gives the embedded backend the same shape of cost, for the indexes ``crea
 
 The keys stay exact under every write: inserts, replacements and deletes go through the store
 (:class:`IndexedCollectionStore`), and an update, which mongomock applies to the stored document in place,
-re-indexes the documents it was handed (:class:`IndexedCollection`). Every collection of an
-:class:`IndexedClient` is an :class:`IndexedCollection` (``get_database``, ``get_collection`` and
-``with_options`` keep the class); a document handed out by the store's generic ``documents`` iterator is
-re-indexed before the next lookup, in case something outside these classes changed it in place.
+re-indexes the documents it was handed (:class:`IndexedCollection`). A replacement, or an update of
+top-level fields, of the document a string or integer ``_id`` names (what an index write's fence and
+counters are) is made in one pass and stored through the store (:mod:`partner_repo.mongo._writes_by_id`).
+Every collection of an :class:`IndexedClient` is an :class:`IndexedCollection` (``get_database``,
+``get_collection`` and ``with_options`` keep the class); a document handed out by the store's generic
+``documents`` iterator is re-indexed before the next lookup, in case something outside these classes
+changed it in place.
 """
 
 from __future__ import annotations
@@ -31,12 +34,15 @@ from typing import TYPE_CHECKING, Any
 
 import mongomock
 from mongomock import helpers
+from mongomock.collection import validate_ok_for_replace, validate_ok_for_update
 from mongomock.filtering import filter_applies
+from mongomock.results import UpdateResult  # type: ignore[attr-defined]
 from mongomock.store import CollectionStore, DatabaseStore, ServerStore
 
 from partner_repo.mongo._bulk_requests import apply_requests
 from partner_repo.mongo._copying import projected, projection_tree
 from partner_repo.mongo._keying import MISSING, Index, point_keys
+from partner_repo.mongo._writes_by_id import replace_by_id, update_by_id
 
 if TYPE_CHECKING:  # mongomock's stubs make these generic; at run time they are plain classes
     _Collection = mongomock.Collection[Any]
@@ -153,6 +159,10 @@ class IndexedCollectionStore(CollectionStore):
         with self._rwlock.reader():
             return list(self._documents.values())
 
+    def mark_dirty(self, key: Any) -> None:
+        """Key this document again before the next lookup (it is being changed in place)."""
+        self._dirty.add(key)
+
     def reindex(self, keys: Iterable[Any]) -> None:
         """Key these documents again (an update changed them in place)."""
         self._dirty.update(keys)
@@ -258,7 +268,7 @@ class IndexedCollection(_Collection):
             filter_applies(filter, {})  # validates the filter, as mongomock does
         found = store.lookup(filter)
         documents, exact = (store.every_document(), False) if found is None else found
-        return _matching(documents, None if exact else filter, store.touched)
+        return _matching(documents, None if exact else filter, store)
 
     def _update(self, *args: Any, **kwargs: Any) -> Any:
         store = self._store
@@ -311,6 +321,51 @@ class IndexedCollection(_Collection):
             copied = self._copy_only_fields(document, None, dict)  # the pipeline's stage projects
         return helpers.make_datetime_timezone_aware_in_document(copied) if aware else copied
 
+    def replace_one(  # type: ignore[override]
+        self,
+        filter: Any,
+        replacement: Any,
+        upsert: bool = False,
+        bypass_document_validation: bool = False,
+        session: Any = None,
+        hint: Any = None,
+    ) -> Any:
+        """mongomock's ``replace_one``; a replacement by a string or integer ``_id`` (every index write's
+        fence) in one pass over the replacement (:mod:`partner_repo.mongo._writes_by_id`)."""
+        if session is None and hint is None and isinstance(self._store, IndexedCollectionStore):
+            if not bypass_document_validation:
+                validate_ok_for_replace(replacement)
+            raw = replace_by_id(self, filter, replacement, upsert)
+            if raw is not None:
+                return UpdateResult(raw, acknowledged=True)
+        return super().replace_one(filter, replacement, upsert, bypass_document_validation, session, hint)
+
+    def update_one(  # type: ignore[override]
+        self,
+        filter: Any,
+        update: Any,
+        upsert: bool = False,
+        bypass_document_validation: bool = False,
+        collation: Any = None,
+        array_filters: Any = None,
+        hint: Any = None,
+        session: Any = None,
+        let: Any = None,
+    ) -> Any:
+        """mongomock's ``update_one``; one that sets or counts top-level fields of the document a string or
+        integer ``_id`` names (every counter of an index write) without copying the document twice
+        (:mod:`partner_repo.mongo._writes_by_id`)."""
+        plain = all(option is None for option in (collation, array_filters, hint, session, let))
+        if plain and isinstance(self._store, IndexedCollectionStore):
+            if not bypass_document_validation:
+                validate_ok_for_update(update)
+            raw = update_by_id(self, filter, update, upsert)
+            if raw is not None:
+                return UpdateResult(raw, acknowledged=True)
+        return super().update_one(
+            filter, update, upsert, bypass_document_validation, collation, array_filters, hint, session, let
+        )
+
     def bulk_write(  # type: ignore[override]
         self, requests: Any, ordered: bool = True, **options: Any
     ) -> Any:
@@ -320,12 +375,16 @@ class IndexedCollection(_Collection):
         return apply_requests(self, requests, ordered)
 
 
-def _matching(documents: list[Any], filter: Any, touched: list[Any] | None) -> Iterator[Any]:
-    """The documents ``filter`` matches (all of them for None: an index answered exactly)."""
+def _matching(documents: list[Any], filter: Any, store: IndexedCollectionStore) -> Iterator[Any]:
+    """The documents ``filter`` matches (all of them for None: an index answered exactly). While an update
+    runs, each is marked touched (re-indexed after it) and dirty: the update changes it in place, and its
+    unique-index check, which reads through the indexes, must see it as changed."""
     for document in documents:
         if filter is None or filter_applies(filter, document):  # type: ignore[no-untyped-call]
-            if touched is not None:
-                touched.append(_store_key(document))
+            if store.touched is not None:
+                key = _store_key(document)
+                store.touched.append(key)
+                store.mark_dirty(key)
             yield document
 
 

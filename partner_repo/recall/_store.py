@@ -28,8 +28,10 @@ and its slices: counters then read low (never high), nothing of an erased text i
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import chain
 from typing import Any
 
 from partner_repo.mongo import RECALL_INDEX, BulkWriteError, DeleteMany, ReplaceOne, UpdateOne, driver
@@ -109,15 +111,11 @@ class RecallStore:
         ]
         found = await driver.aggregate_list(self._index, pipeline)
         wanted = set(slice_terms)
-        frequencies: dict[str, int] = {}
-        roots: dict[str, int] = {}
-        for row in found:
-            for term in wanted.intersection(row.get("terms") or ()):
-                frequencies[term] = frequencies.get(term, 0) + 1
-            if row.get("ancestors"):
-                roots[row["ancestors"][0]] = roots.get(row["ancestors"][0], 0) + 1
+        shared = (wanted.intersection(row.get("terms") or ()) for row in found)
+        frequencies = Counter(chain.from_iterable(shared))  # counted at C speed: 64 rows every index write
+        roots = Counter(row["ancestors"][0] for row in found if row.get("ancestors"))
         ranked = sorted(roots, key=lambda root: (-roots[root], root))[:ROOTS]
-        return Window(frequencies=frequencies, slices=len(found), roots=ranked)
+        return Window(frequencies=dict(frequencies), slices=len(found), roots=ranked)
 
     async def put(self, document: dict[str, Any], stored: Stored, labels: Mapping[str, str]) -> bool:
         """Step 3: write ``document`` (a slice's) over what ``stored`` read, with the counters it moves;

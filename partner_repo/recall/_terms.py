@@ -64,11 +64,13 @@ def readable_words(*texts: str) -> dict[str, str]:
     """For each term of ``texts``, the word it stands for as the texts write it most often (the first such
     spelling on a tie; a possessive ``'s`` left out): ``adopt`` reads ``adopted`` when the texts said so.
     A CJK bigram reads as itself."""
-    spellings: dict[str, Counter[str]] = {}
+    spellings: dict[str, dict[str, int]] = {}
     for text in texts:
         for term, written in _forms(text):
-            spellings.setdefault(term, Counter())[written] += 1
-    return {term: counts.most_common(1)[0][0] for term, counts in spellings.items()}
+            counts = spellings.setdefault(term, {})
+            counts[written] = counts.get(written, 0) + 1
+    # max keeps the first of equal counts: the first spelling the texts wrote
+    return {term: max(counts, key=counts.__getitem__) for term, counts in spellings.items()}
 
 
 @lru_cache(maxsize=1024)
@@ -98,14 +100,13 @@ def _bigrams(run: str) -> list[str]:
 
 def _words(piece: str) -> list[tuple[str, str]]:
     words: list[tuple[str, str]] = []
-    for match in _WORD.finditer(piece):
-        written = match.group()
+    for written in _WORD.findall(piece):  # the whole matches: the pattern captures no group
         word = written.casefold()
         if word in STOPWORDS:
             continue
         term = _stem(word)
         if term and term not in STOPWORDS:
-            words.append((term, written[:-2] if written.casefold().endswith("'s") else written))
+            words.append((term, written[:-2] if word.endswith("'s") else written))
     return words
 
 

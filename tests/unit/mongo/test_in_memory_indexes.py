@@ -223,3 +223,15 @@ async def test_an_aggregation_answers_what_mongomock_answers_and_leaves_the_docu
     assert [row async for row in indexed.find({}, sort=[("_id", 1)])] == list(
         plain.find({}, sort=[("_id", 1)])
     )
+
+
+def test_an_update_in_place_that_breaks_a_unique_index_is_refused_and_undone() -> None:
+    indexed = IndexedClient()["db"]["c"]
+    indexed.create_index([("slot", 1)], name="slot", unique=True)
+    indexed.insert_many([{"_id": 1, "slot": 1}, {"_id": 2, "slot": 2}])
+
+    with pytest.raises(mongomock.DuplicateKeyError):
+        indexed.update_many({"_id": 2}, {"$set": {"slot": 1}})
+
+    assert list(indexed.find({"slot": 2})) == [{"_id": 2, "slot": 2}]
+    assert list(indexed.find({"slot": 1})) == [{"_id": 1, "slot": 1}]
