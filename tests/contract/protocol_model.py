@@ -611,4 +611,4 @@ def budget(name: str, default: int) -> int:
     return int(os.environ.get(name, default))
 
 
-__all__ = ["ATTEMPTS", "CORE_IDS", "NEAR", "PROCESSES", "TTL", "Steps", "World", "budget"]
+__all__ = ["ATTEMPTS", "CORE_IDS", "NEAR", "PROCESSES", "TRACE", "TTL", "Steps", "World", "budget"]

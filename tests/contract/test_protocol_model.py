@@ -17,27 +17,39 @@ in ``tests/contract/test_protocol_findings.py`` or below.
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
+import random
 import time
 from collections import Counter
 from datetime import timedelta
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, Phase, settings
+from hypothesis import HealthCheck, Phase, seed, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import (
     RuleBasedStateMachine,
+    get_state_machine_test,
     initialize,
     invariant,
     precondition,
     rule,
-    run_state_machine_as_test,
 )
 
 from partner_repo import RollingConfig
 from tests.contract.positions_support import storage_problems
-from tests.contract.protocol_model import ATTEMPTS, CORE_IDS, NEAR, PROCESSES, TTL, Steps, World, budget
+from tests.contract.protocol_model import (
+    ATTEMPTS,
+    CORE_IDS,
+    NEAR,
+    PROCESSES,
+    TRACE,
+    TTL,
+    Steps,
+    World,
+    budget,
+)
 
 PROCESS = st.integers(0, PROCESSES - 1)
 CORE = st.sampled_from(CORE_IDS)
@@ -51,6 +63,20 @@ SIZES = st.lists(st.sampled_from([0, 0, 0, 40, NEAR - 300, NEAR + 100]), min_siz
 PHASES = (Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink, Phase.explain)
 TOTALS: Counter[str] = Counter()
 """What the runs explored, summed (printed at the end)."""
+
+
+def traced(step: Any) -> Any:
+    """With ``PARTNER_REPO_MODEL_TRACE=1``, print each rule as it runs, with its arguments (messages'
+    sizes, faults): a failure that does not replay is read from the trace of the run that met it."""
+
+    @functools.wraps(step)
+    def run(self: ProtocolMachine, **arguments: Any) -> Any:
+        if TRACE:
+            shown = ", ".join(f"{name}={value!r}" for name, value in arguments.items())
+            print(f"rule: {step.__name__}({shown})", flush=True)
+        return step(self, **arguments)
+
+    return run
 
 
 class ProtocolMachine(RuleBasedStateMachine):
@@ -72,6 +98,7 @@ class ProtocolMachine(RuleBasedStateMachine):
         unit_limit=st.sampled_from([1, 700, 5000]),
         trigger=st.integers(2, 6),
     )
+    @traced
     def build(self, divisor: int, unit_limit: int, trigger: int) -> None:
         config = RollingConfig(
             trigger_limit=trigger,
@@ -102,6 +129,7 @@ class ProtocolMachine(RuleBasedStateMachine):
         how=st.sampled_from(["record", "record_and_roll", "record_and_roll", "record_and_roll_later"]),
         fault=FAULT,
     )
+    @traced
     def record(self, p: int, core_id: str, count: int, sizes: list[int], how: str, fault: Any) -> None:
         world, steps = self.ready
         messages, at = world.messages(core_id, count, sizes), world.now
@@ -114,6 +142,7 @@ class ProtocolMachine(RuleBasedStateMachine):
         self.do(steps.run(p, operation, fault))
 
     @rule(p=PROCESS, core_id=CORE, refresh=st.booleans(), fault=FAULT)
+    @traced
     def roll(self, p: int, core_id: str, refresh: bool, fault: Any) -> None:
         world, steps = self.ready
         now = world.now
@@ -124,6 +153,7 @@ class ProtocolMachine(RuleBasedStateMachine):
         )
 
     @rule(p=PROCESS, fault=FAULT)
+    @traced
     def idle_roll(self, p: int, fault: Any) -> None:
         world, steps = self.ready
         self.do(world.scan())
@@ -139,14 +169,17 @@ class ProtocolMachine(RuleBasedStateMachine):
         self.do(steps.run(p, lambda process: process.service.roll_idle(now=now), fault, on_done=only_new))
 
     @rule(p=PROCESS, core_id=CORE, fault=FAULT)
+    @traced
     def clear(self, p: int, core_id: str, fault: Any) -> None:
         self.do(self.ready[1].clear(p, core_id, fault))
 
     @rule(p=PROCESS, core_id=CORE, fault=FAULT)
+    @traced
     def forget(self, p: int, core_id: str, fault: Any) -> None:
         self.do(self.ready[1].forget(p, core_id, fault))
 
     @rule(p=PROCESS, fault=FAULT)
+    @traced
     def resummarize(self, p: int, fault: Any) -> None:
         steps = self.ready[1]
 
@@ -160,20 +193,24 @@ class ProtocolMachine(RuleBasedStateMachine):
         self.do(steps.run(p, again, fault))
 
     @rule(p=PROCESS, group=st.sampled_from(["g1", "g2"]), fault=FAULT, fail=st.booleans())
+    @traced
     def deliver(self, p: int, group: str, fault: Any, fail: bool) -> None:
         self.do(self.ready[1].deliver(p, group, fault, fail and fault is None))
 
     @rule(p=PROCESS, core_id=CORE, fault=FAULT)
+    @traced
     def import_state(self, p: int, core_id: str, fault: Any) -> None:
         self.do(self.ready[1].import_state(p, core_id, fault))
 
     # -- faults and time -----------------------------------------------------------------------------------
 
     @rule(p=PROCESS, kind=st.sampled_from(["fail", "hang"]), count=st.integers(1, 2))
+    @traced
     def summarizer_trouble(self, p: int, kind: str, count: int) -> None:
         self.ready[0].processes[p].summarizer.trouble += [kind] * count
 
     @rule()
+    @traced
     def time_passes(self) -> None:
         world, _ = self.ready
         world.now += timedelta(hours=1, minutes=1)
@@ -182,6 +219,7 @@ class ProtocolMachine(RuleBasedStateMachine):
 
     @precondition(lambda self: self.world is not None and any(p.pending for p in self.world.processes))
     @rule(p=PROCESS, dies=st.booleans())
+    @traced
     def thaw(self, p: int, dies: bool) -> None:
         world, steps = self.ready
         process = world.processes[p]
@@ -201,6 +239,8 @@ class ProtocolMachine(RuleBasedStateMachine):
         assert not problems, "\n".join(problems[:30])
 
     def teardown(self) -> None:
+        if TRACE:
+            print("teardown", flush=True)
         try:
             if self.world is not None:
                 problems = self.do(asyncio.wait_for(settle(self.world, self.ready[1]), 120))
@@ -250,14 +290,16 @@ async def settle(world: World, steps: Steps) -> list[str]:
 
 def run_model(backend: str, examples: int, steps: int) -> None:
     """Explore ``examples`` runs of up to ``steps`` steps; with ``PARTNER_REPO_MODEL_MINUTES``, batches of
-    that many (each with fresh random choices) until the minutes are over. Prints what was explored."""
+    that many (each with fresh random choices, its seed printed) until the minutes are over. Prints what was
+    explored. ``PARTNER_REPO_MODEL_SEED`` replays a batch whose seed a long run printed."""
     ProtocolMachine.backend = backend
     minutes = float(os.environ.get("PARTNER_REPO_MODEL_MINUTES", "0"))
+    chosen = os.environ.get("PARTNER_REPO_MODEL_SEED")
     deadline = time.monotonic() + 60 * minutes
     started, batches = time.monotonic(), 0
     TOTALS.clear()
     while True:
-        run_state_machine_as_test(
+        test = get_state_machine_test(
             ProtocolMachine,
             settings=settings(
                 max_examples=examples,
@@ -266,10 +308,15 @@ def run_model(backend: str, examples: int, steps: int) -> None:
                 database=None,
                 suppress_health_check=list(HealthCheck),
                 print_blob=True,
-                derandomize=not minutes,  # CI explores the same runs every time; the long run new ones
+                derandomize=not (minutes or chosen),  # CI explores the same runs every time
                 phases=PHASES if budget("PARTNER_REPO_MODEL_SHRINK", 1) else PHASES[:-2],
             ),
         )
+        if minutes or chosen:
+            batch_seed = int(chosen) if chosen and not batches else random.getrandbits(64)
+            print(f"protocol model on {backend}: batch {batches + 1}, PARTNER_REPO_MODEL_SEED={batch_seed}")
+            test = seed(batch_seed)(test)
+        test()
         batches += 1
         if time.monotonic() >= deadline:
             break
