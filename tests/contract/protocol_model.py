@@ -94,8 +94,9 @@ GROUPS = ("g1", "g2")
 WINDOW_LIMIT = 24_000
 """The in-memory stand-in for a server's 16 MiB document limit, scaled down with the messages."""
 NEAR = 3_000
-TRACE = os.environ.get("PARTNER_REPO_MODEL_TRACE") == "1"
 """The byte trigger; a message "near the byte limit" is just under or over it."""
+TRACE = os.environ.get("PARTNER_REPO_MODEL_TRACE") == "1"
+"""Print every step (``PARTNER_REPO_MODEL_TRACE=1``)."""
 
 
 @dataclass
@@ -395,7 +396,7 @@ class Steps:
             (process.db.die_after if kind == "die" else process.db.stall_before)(n)
             world.seen[f"{kind} armed"] += 1
         world.seen["steps"] += 1
-        task = asyncio.get_running_loop().create_task(operation(process))
+        task = asyncio.get_running_loop().create_task(with_its_rolls(process, operation))
         process.on_done, process.on_parked = on_done, on_parked
         began = asyncio.get_running_loop().time()
         await self.settle(process, task)
@@ -435,12 +436,16 @@ class Steps:
         await self.drain()
 
     async def drain(self) -> None:
-        """Let every live process's background rolls end (each within the step that scheduled it)."""
+        """Let every live process's background rolls end (each within the step that scheduled it: see
+        :func:`with_its_rolls`; only a stalled step's can still be pending, parked with it)."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + 60
         while any(self._rolling(p) for p in self.world.processes):
             assert loop.time() < deadline, "background rolls did not end"
             await asyncio.sleep(0.001)
+        for process in self.world.processes:
+            if process.db.parked and process.pending is None:  # the model's bookkeeping, checked
+                self.world.surprises.append(f"process {process.db.name} parked outside a step")
 
     @staticmethod
     def _rolling(process: Process) -> bool:
@@ -562,6 +567,20 @@ class Steps:
         missing = stored - self.world.delivered[group].received - letters
         if missing:
             self.world.surprises.append(f"group {group}: {len(missing)} stored slice(s) never delivered")
+
+
+async def with_its_rolls(process: Process, operation: Any) -> Any:
+    """``operation(process)`` and the background rolls it scheduled (``record_and_roll_later``): the step
+    ends when they end, so the fault armed for the step covers them too, whatever their pace. (Before, the
+    fault was disarmed as soon as the operation returned: a background roll fast enough to reach the armed
+    stall first parked outside any step, uncounted and never thawed, and a later stall of that process
+    reset the parked flag it was waiting under: the long runs' "background rolls did not end" and an
+    extra summarizer call with no fault counted, neither replayable.)"""
+    result = await operation(process)
+    while process.service._background.pending and not process.db.dead:  # noqa: ASYNC110
+        await asyncio.sleep(0.001)
+    process.db.check_alive()  # died in a background roll: the step died
+    return result
 
 
 async def _import(process: Process, directory: Path, core_id: str) -> Any:
