@@ -101,13 +101,13 @@ TRACE = os.environ.get("PARTNER_REPO_MODEL_TRACE") == "1"
 
 @dataclass
 class Generation:
-    """One core from its creation to the forget that completes: what was recorded (in the order the records
-    landed), what clears took, and whether the oracle must allow a shortened context (a clear cut short, a
-    turn that had room made for it) or skip it (an erasure of it is unfinished)."""
+    """One core document from its creation to the erasure's delete of it: what was recorded (in the order
+    the records landed), what clears took, and whether the oracle must allow a shortened context (a clear
+    cut short, a turn that had room made for it). While an erasure of the core is unfinished the oracle
+    skips it (:meth:`World.erasing`)."""
 
     history: CoreHistory
     number: int
-    tainted: bool = False
     shortened: bool = False
 
 
@@ -173,6 +173,8 @@ class World:
     processes: list[Process] = field(default_factory=list)
     generations: dict[str, Generation] = field(default_factory=dict)
     forgotten: set[str] = field(default_factory=set)
+    forgetting: Counter[str] = field(default_factory=Counter)
+    """Forget steps of each core not ended yet (a stalled one goes on when thawed)."""
     cleared_done: set[str] = field(default_factory=set)
     stored_slices: set[str] = field(default_factory=set)
     stored_contents: set[str] = field(default_factory=set)
@@ -237,8 +239,12 @@ class World:
     # -- what the processes write --------------------------------------------------------------------------
 
     def landed(self, sent: Sent, result: Any) -> None:
-        """A write landed: a record's messages take their positions in the order records land."""
+        """A write landed: a record's messages take their positions in the order records land; an erasure's
+        delete of the core ends its generation."""
         if sent.collection != CORES:
+            return
+        if sent.method == "find_one_and_delete" and result is not None:
+            self.erased_core(sent.args[0]["_id"])
             return
         pushed = (sent.update.get("$push") or {}).get("chat_messages")
         if not isinstance(pushed, dict) or not pushed.get("$each") or result is None:
@@ -247,6 +253,24 @@ class World:
         core_id = query.get("_id") if isinstance(query, dict) else None
         if core_id in self.generations:
             self.generations[core_id].history.recorded += [m["content"] for m in pushed["$each"]]
+
+    def erased_core(self, core_id: str) -> None:
+        """An erasure deleted the core (its window; its units were deleted before it): what its generation
+        recorded is forgotten, and what is recorded from now on, into a core the record creates anew, is a
+        new generation's. (The model used to switch when the forget *step* returned: a turn recorded while a
+        stalled forget had deleted the core but not yet returned was taken as forgotten, though the library
+        rightly keeps it: the long runs' "a unit holds forgotten messages" and "never recorded".)"""
+        if core_id in self.generations:
+            self.forgotten |= set(self.generations[core_id].history.recorded)
+            self.generations[core_id] = Generation(CoreHistory(core_id), self.generations[core_id].number + 1)
+
+    async def erasing(self, core_id: str) -> bool:
+        """Whether an erasure of the core may still delete what it holds: a forget step not ended (stalled),
+        or a request a run left unfinished (the next forget continues it, listing the core's units again)."""
+        if self.forgetting[core_id]:
+            return True
+        unfinished = {"kind": "request", "core_id": core_id, "state": {"$ne": "done"}}
+        return await self.base["erasure_requests"].find_one(unfinished, {"_id": 1}) is not None
 
     def messages(self, core_id: str, count: int, sizes: list[int]) -> list[Message]:
         generation = self.generations[core_id]
@@ -281,11 +305,12 @@ class World:
         units = await self.scan()
         found = list(self.surprises)
         cores = MemoryCoreRepository(self.base)
+        erasing = {core_id: await self.erasing(core_id) for core_id in CORE_IDS}
         for core_id, generation in self.generations.items():
             window = [m.content for m in await cores.snapshot(core_id)]
             if back := sorted(set(window) & (self.cleared_done | self.forgotten)):
                 found.append(f"core {core_id}: cleared or forgotten messages back in the window: {back[:3]}")
-            if generation.tainted:
+            if erasing[core_id]:
                 continue
             state = await cores.window_state(core_id)
             pending: set[int] = set()
@@ -298,18 +323,18 @@ class World:
                 pending=pending,
                 shortened=generation.shortened or core_id in self.refused,
             )
-        found += await self.erasure_problems(units)
+        found += await self.erasure_problems(units, any(erasing.values()))
         found += self.summary_problems()
         return found
 
-    async def erasure_problems(self, units: dict[str, list[Any]]) -> list[str]:
+    async def erasure_problems(self, units: dict[str, list[Any]], erasing: bool) -> list[str]:
         found = []
         back = await self.base[UNITS].find_one(
             {"conversation_messages.content": {"$in": sorted(self.forgotten)}}, {"_id": 1}
         )
         if back is not None:
             found.append(f"unit {back['_id']} holds forgotten messages")
-        if any(generation.tainted for generation in self.generations.values()):
+        if erasing:
             return found  # an erasure is unfinished: its units may be gone and their progress not yet
         live = {d["_id"] async for d in self.base[UNITS].find({"core_id": {"$exists": True}}, {"_id": 1})}
         async for progress in self.base["listener_checkpoints"].find({"kind": "unit"}, {"unit_id": 1}):
@@ -506,16 +531,12 @@ class Steps:
 
     async def forget(self, number: int, core_id: str, fault: tuple[str, int] | None) -> None:
         world = self.world
-        generation = world.generations[core_id]
         if world.processes[number].pending is not None:
             return  # a stalled process does nothing: no erasure starts
-        generation.tainted = True  # until an erasure of it completes
+        world.forgetting[core_id] += 1  # the generation it erases ends when the core's delete lands
 
         async def done(outcome: Any) -> None:
-            if isinstance(outcome, BaseException):
-                return
-            world.forgotten |= set(generation.history.recorded)
-            world.generations[core_id] = Generation(CoreHistory(core_id), generation.number + 1)
+            world.forgetting[core_id] -= 1
 
         await self.run(number, lambda p: p.eraser.forget(core_id), fault, on_done=done)
 

@@ -260,12 +260,12 @@ async def settle(world: World, steps: Steps) -> list[str]:
         if process.pending is not None:
             await steps.thaw(number)
     for core_id in CORE_IDS:
-        if world.generations[core_id].tainted:
+        if await world.erasing(core_id):
             await steps.forget(0, core_id, None)
     problems = list(await world.problems())
     for core_id in CORE_IDS:
         generation = world.generations[core_id]
-        if generation.tainted:
+        if await world.erasing(core_id):
             problems.append(f"core {core_id}: its erasure did not finish once faults stopped")
             continue
         turn = world.messages(core_id, 2, [0])
@@ -341,3 +341,50 @@ def test_the_protocol_holds_under_every_explored_interleaving_on_a_server() -> N
     run_model(
         "mongodb", budget("PARTNER_REPO_MODEL_SERVER_EXAMPLES", 6), budget("PARTNER_REPO_MODEL_STEPS", 15)
     )
+
+
+def model_config() -> RollingConfig:
+    return RollingConfig(
+        trigger_limit=2,
+        trigger_bytes=NEAR,
+        retain_divisor=0,
+        lease_duration=TTL,
+        idle_after=timedelta(hours=1),
+        summarize_attempts=ATTEMPTS,
+        summarize_backoff=timedelta(0),
+    )
+
+
+async def test_a_turn_recorded_after_a_stalled_forget_deleted_the_core_is_kept_and_stored_once() -> None:
+    """The generation a forget erases ends when its delete of the core lands, not when the forget returns:
+    a turn recorded after that delete goes into a core the record creates anew, and the library keeps it
+    (the long runs took it as forgotten while the forget was stalled: "a unit holds forgotten messages")."""
+    world = await World.open("memory", model_config())
+    steps = Steps(world)
+    try:
+
+        async def turn(core_id: str) -> None:
+            messages = world.messages(core_id, 2, [0])
+            await steps.run(0, lambda p: p.service.record_and_roll(core_id, messages, at=world.now), None)
+
+        await turn("c0")
+        deleted: list[bool] = []
+
+        def after_the_core_is_deleted(sent: Any) -> bool:
+            if sent.collection == "memory_cores" and sent.method == "find_one_and_delete":
+                deleted.append(True)
+                return False
+            return bool(deleted)
+
+        world.processes[1].db.stall_before(after_the_core_is_deleted)
+        await steps.forget(1, "c0", None)
+        assert world.processes[1].pending is not None and deleted
+        await turn("c0")
+        await steps.thaw(1)
+
+        assert await world.problems() == []
+        assert not await world.erasing("c0")
+        stored = {m.content for unit in (await world.scan())["c0"] for m in unit.conversation_messages}
+        assert stored == set(world.generations["c0"].history.recorded) != set()
+    finally:
+        await world.close()
