@@ -352,3 +352,39 @@ async def test_the_roller_that_rolled_last_summarizes_once_after_a_clear_changed
 
     units = await MemoryUnitRepository(database).list_units("m1")
     assert len(calls.increments) == sum(len(u.slices) for u in units) == 2
+
+
+# -- found by the many-processes test on SecantusDB (intermittent: a writer descheduled between its turn and
+# its roll) ----------------------------------------------------------------------------------------------
+
+
+async def test_a_roll_whose_turn_was_recorded_before_another_roll_stores_its_slice_after_that_roll(
+    database: Any,
+) -> None:
+    """A roll's slice is stamped with its turn's time. A writer descheduled between recording its turn and
+    rolling carries an older stamp than a writer that rolled meanwhile; its increment's positions come
+    after that roll's all the same, so its slice goes after it in the array (the slices stay in position
+    order, and sorted by creation time: its time is never earlier than the last slice's). It used to be
+    inserted before, by its older time: the unit's slices no longer tiled it in array order."""
+    cores = MemoryCoreRepository(database)
+    descheduled = ProcessDatabase(database, Wire(), "descheduled writer")
+    descheduled.stall_before(2)  # its turn recorded (write 1), its roll not started
+    late = asyncio.create_task(
+        RollingService(descheduled, summarize, config(retain_divisor=0)).record_and_roll(
+            "o1", numbered(0, 4), at=T0
+        )
+    )
+    await until_parked_or_done(late, descheduled)
+    assert descheduled.parked
+    other = RollingService(database, summarize, config(retain_divisor=0))
+    assert await other.record_and_roll("o1", numbered(4, 8), at=T0 + timedelta(minutes=1)) is not None
+    await cores.record("o1", numbered(8, 12), at=T0 + timedelta(minutes=2))
+
+    descheduled.thaw()
+    assert await late is not None
+
+    [unit] = await MemoryUnitRepository(database).list_units("o1")
+    pieces = unit.complete_slices()
+    assert [(s.start_index, s.end_index) for s in pieces] == [(0, 4), (4, 12)]  # was [(4, 12), (0, 4)]
+    assert pieces[0].created_at is not None and pieces[1].created_at is not None
+    assert pieces[0].created_at <= pieces[1].created_at
