@@ -21,7 +21,7 @@ units), retain divisors 0, 1 and 6. After every step the invariants of :meth:`Wo
 
 1. each recorded message is stored exactly once per session, in record order, only the retained context
    repeated at a session start, slices tiling their units (``positions_support.storage_problems``; the
-   messages still waiting in the window are not missing yet);
+   messages still waiting in the window are not missing yet), in position order in the array;
 2. nothing cleared or forgotten is stored again, nor returned (a completed clear's messages never reappear
    in the window; a forgotten core's messages in no unit, no listener progress names an erased unit, the
    recall index holds no slice of one);
@@ -323,6 +323,7 @@ class World:
                 pending=pending,
                 shortened=generation.shortened or core_id in self.refused,
             )
+        found += order_problems(units)
         found += await self.erasure_problems(units, any(erasing.values()))
         found += self.summary_problems()
         return found
@@ -354,6 +355,17 @@ class World:
                 f"slice(s), {self.failures} injected failure(s) and {self.disruptions} fault(s)"
             ]
         return []
+
+
+def order_problems(units: dict[str, list[Any]]) -> list[str]:
+    """Every unit's slices are in position order in the array (the rolls' slices, whatever the stamps)."""
+    found = []
+    for listed in units.values():
+        for unit in listed:
+            bounds = [(s.start_index, s.end_index) for s in unit.complete_slices()]
+            if bounds != sorted(bounds):
+                found.append(f"unit {unit.id}: slices {bounds} not in position order in the array")
+    return found
 
 
 class WindowLimit:
