@@ -388,3 +388,25 @@ async def test_a_roll_whose_turn_was_recorded_before_another_roll_stores_its_sli
     assert [(s.start_index, s.end_index) for s in pieces] == [(0, 4), (4, 12)]  # was [(4, 12), (0, 4)]
     assert pieces[0].created_at is not None and pieces[1].created_at is not None
     assert pieces[0].created_at <= pieces[1].created_at
+
+
+# -- found by the model check's long run --------------------------------------------------------------------
+
+
+async def test_a_clear_that_returns_late_counts_only_what_it_cleared(database: Any) -> None:
+    """A clear stalled after emptying the window, before giving its hold back, returns after another clear
+    took its hold over and cleared a turn recorded meanwhile: it counts what it cleared, not that turn too
+    (it counted every move of the window's start since it began: 3 here, of which the other clear's 1)."""
+    cores = MemoryCoreRepository(database)
+    await cores.record("c9", numbered(0, 2), at=T0)
+    slow = ProcessDatabase(database, Wire(), "slow clear")
+    slow.stall_before(4)  # the hold, the mark, the emptying write landed; not the release
+    first = asyncio.create_task(eraser(slow).clear_window("c9"))
+    await until_parked_or_done(first, slow)
+    assert slow.parked
+    await cores.record("c9", numbered(2, 3), at=T0)
+
+    assert await eraser(database).clear_window("c9") == 1
+    slow.thaw()
+    assert await first == 2
+    assert await cores.snapshot("c9") == []
