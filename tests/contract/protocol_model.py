@@ -175,6 +175,10 @@ class World:
     forgotten: set[str] = field(default_factory=set)
     forgetting: Counter[str] = field(default_factory=Counter)
     """Forget steps of each core not ended yet (a stalled one goes on when thawed)."""
+    clearing: dict[str, list[range]] = field(default_factory=dict)
+    """By process: the window (positions) each attempt of its clear held when it took its hold."""
+    emptied: dict[str, tuple[Generation, Clear]] = field(default_factory=dict)
+    """By process: the positions its clear's emptying write took, and where that write sits on the wire."""
     cleared_done: set[str] = field(default_factory=set)
     stored_slices: set[str] = field(default_factory=set)
     stored_contents: set[str] = field(default_factory=set)
@@ -220,7 +224,7 @@ class World:
     def spawn(self, number: int, generation: int = 0) -> Process:
         """A fresh process ``number`` (its ``generation``-th incarnation): new services, a new clock."""
         db = ProcessDatabase(self.database, self.wire, f"p{number}.{generation}")
-        db.on_landed = self.landed
+        db.on_landed = lambda sent, result: self.landed(sent, result, db.name)
         clock = StepClock(step=STEP_S)
         summarizer = Troubled(self)
         return Process(
@@ -238,13 +242,24 @@ class World:
 
     # -- what the processes write --------------------------------------------------------------------------
 
-    def landed(self, sent: Sent, result: Any) -> None:
-        """A write landed: a record's messages take their positions in the order records land; an erasure's
-        delete of the core ends its generation."""
+    def landed(self, sent: Sent, result: Any, process: str) -> None:
+        """A write of ``process`` landed: a record's messages take their positions in the order records
+        land; a clear's emptying write takes the window's; an erasure's delete of the core ends its
+        generation."""
         if sent.collection != CORES:
             return
         if sent.method == "find_one_and_delete" and result is not None:
             self.erased_core(sent.args[0]["_id"])
+            return
+        owner = sent.update.get("$set", {}).get("lease_owner")
+        if isinstance(owner, str) and owner.startswith("clear-") and isinstance(result, dict):
+            start = result.get("window_start") or 0
+            held = range(start, start + len(result.get("chat_messages") or []))
+            self.clearing.setdefault(process, []).append(held)
+            return
+        emptied = sent.update.get("$set", {}).get("chat_messages") == []
+        if emptied and "window_start" in sent.update.get("$inc", {}) and self.wire.writes[-1].applied:
+            self.emptying(process, sent.args[0]["_id"], sent.update["$inc"]["window_start"])
             return
         pushed = (sent.update.get("$push") or {}).get("chat_messages")
         if not isinstance(pushed, dict) or not pushed.get("$each") or result is None:
@@ -253,6 +268,14 @@ class World:
         core_id = query.get("_id") if isinstance(query, dict) else None
         if core_id in self.generations:
             self.generations[core_id].history.recorded += [m["content"] for m in pushed["$each"]]
+
+    def emptying(self, process: str, core_id: str, size: int) -> None:
+        """A clear of ``process`` emptied the window of ``size`` messages: the last ones recorded by now
+        (every record landed before it is in the window or stored; none after it is affected)."""
+        generation = self.generations[core_id]
+        total = len(generation.history.recorded)
+        write = self.wire.writes[-1]  # this very write: the wire logs it just before telling the model
+        self.emptied[process] = (generation, Clear(range(total - size, total), write.start, write.end))
 
     def erased_core(self, core_id: str) -> None:
         """An erasure deleted the core (its window; its units were deleted before it): what its generation
@@ -355,6 +378,17 @@ class World:
                 f"slice(s), {self.failures} injected failure(s) and {self.disruptions} fault(s)"
             ]
         return []
+
+
+def contiguous(positions: list[int]) -> list[range]:
+    """Sorted positions as the ranges they make."""
+    pieces: list[range] = []
+    for position in positions:
+        if pieces and pieces[-1].stop == position:
+            pieces[-1] = range(pieces[-1].start, position + 1)
+        else:
+            pieces.append(range(position, position + 1))
+    return pieces
 
 
 def order_problems(units: dict[str, list[Any]]) -> list[str]:
@@ -507,13 +541,23 @@ class Steps:
             {"_id": core_id}, {"window_start": 1, "memory_session_id": 1}
         )
         start = world.wire.tick()
+        process = world.processes[number].db.name
+        world.clearing[process] = []
 
         async def done(outcome: Any) -> None:
-            current = world.generations[core_id]  # a clear thawed after a forget clears the core as it is now
-            if isinstance(outcome, int):
-                clear = current.history.cleared(outcome, world.wire.writes, start, world.wire.tick())
-                world.cleared_done |= {current.history.recorded[p] for p in clear.positions}
-            elif isinstance(outcome, BaseException) and current is generation:
+            emptied, held = world.emptied.pop(process, None), world.clearing.pop(process, [])
+            if isinstance(outcome, int) and emptied is not None:
+                # the positions its emptying write took (not the last ones recorded by the time it returned:
+                # a clear stalled before giving its hold back returns after later turns), and those each
+                # earlier attempt held and marked, which the roller taking its hold over cut
+                emptying, taken = emptied
+                positions = sorted({p for piece in [*held, taken.positions] for p in piece})
+                if outcome != len(positions):
+                    world.surprises.append(f"a clear of {core_id} counted {outcome}, took {len(positions)}")
+                for piece in contiguous(positions):
+                    emptying.history.clears.append(Clear(piece, taken.start, taken.end))
+                world.cleared_done |= {emptying.history.recorded[p] for p in positions}
+            elif isinstance(outcome, BaseException) and world.generations[core_id] is generation:
                 await self.clear_cut_short(generation, before, start)
 
         async def parked() -> None:

@@ -388,3 +388,25 @@ async def test_a_turn_recorded_after_a_stalled_forget_deleted_the_core_is_kept_a
         assert stored == set(world.generations["c0"].history.recorded) != set()
     finally:
         await world.close()
+
+
+async def test_a_clear_stalled_after_emptying_the_window_is_not_taken_for_later_turns() -> None:
+    """A clear takes the messages its emptying write found, not the last ones recorded when it returns: a
+    clear stalled before giving its hold back (the window already emptied), thawed after more turns, took
+    those turns for cleared in the long run's bookkeeping ("cleared messages back in the window")."""
+    world = await World.open("memory", model_config())
+    steps = Steps(world)
+    try:
+        first = world.messages("c0", 2, [0])
+        await steps.run(1, lambda p: p.cores.record("c0", first, at=world.now), None)
+        await steps.clear(0, "c0", ("stall", 4))  # its hold, the mark, the emptying write; not its release
+        assert world.processes[0].pending is not None
+        later = world.messages("c0", 2, [0])
+        await steps.run(1, lambda p: p.cores.record("c0", later, at=world.now), None)
+        await steps.thaw(0)
+
+        assert world.processes[0].pending is None
+        assert await world.problems() == []
+        assert world.cleared_done == {m.content for m in first}
+    finally:
+        await world.close()
