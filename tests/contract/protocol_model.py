@@ -536,6 +536,8 @@ class Steps:
 
     async def clear(self, number: int, core_id: str, fault: tuple[str, int] | None) -> None:
         world = self.world
+        if world.processes[number].pending is not None:
+            return  # a stalled process does nothing (its stalled clear keeps what it noted)
         generation = world.generations[core_id]
         before = await world.base[CORES].find_one(
             {"_id": core_id}, {"window_start": 1, "memory_session_id": 1}
