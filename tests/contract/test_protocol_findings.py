@@ -17,6 +17,7 @@ import pytest
 from pymongo.errors import OperationFailure
 
 from partner_repo import (
+    ConflictError,
     InvalidInput,
     MemoryCoreRepository,
     MemoryEraser,
@@ -410,3 +411,33 @@ async def test_a_clear_that_returns_late_counts_only_what_it_cleared(database: A
     slow.thaw()
     assert await first == 2
     assert await cores.snapshot("c9") == []
+
+
+async def test_a_roll_of_a_core_whose_erasure_was_cut_short_summarizes_nothing(database: Any) -> None:
+    """An erasure cut short after it fenced the core's session (its unit's id tombstoned) leaves the core
+    until it is run again; once its hold was taken over (here by a clear, which gives it back) a roll of
+    that core can store nothing there. The roll sees
+    the tombstone in the read it resolves with and stops before summarizing (it summarized the increment on
+    each of its three resolutions, every append refused: the model's long run, 5 calls for 2 slices)."""
+    cores = MemoryCoreRepository(database)
+    await cores.record("e1", numbered(0, 2), at=T0)
+    stalled = ProcessDatabase(database, Wire(), "stalled eraser")
+    stalled.stall_before(lambda sent: sent.method == "find_one_and_delete")  # units fenced, the core not gone
+    forgetting = asyncio.create_task(
+        MemoryEraser(stalled, hold=timedelta(seconds=60), monotonic=StepClock(step=100)).forget("e1")
+    )
+    await until_parked_or_done(forgetting, stalled)
+    assert stalled.parked
+    assert await eraser(database).clear_window("e1") == 2  # takes the silent hold over, gives it back
+    calls = Calls()
+    roller = RollingService(database, calls, config(), monotonic=StepClock(step=100))
+    await cores.record("e1", numbered(2, 6), at=T0)
+
+    assert await roller.roll("e1", now=T0) is None
+    assert calls.increments == []
+    stalled.thaw()
+    with pytest.raises(ConflictError, match="lost the core's lease"):
+        await forgetting  # its hold was taken over: it says so, and running it again finishes it
+    assert (await eraser(database).forget("e1")).resumed
+    assert await cores.get("e1") is None
+    assert await MemoryUnitRepository(database).list_units("e1") == []
