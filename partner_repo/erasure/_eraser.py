@@ -156,16 +156,14 @@ class MemoryEraser:
         messages in the window that no roll stores: the clear starts again, up to :data:`CLEAR_ATTEMPTS`
         times, so what it marked is also emptied."""
         core_id = require_id(core_id, "core_id")
-        began: list[int] = []  # where the window started when the first attempt held the core
+        taken: list[range] = []  # the positions each attempt marked, and those the last one emptied
         for _ in range(CLEAR_ATTEMPTS):
-            cleared = await self._clear_once(core_id, began)
+            cleared = await self._clear_once(core_id, taken)
             if cleared is not None:
-                if not began or not cleared:
-                    return cleared
                 # an attempt whose hold was taken over had marked messages that the taker's roll cut (they
-                # were not stored): they were cleared all the same, so they count
-                after = await MemoryCoreRepository(self._database).window_state(core_id)
-                return cleared if after is None else max(after.window_start - began[0], cleared)
+                # were not stored): they were cleared all the same, so they count; what others removed
+                # from the window meanwhile (a roll's trim, another clear) does not
+                return positions_in(taken)
             logger.warning(
                 "core %r: the clear's hold was taken over before the window was emptied; again", core_id
             )
@@ -174,20 +172,22 @@ class MemoryEraser:
             f"{CLEAR_ATTEMPTS} times; clear it again"
         )
 
-    async def _clear_once(self, core_id: str, began: list[int]) -> int | None:
+    async def _clear_once(self, core_id: str, taken: list[range]) -> int | None:
         """One clear under a hold of its own: how many messages it emptied (None: the hold was taken over);
-        ``began`` gets where the window started at the first attempt."""
+        ``taken`` gets the positions it marked, and those it emptied."""
         owner = f"clear-{uuid.uuid4()}"
         async with self._hold.held(core_id, owner, duration=CLEAR_HOLD, wait=self._wait) as core:
             if core is None:
                 return 0
-            began[:] = began or [core.window_start]
+            until = core.window_start + len(core.chat_messages)
             await MemoryUnitRepository(self._database).mark_taken(
-                core.memory_session_id,
-                core_id=core_id,
-                until=core.window_start + len(core.chat_messages),
+                core.memory_session_id, core_id=core_id, until=until
             )
-            return await MemoryCoreRepository(self._database).clear_window(core_id, lease_owner=owner)
+            taken.append(range(core.window_start, until))
+            cleared = await MemoryCoreRepository(self._database).clear_window(core_id, lease_owner=owner)
+            if cleared is not None:  # under the hold the window still starts where it was read
+                taken.append(range(core.window_start, core.window_start + cleared))
+            return cleared
 
     async def preview(
         self, core_id: str, *, before: datetime | None = None, window_only: bool = False
@@ -359,6 +359,17 @@ class MemoryEraser:
             )
         window = len(gone.get("chat_messages") or [])
         await self._requests.count(request.erasure_id, core=1, window_messages=window)
+
+
+def positions_in(ranges: list[range]) -> int:
+    """How many positions the ranges cover together (they may overlap: an attempt after one whose hold was
+    taken over reads the window again from where the taker's roll left it)."""
+    count, reached = 0, None
+    for piece in sorted((r for r in ranges if r), key=lambda r: (r.start, r.stop)):
+        start = piece.start if reached is None else max(piece.start, reached)
+        count += max(piece.stop - start, 0)
+        reached = piece.stop if reached is None else max(reached, piece.stop)
+    return count
 
 
 def _session_units(core: MemoryCore) -> list[Any]:

@@ -32,7 +32,7 @@ from partner_repo.mongo import ConnectionFailure, bson_size
 from partner_repo.normalization import new_slice_id
 from partner_repo.rolling._config import RollingConfig
 from partner_repo.rolling._plan import continues_elsewhere, rollable_prefix, storable_summary
-from partner_repo.rolling._positions import Resolution, WholeWindowNeeded, resolve
+from partner_repo.rolling._positions import Resolution, SessionErased, WholeWindowNeeded, resolve
 from partner_repo.rolling._summarizing import Summary
 from partner_repo.units import MemoryUnitRepository, UnitHead
 
@@ -114,12 +114,21 @@ class LeasedRoll:
         was stored. The roll gives the lease back with its trim. A window of one message rolls only when
         it is large (``trigger_bytes``) or ``single`` says so (a roll making room for a turn)."""
         try:
-            return await self._run(core, held, refresh_session, stamp, single=single, skipped=skipped)
-        except WholeWindowNeeded:  # the snapshot left out messages the resolution needs after all
-            whole = await self._cores.get(core.id)
-            if whole is None or whole.window_start != core.window_start:
-                return None  # gone, or trimmed meanwhile under a lease no longer ours: nothing to do here
-            return await self._run(whole, held, refresh_session, stamp, single=single, skipped=0)
+            try:
+                return await self._run(core, held, refresh_session, stamp, single=single, skipped=skipped)
+            except WholeWindowNeeded:  # the snapshot left out messages the resolution needs after all
+                whole = await self._cores.get(core.id)
+                if whole is None or whole.window_start != core.window_start:
+                    return None  # gone, or trimmed meanwhile under a lease no longer ours: nothing to do here
+                return await self._run(whole, held, refresh_session, stamp, single=single, skipped=0)
+        except SessionErased as erased:
+            logger.warning(
+                "core %r: its session's unit %s was erased by an erasure not finished; nothing is rolled "
+                "until it is (forget the core again, or `forget --pending`)",
+                core.id,
+                erased,
+            )
+            return None
 
     async def _run(
         self,

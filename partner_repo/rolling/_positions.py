@@ -73,6 +73,12 @@ class WholeWindowNeeded(Exception):
     """The resolution needs messages the snapshot left out (a unit whose mark is not trusted after all)."""
 
 
+class SessionErased(Exception):
+    """An erased unit's tombstone stands under the session's unit id: an erasure of the core was cut short
+    after fencing it (a finished one deletes the core), so no roll can store anything there until the
+    erasure is run again, which removes the window too."""
+
+
 async def resolve(
     units: MemoryUnitRepository,
     core: MemoryCore,
@@ -116,6 +122,8 @@ async def _resolve(
     unit_id, start = core.memory_session_id, core.window_start
     known = units.known_head(unit_id) if cached else None
     fence = UnitFence(head=known) if known is not None else await units.fence(unit_id)
+    if fence.erased:
+        raise SessionErased(unit_id)  # before anything is summarized: every append there is refused
     head = fence.head
     if head is not None:
         mark = head.mark
@@ -167,4 +175,4 @@ async def stored_overlap(
     return len(snapshot) - len(resolve_chat_increment(stored, snapshot))
 
 
-__all__ = ["Resolution", "WholeWindowNeeded", "resolve", "stored_overlap"]
+__all__ = ["Resolution", "SessionErased", "WholeWindowNeeded", "resolve", "stored_overlap"]

@@ -258,7 +258,10 @@ class UnitAppender:
         """
         start = head.message_count
         placed = piece.model_copy(update={"start_index": start, "end_index": start + len(message_documents)})
-        position = await self._slice_position(head, placed)
+        if request.first_position is None:
+            position = await self._slice_position(head, placed)
+        else:  # a roll's increment: its positions come after every slice's
+            placed, position = after_the_last(head, placed), None
         assert placed.id is not None
         pushed = _Push.of(head, message_documents, placed, request)
         refuse_too_large(head.id, head.size_bytes + pushed.added, self._max_bytes)
@@ -291,6 +294,23 @@ class UnitAppender:
         document = await self._units.find_one({"_id": head.id}, {"slices.created_at": 1})
         times = [stored_datetime(s.get("created_at")) for s in (document or {}).get("slices", [])]
         return bisect.bisect_right(times, piece.created_at)
+
+
+def after_the_last(head: UnitHead, placed: MemorySlice) -> MemorySlice:
+    """``placed`` (a positioned increment's slice) stamped no earlier than the unit's last slice.
+
+    A roll's slice carries its turn's time. A writer descheduled between recording its turn and rolling
+    stamps its slice earlier than a roll that stored meanwhile, though its positions come after that roll's:
+    placed by its time it would go before it, and the slices would no longer be in position order (nor tile
+    the unit in array order), depending on how the writers were scheduled. It goes at the end, taking the
+    last slice's time when its own is earlier: sorted by creation time and by position alike.
+    """
+    last = head.last_slice
+    if last is None or last.created_at is None or placed.created_at is None:
+        return placed
+    if placed.created_at >= last.created_at:
+        return placed
+    return placed.model_copy(update={"created_at": last.created_at})
 
 
 class _Landed(Exception):

@@ -369,7 +369,9 @@ class MemoryUnitRepository:
         nothing. ``rolling_size``/``retain_divisor`` record the roll that produced the slice;
         ``previous_unit_id`` is set only when this call creates the unit. ``updated_at`` becomes the slice's
         ``created_at`` (default now) unless it is already later: a writer whose clock is behind never moves
-        it back.
+        it back. Slices stay sorted by ``created_at``: an older one is inserted where its time sorts, except
+        a positioned increment's (``first_position``), which goes at the end with the last slice's time
+        when its own is older (its positions come after every slice's).
 
         A caller-chosen ``slice_id`` is claimed for the unit first (:mod:`partner_repo.units._claims`: one
         insert by the id, on its shard; :class:`DuplicateSliceId` when another unit claimed it);

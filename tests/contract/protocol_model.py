@@ -21,7 +21,7 @@ units), retain divisors 0, 1 and 6. After every step the invariants of :meth:`Wo
 
 1. each recorded message is stored exactly once per session, in record order, only the retained context
    repeated at a session start, slices tiling their units (``positions_support.storage_problems``; the
-   messages still waiting in the window are not missing yet);
+   messages still waiting in the window are not missing yet), in position order in the array;
 2. nothing cleared or forgotten is stored again, nor returned (a completed clear's messages never reappear
    in the window; a forgotten core's messages in no unit, no listener progress names an erased unit, the
    recall index holds no slice of one);
@@ -95,19 +95,20 @@ GROUPS = ("g1", "g2")
 WINDOW_LIMIT = 24_000
 """The in-memory stand-in for a server's 16 MiB document limit, scaled down with the messages."""
 NEAR = 3_000
-TRACE = os.environ.get("PARTNER_REPO_MODEL_TRACE") == "1"
 """The byte trigger; a message "near the byte limit" is just under or over it."""
+TRACE = os.environ.get("PARTNER_REPO_MODEL_TRACE") == "1"
+"""Print every step (``PARTNER_REPO_MODEL_TRACE=1``)."""
 
 
 @dataclass
 class Generation:
-    """One core from its creation to the forget that completes: what was recorded (in the order the records
-    landed), what clears took, and whether the oracle must allow a shortened context (a clear cut short, a
-    turn that had room made for it) or skip it (an erasure of it is unfinished)."""
+    """One core document from its creation to the erasure's delete of it: what was recorded (in the order
+    the records landed), what clears took, and whether the oracle must allow a shortened context (a clear
+    cut short, a turn that had room made for it). While an erasure of the core is unfinished the oracle
+    skips it (:meth:`World.erasing`)."""
 
     history: CoreHistory
     number: int
-    tainted: bool = False
     shortened: bool = False
 
 
@@ -173,6 +174,12 @@ class World:
     processes: list[Process] = field(default_factory=list)
     generations: dict[str, Generation] = field(default_factory=dict)
     forgotten: set[str] = field(default_factory=set)
+    forgetting: Counter[str] = field(default_factory=Counter)
+    """Forget steps of each core not ended yet (a stalled one goes on when thawed)."""
+    clearing: dict[str, list[range]] = field(default_factory=dict)
+    """By process: the window (positions) each attempt of its clear held when it took its hold."""
+    emptied: dict[str, tuple[Generation, Clear]] = field(default_factory=dict)
+    """By process: the positions its clear's emptying write took, and where that write sits on the wire."""
     cleared_done: set[str] = field(default_factory=set)
     stored_slices: set[str] = field(default_factory=set)
     stored_contents: set[str] = field(default_factory=set)
@@ -220,7 +227,7 @@ class World:
     def spawn(self, number: int, generation: int = 0) -> Process:
         """A fresh process ``number`` (its ``generation``-th incarnation): new services, a new clock."""
         db = ProcessDatabase(self.database, self.wire, f"p{number}.{generation}")
-        db.on_landed = self.landed
+        db.on_landed = lambda sent, result: self.landed(sent, result, db.name)
         clock = StepClock(step=STEP_S)
         summarizer = Troubled(self)
         return Process(
@@ -238,9 +245,24 @@ class World:
 
     # -- what the processes write --------------------------------------------------------------------------
 
-    def landed(self, sent: Sent, result: Any) -> None:
-        """A write landed: a record's messages take their positions in the order records land."""
+    def landed(self, sent: Sent, result: Any, process: str) -> None:
+        """A write of ``process`` landed: a record's messages take their positions in the order records
+        land; a clear's emptying write takes the window's; an erasure's delete of the core ends its
+        generation."""
         if sent.collection != CORES:
+            return
+        if sent.method == "find_one_and_delete" and result is not None:
+            self.erased_core(sent.args[0]["_id"])
+            return
+        owner = sent.update.get("$set", {}).get("lease_owner")
+        if isinstance(owner, str) and owner.startswith("clear-") and isinstance(result, dict):
+            start = result.get("window_start") or 0
+            held = range(start, start + len(result.get("chat_messages") or []))
+            self.clearing.setdefault(process, []).append(held)
+            return
+        emptied = sent.update.get("$set", {}).get("chat_messages") == []
+        if emptied and "window_start" in sent.update.get("$inc", {}) and self.wire.writes[-1].applied:
+            self.emptying(process, sent.args[0]["_id"], sent.update["$inc"]["window_start"])
             return
         pushed = (sent.update.get("$push") or {}).get("chat_messages")
         if not isinstance(pushed, dict) or not pushed.get("$each") or result is None:
@@ -249,6 +271,32 @@ class World:
         core_id = query.get("_id") if isinstance(query, dict) else None
         if core_id in self.generations:
             self.generations[core_id].history.recorded += [m["content"] for m in pushed["$each"]]
+
+    def emptying(self, process: str, core_id: str, size: int) -> None:
+        """A clear of ``process`` emptied the window of ``size`` messages: the last ones recorded by now
+        (every record landed before it is in the window or stored; none after it is affected)."""
+        generation = self.generations[core_id]
+        total = len(generation.history.recorded)
+        write = self.wire.writes[-1]  # this very write: the wire logs it just before telling the model
+        self.emptied[process] = (generation, Clear(range(total - size, total), write.start, write.end))
+
+    def erased_core(self, core_id: str) -> None:
+        """An erasure deleted the core (its window; its units were deleted before it): what its generation
+        recorded is forgotten, and what is recorded from now on, into a core the record creates anew, is a
+        new generation's. (The model used to switch when the forget *step* returned: a turn recorded while a
+        stalled forget had deleted the core but not yet returned was taken as forgotten, though the library
+        rightly keeps it: the long runs' "a unit holds forgotten messages" and "never recorded".)"""
+        if core_id in self.generations:
+            self.forgotten |= set(self.generations[core_id].history.recorded)
+            self.generations[core_id] = Generation(CoreHistory(core_id), self.generations[core_id].number + 1)
+
+    async def erasing(self, core_id: str) -> bool:
+        """Whether an erasure of the core may still delete what it holds: a forget step not ended (stalled),
+        or a request a run left unfinished (the next forget continues it, listing the core's units again)."""
+        if self.forgetting[core_id]:
+            return True
+        unfinished = {"kind": "request", "core_id": core_id, "state": {"$ne": "done"}}
+        return await self.base["erasure_requests"].find_one(unfinished, {"_id": 1}) is not None
 
     def messages(self, core_id: str, count: int, sizes: list[int]) -> list[Message]:
         generation = self.generations[core_id]
@@ -283,11 +331,12 @@ class World:
         units = await self.scan()
         found = list(self.surprises)
         cores = MemoryCoreRepository(self.base)
+        erasing = {core_id: await self.erasing(core_id) for core_id in CORE_IDS}
         for core_id, generation in self.generations.items():
             window = [m.content for m in await cores.snapshot(core_id)]
             if back := sorted(set(window) & (self.cleared_done | self.forgotten)):
                 found.append(f"core {core_id}: cleared or forgotten messages back in the window: {back[:3]}")
-            if generation.tainted:
+            if erasing[core_id]:
                 continue
             state = await cores.window_state(core_id)
             pending: set[int] = set()
@@ -300,18 +349,19 @@ class World:
                 pending=pending,
                 shortened=generation.shortened or core_id in self.refused,
             )
-        found += await self.erasure_problems(units)
+        found += order_problems(units)
+        found += await self.erasure_problems(units, any(erasing.values()))
         found += self.summary_problems()
         return found
 
-    async def erasure_problems(self, units: dict[str, list[Any]]) -> list[str]:
+    async def erasure_problems(self, units: dict[str, list[Any]], erasing: bool) -> list[str]:
         found = []
         back = await self.base[UNITS].find_one(
             {"conversation_messages.content": {"$in": sorted(self.forgotten)}}, {"_id": 1}
         )
         if back is not None:
             found.append(f"unit {back['_id']} holds forgotten messages")
-        if any(generation.tainted for generation in self.generations.values()):
+        if erasing:
             return found  # an erasure is unfinished: its units may be gone and their progress not yet
         live = {d["_id"] async for d in self.base[UNITS].find({"core_id": {"$exists": True}}, {"_id": 1})}
         async for progress in self.base["listener_checkpoints"].find({"kind": "unit"}, {"unit_id": 1}):
@@ -348,6 +398,28 @@ class World:
                 f"slice(s), {self.failures} injected failure(s) and {self.disruptions} fault(s)"
             ]
         return []
+
+
+def contiguous(positions: list[int]) -> list[range]:
+    """Sorted positions as the ranges they make."""
+    pieces: list[range] = []
+    for position in positions:
+        if pieces and pieces[-1].stop == position:
+            pieces[-1] = range(pieces[-1].start, position + 1)
+        else:
+            pieces.append(range(position, position + 1))
+    return pieces
+
+
+def order_problems(units: dict[str, list[Any]]) -> list[str]:
+    """Every unit's slices are in position order in the array (the rolls' slices, whatever the stamps)."""
+    found = []
+    for listed in units.values():
+        for unit in listed:
+            bounds = [(s.start_index, s.end_index) for s in unit.complete_slices()]
+            if bounds != sorted(bounds):
+                found.append(f"unit {unit.id}: slices {bounds} not in position order in the array")
+    return found
 
 
 class WindowLimit:
@@ -415,7 +487,7 @@ class Steps:
             (process.db.die_after if kind == "die" else process.db.stall_before)(n)
             world.seen[f"{kind} armed"] += 1
         world.seen["steps"] += 1
-        task = asyncio.get_running_loop().create_task(operation(process))
+        task = asyncio.get_running_loop().create_task(with_its_rolls(process, operation))
         process.on_done, process.on_parked = on_done, on_parked
         began = asyncio.get_running_loop().time()
         await self.settle(process, task)
@@ -455,12 +527,16 @@ class Steps:
         await self.drain()
 
     async def drain(self) -> None:
-        """Let every live process's background rolls end (each within the step that scheduled it)."""
+        """Let every live process's background rolls end (each within the step that scheduled it: see
+        :func:`with_its_rolls`; only a stalled step's can still be pending, parked with it)."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + 60
         while any(self._rolling(p) for p in self.world.processes):
             assert loop.time() < deadline, "background rolls did not end"
             await asyncio.sleep(0.001)
+        for process in self.world.processes:
+            if process.db.parked and process.pending is None:  # the model's bookkeeping, checked
+                self.world.surprises.append(f"process {process.db.name} parked outside a step")
 
     @staticmethod
     def _rolling(process: Process) -> bool:
@@ -480,18 +556,30 @@ class Steps:
 
     async def clear(self, number: int, core_id: str, fault: tuple[str, int] | None) -> None:
         world = self.world
+        if world.processes[number].pending is not None:
+            return  # a stalled process does nothing (its stalled clear keeps what it noted)
         generation = world.generations[core_id]
         before = await world.base[CORES].find_one(
             {"_id": core_id}, {"window_start": 1, "memory_session_id": 1}
         )
         start = world.wire.tick()
+        process = world.processes[number].db.name
+        world.clearing[process] = []
 
         async def done(outcome: Any) -> None:
-            current = world.generations[core_id]  # a clear thawed after a forget clears the core as it is now
-            if isinstance(outcome, int):
-                clear = current.history.cleared(outcome, world.wire.writes, start, world.wire.tick())
-                world.cleared_done |= {current.history.recorded[p] for p in clear.positions}
-            elif isinstance(outcome, BaseException) and current is generation:
+            emptied, held = world.emptied.pop(process, None), world.clearing.pop(process, [])
+            if isinstance(outcome, int) and emptied is not None:
+                # the positions its emptying write took (not the last ones recorded by the time it returned:
+                # a clear stalled before giving its hold back returns after later turns), and those each
+                # earlier attempt held and marked, which the roller taking its hold over cut
+                emptying, taken = emptied
+                positions = sorted({p for piece in [*held, taken.positions] for p in piece})
+                if outcome != len(positions):
+                    world.surprises.append(f"a clear of {core_id} counted {outcome}, took {len(positions)}")
+                for piece in contiguous(positions):
+                    emptying.history.clears.append(Clear(piece, taken.start, taken.end))
+                world.cleared_done |= {emptying.history.recorded[p] for p in positions}
+            elif isinstance(outcome, BaseException) and world.generations[core_id] is generation:
                 await self.clear_cut_short(generation, before, start)
 
         async def parked() -> None:
@@ -521,16 +609,12 @@ class Steps:
 
     async def forget(self, number: int, core_id: str, fault: tuple[str, int] | None) -> None:
         world = self.world
-        generation = world.generations[core_id]
         if world.processes[number].pending is not None:
             return  # a stalled process does nothing: no erasure starts
-        generation.tainted = True  # until an erasure of it completes
+        world.forgetting[core_id] += 1  # the generation it erases ends when the core's delete lands
 
         async def done(outcome: Any) -> None:
-            if isinstance(outcome, BaseException):
-                return
-            world.forgotten |= set(generation.history.recorded)
-            world.generations[core_id] = Generation(CoreHistory(core_id), generation.number + 1)
+            world.forgetting[core_id] -= 1
 
         await self.run(number, lambda p: p.eraser.forget(core_id), fault, on_done=done)
 
@@ -582,6 +666,20 @@ class Steps:
         missing = stored - self.world.delivered[group].received - letters
         if missing:
             self.world.surprises.append(f"group {group}: {len(missing)} stored slice(s) never delivered")
+
+
+async def with_its_rolls(process: Process, operation: Any) -> Any:
+    """``operation(process)`` and the background rolls it scheduled (``record_and_roll_later``): the step
+    ends when they end, so the fault armed for the step covers them too, whatever their pace. (Before, the
+    fault was disarmed as soon as the operation returned: a background roll fast enough to reach the armed
+    stall first parked outside any step, uncounted and never thawed, and a later stall of that process
+    reset the parked flag it was waiting under: the long runs' "background rolls did not end" and an
+    extra summarizer call with no fault counted, neither replayable.)"""
+    result = await operation(process)
+    while process.service._background.pending and not process.db.dead:  # noqa: ASYNC110
+        await asyncio.sleep(0.001)
+    process.db.check_alive()  # died in a background roll: the step died
+    return result
 
 
 async def _import(process: Process, directory: Path, core_id: str) -> Any:
@@ -680,4 +778,4 @@ def budget(name: str, default: int) -> int:
     return int(os.environ.get(name, default))
 
 
-__all__ = ["ATTEMPTS", "CORE_IDS", "NEAR", "PROCESSES", "TTL", "Steps", "World", "budget"]
+__all__ = ["ATTEMPTS", "CORE_IDS", "NEAR", "PROCESSES", "TRACE", "TTL", "Steps", "World", "budget"]

@@ -17,6 +17,7 @@ import pytest
 from pymongo.errors import OperationFailure
 
 from partner_repo import (
+    ConflictError,
     InvalidInput,
     MemoryCoreRepository,
     MemoryEraser,
@@ -356,3 +357,91 @@ async def test_the_roller_that_rolled_last_summarizes_once_after_a_clear_changed
 
     units = await MemoryUnitRepository(database).list_units("m1")
     assert len(calls.increments) == sum(len(u.slices) for u in units) == 2
+
+
+# -- found by the many-processes test on SecantusDB (intermittent: a writer descheduled between its turn and
+# its roll) ----------------------------------------------------------------------------------------------
+
+
+async def test_a_roll_whose_turn_was_recorded_before_another_roll_stores_its_slice_after_that_roll(
+    database: Any,
+) -> None:
+    """A roll's slice is stamped with its turn's time. A writer descheduled between recording its turn and
+    rolling carries an older stamp than a writer that rolled meanwhile; its increment's positions come
+    after that roll's all the same, so its slice goes after it in the array (the slices stay in position
+    order, and sorted by creation time: its time is never earlier than the last slice's). It used to be
+    inserted before, by its older time: the unit's slices no longer tiled it in array order."""
+    cores = MemoryCoreRepository(database)
+    descheduled = ProcessDatabase(database, Wire(), "descheduled writer")
+    descheduled.stall_before(2)  # its turn recorded (write 1), its roll not started
+    late = asyncio.create_task(
+        RollingService(descheduled, summarize, config(retain_divisor=0)).record_and_roll(
+            "o1", numbered(0, 4), at=T0
+        )
+    )
+    await until_parked_or_done(late, descheduled)
+    assert descheduled.parked
+    other = RollingService(database, summarize, config(retain_divisor=0))
+    assert await other.record_and_roll("o1", numbered(4, 8), at=T0 + timedelta(minutes=1)) is not None
+    await cores.record("o1", numbered(8, 12), at=T0 + timedelta(minutes=2))
+
+    descheduled.thaw()
+    assert await late is not None
+
+    [unit] = await MemoryUnitRepository(database).list_units("o1")
+    pieces = unit.complete_slices()
+    assert [(s.start_index, s.end_index) for s in pieces] == [(0, 4), (4, 12)]  # was [(4, 12), (0, 4)]
+    assert pieces[0].created_at is not None and pieces[1].created_at is not None
+    assert pieces[0].created_at <= pieces[1].created_at
+
+
+# -- found by the model check's long run --------------------------------------------------------------------
+
+
+async def test_a_clear_that_returns_late_counts_only_what_it_cleared(database: Any) -> None:
+    """A clear stalled after emptying the window, before giving its hold back, returns after another clear
+    took its hold over and cleared a turn recorded meanwhile: it counts what it cleared, not that turn too
+    (it counted every move of the window's start since it began: 3 here, of which the other clear's 1)."""
+    cores = MemoryCoreRepository(database)
+    await cores.record("c9", numbered(0, 2), at=T0)
+    slow = ProcessDatabase(database, Wire(), "slow clear")
+    slow.stall_before(4)  # the hold, the mark, the emptying write landed; not the release
+    first = asyncio.create_task(eraser(slow).clear_window("c9"))
+    await until_parked_or_done(first, slow)
+    assert slow.parked
+    await cores.record("c9", numbered(2, 3), at=T0)
+
+    assert await eraser(database).clear_window("c9") == 1
+    slow.thaw()
+    assert await first == 2
+    assert await cores.snapshot("c9") == []
+
+
+async def test_a_roll_of_a_core_whose_erasure_was_cut_short_summarizes_nothing(database: Any) -> None:
+    """An erasure cut short after it fenced the core's session (its unit's id tombstoned) leaves the core
+    until it is run again; once its hold was taken over (here by a clear, which gives it back) a roll of
+    that core can store nothing there. The roll sees
+    the tombstone in the read it resolves with and stops before summarizing (it summarized the increment on
+    each of its three resolutions, every append refused: the model's long run, 5 calls for 2 slices)."""
+    cores = MemoryCoreRepository(database)
+    await cores.record("e1", numbered(0, 2), at=T0)
+    stalled = ProcessDatabase(database, Wire(), "stalled eraser")
+    stalled.stall_before(lambda sent: sent.method == "find_one_and_delete")  # units fenced, the core not gone
+    forgetting = asyncio.create_task(
+        MemoryEraser(stalled, hold=timedelta(seconds=60), monotonic=StepClock(step=100)).forget("e1")
+    )
+    await until_parked_or_done(forgetting, stalled)
+    assert stalled.parked
+    assert await eraser(database).clear_window("e1") == 2  # takes the silent hold over, gives it back
+    calls = Calls()
+    roller = RollingService(database, calls, config(), monotonic=StepClock(step=100))
+    await cores.record("e1", numbered(2, 6), at=T0)
+
+    assert await roller.roll("e1", now=T0) is None
+    assert calls.increments == []
+    stalled.thaw()
+    with pytest.raises(ConflictError, match="lost the core's lease"):
+        await forgetting  # its hold was taken over: it says so, and running it again finishes it
+    assert (await eraser(database).forget("e1")).resumed
+    assert await cores.get("e1") is None
+    assert await MemoryUnitRepository(database).list_units("e1") == []

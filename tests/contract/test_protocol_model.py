@@ -17,28 +17,40 @@ in ``tests/contract/test_protocol_findings.py`` or below.
 from __future__ import annotations
 
 import asyncio
+import functools
 import gc
 import os
+import random
 import time
 from collections import Counter
 from datetime import timedelta
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, Phase, settings
+from hypothesis import HealthCheck, Phase, seed, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import (
     RuleBasedStateMachine,
+    get_state_machine_test,
     initialize,
     invariant,
     precondition,
     rule,
-    run_state_machine_as_test,
 )
 
 from partner_repo import RollingConfig
 from tests.contract.positions_support import storage_problems
-from tests.contract.protocol_model import ATTEMPTS, CORE_IDS, NEAR, PROCESSES, TTL, Steps, World, budget
+from tests.contract.protocol_model import (
+    ATTEMPTS,
+    CORE_IDS,
+    NEAR,
+    PROCESSES,
+    TRACE,
+    TTL,
+    Steps,
+    World,
+    budget,
+)
 
 PROCESS = st.integers(0, PROCESSES - 1)
 CORE = st.sampled_from(CORE_IDS)
@@ -52,6 +64,20 @@ SIZES = st.lists(st.sampled_from([0, 0, 0, 40, NEAR - 300, NEAR + 100]), min_siz
 PHASES = (Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink, Phase.explain)
 TOTALS: Counter[str] = Counter()
 """What the runs explored, summed (printed at the end)."""
+
+
+def traced(step: Any) -> Any:
+    """With ``PARTNER_REPO_MODEL_TRACE=1``, print each rule as it runs, with its arguments (messages'
+    sizes, faults): a failure that does not replay is read from the trace of the run that met it."""
+
+    @functools.wraps(step)
+    def run(self: ProtocolMachine, **arguments: Any) -> Any:
+        if TRACE:
+            shown = ", ".join(f"{name}={value!r}" for name, value in arguments.items())
+            print(f"rule: {step.__name__}({shown})", flush=True)
+        return step(self, **arguments)
+
+    return run
 
 
 class ProtocolMachine(RuleBasedStateMachine):
@@ -73,6 +99,7 @@ class ProtocolMachine(RuleBasedStateMachine):
         unit_limit=st.sampled_from([1, 700, 5000]),
         trigger=st.integers(2, 6),
     )
+    @traced
     def build(self, divisor: int, unit_limit: int, trigger: int) -> None:
         config = RollingConfig(
             trigger_limit=trigger,
@@ -103,6 +130,7 @@ class ProtocolMachine(RuleBasedStateMachine):
         how=st.sampled_from(["record", "record_and_roll", "record_and_roll", "record_and_roll_later"]),
         fault=FAULT,
     )
+    @traced
     def record(self, p: int, core_id: str, count: int, sizes: list[int], how: str, fault: Any) -> None:
         world, steps = self.ready
         messages, at = world.messages(core_id, count, sizes), world.now
@@ -115,6 +143,7 @@ class ProtocolMachine(RuleBasedStateMachine):
         self.do(steps.run(p, operation, fault))
 
     @rule(p=PROCESS, core_id=CORE, refresh=st.booleans(), fault=FAULT)
+    @traced
     def roll(self, p: int, core_id: str, refresh: bool, fault: Any) -> None:
         world, steps = self.ready
         now = world.now
@@ -125,6 +154,7 @@ class ProtocolMachine(RuleBasedStateMachine):
         )
 
     @rule(p=PROCESS, fault=FAULT)
+    @traced
     def idle_roll(self, p: int, fault: Any) -> None:
         world, steps = self.ready
         self.do(world.scan())
@@ -140,14 +170,17 @@ class ProtocolMachine(RuleBasedStateMachine):
         self.do(steps.run(p, lambda process: process.service.roll_idle(now=now), fault, on_done=only_new))
 
     @rule(p=PROCESS, core_id=CORE, fault=FAULT)
+    @traced
     def clear(self, p: int, core_id: str, fault: Any) -> None:
         self.do(self.ready[1].clear(p, core_id, fault))
 
     @rule(p=PROCESS, core_id=CORE, fault=FAULT)
+    @traced
     def forget(self, p: int, core_id: str, fault: Any) -> None:
         self.do(self.ready[1].forget(p, core_id, fault))
 
     @rule(p=PROCESS, fault=FAULT)
+    @traced
     def resummarize(self, p: int, fault: Any) -> None:
         steps = self.ready[1]
 
@@ -161,20 +194,24 @@ class ProtocolMachine(RuleBasedStateMachine):
         self.do(steps.run(p, again, fault))
 
     @rule(p=PROCESS, group=st.sampled_from(["g1", "g2"]), fault=FAULT, fail=st.booleans())
+    @traced
     def deliver(self, p: int, group: str, fault: Any, fail: bool) -> None:
         self.do(self.ready[1].deliver(p, group, fault, fail and fault is None))
 
     @rule(p=PROCESS, core_id=CORE, fault=FAULT)
+    @traced
     def import_state(self, p: int, core_id: str, fault: Any) -> None:
         self.do(self.ready[1].import_state(p, core_id, fault))
 
     # -- faults and time -----------------------------------------------------------------------------------
 
     @rule(p=PROCESS, kind=st.sampled_from(["fail", "hang"]), count=st.integers(1, 2))
+    @traced
     def summarizer_trouble(self, p: int, kind: str, count: int) -> None:
         self.ready[0].processes[p].summarizer.trouble += [kind] * count
 
     @rule()
+    @traced
     def time_passes(self) -> None:
         world, _ = self.ready
         world.now += timedelta(hours=1, minutes=1)
@@ -183,6 +220,7 @@ class ProtocolMachine(RuleBasedStateMachine):
 
     @precondition(lambda self: self.world is not None and any(p.pending for p in self.world.processes))
     @rule(p=PROCESS, dies=st.booleans())
+    @traced
     def thaw(self, p: int, dies: bool) -> None:
         world, steps = self.ready
         process = world.processes[p]
@@ -202,6 +240,8 @@ class ProtocolMachine(RuleBasedStateMachine):
         assert not problems, "\n".join(problems[:30])
 
     def teardown(self) -> None:
+        if TRACE:
+            print("teardown", flush=True)
         try:
             if self.world is not None:
                 problems = self.do(asyncio.wait_for(settle(self.world, self.ready[1]), 120))
@@ -221,12 +261,12 @@ async def settle(world: World, steps: Steps) -> list[str]:
         if process.pending is not None:
             await steps.thaw(number)
     for core_id in CORE_IDS:
-        if world.generations[core_id].tainted:
+        if await world.erasing(core_id):
             await steps.forget(0, core_id, None)
     problems = list(await world.problems())
     for core_id in CORE_IDS:
         generation = world.generations[core_id]
-        if generation.tainted:
+        if await world.erasing(core_id):
             problems.append(f"core {core_id}: its erasure did not finish once faults stopped")
             continue
         turn = world.messages(core_id, 2, [0])
@@ -251,30 +291,38 @@ async def settle(world: World, steps: Steps) -> list[str]:
 
 def run_model(backend: str, examples: int, steps: int) -> None:
     """Explore ``examples`` runs of up to ``steps`` steps; with ``PARTNER_REPO_MODEL_MINUTES``, batches of
-    that many (each with fresh random choices) until the minutes are over. Prints what was explored."""
+    that many (each with fresh random choices, its seed printed) until the minutes are over. Prints what was
+    explored. ``PARTNER_REPO_MODEL_SEED`` replays a batch whose seed a long run printed."""
     ProtocolMachine.backend = backend
     minutes = float(os.environ.get("PARTNER_REPO_MODEL_MINUTES", "0"))
+    chosen = os.environ.get("PARTNER_REPO_MODEL_SEED")
     deadline = time.monotonic() + 60 * minutes
     started, batches = time.monotonic(), 0
     TOTALS.clear()
+    # built once: Hypothesis digests the machine's source (ast.parse) each time one is built, and on
+    # CPython 3.11 a long run met a spurious "AST constructor recursion depth mismatch" there (gh-106905):
+    # a finalizer that formats a traceback during that parse (asyncio logging a task an earlier test left)
+    # breaks it, so such garbage is collected first
+    gc.collect()
+    test = get_state_machine_test(
+        ProtocolMachine,
+        settings=settings(
+            max_examples=examples,
+            stateful_step_count=steps,
+            deadline=None,
+            database=None,
+            suppress_health_check=list(HealthCheck),
+            print_blob=True,
+            derandomize=not (minutes or chosen),  # CI explores the same runs every time
+            phases=PHASES if budget("PARTNER_REPO_MODEL_SHRINK", 1) else PHASES[:-2],
+        ),
+    )
     while True:
-        # Hypothesis reads this module's source (ast.parse) first; on CPython 3.11 a finalizer that formats a
-        # traceback during that parse (asyncio logging a task an earlier test left) breaks it with
-        # "SystemError: AST constructor recursion depth mismatch" (cpython#106905): collect such garbage now
-        gc.collect()
-        run_state_machine_as_test(
-            ProtocolMachine,
-            settings=settings(
-                max_examples=examples,
-                stateful_step_count=steps,
-                deadline=None,
-                database=None,
-                suppress_health_check=list(HealthCheck),
-                print_blob=True,
-                derandomize=not minutes,  # CI explores the same runs every time; the long run new ones
-                phases=PHASES if budget("PARTNER_REPO_MODEL_SHRINK", 1) else PHASES[:-2],
-            ),
-        )
+        if minutes or chosen:
+            batch_seed = int(chosen) if chosen and not batches else random.getrandbits(64)
+            print(f"protocol model on {backend}: batch {batches + 1}, PARTNER_REPO_MODEL_SEED={batch_seed}")
+            test = seed(batch_seed)(test)
+        test()
         batches += 1
         if time.monotonic() >= deadline:
             break
@@ -299,3 +347,72 @@ def test_the_protocol_holds_under_every_explored_interleaving_on_a_server() -> N
     run_model(
         "mongodb", budget("PARTNER_REPO_MODEL_SERVER_EXAMPLES", 6), budget("PARTNER_REPO_MODEL_STEPS", 15)
     )
+
+
+def model_config() -> RollingConfig:
+    return RollingConfig(
+        trigger_limit=2,
+        trigger_bytes=NEAR,
+        retain_divisor=0,
+        lease_duration=TTL,
+        idle_after=timedelta(hours=1),
+        summarize_attempts=ATTEMPTS,
+        summarize_backoff=timedelta(0),
+    )
+
+
+async def test_a_turn_recorded_after_a_stalled_forget_deleted_the_core_is_kept_and_stored_once() -> None:
+    """The generation a forget erases ends when its delete of the core lands, not when the forget returns:
+    a turn recorded after that delete goes into a core the record creates anew, and the library keeps it
+    (the long runs took it as forgotten while the forget was stalled: "a unit holds forgotten messages")."""
+    world = await World.open("memory", model_config())
+    steps = Steps(world)
+    try:
+
+        async def turn(core_id: str) -> None:
+            messages = world.messages(core_id, 2, [0])
+            await steps.run(0, lambda p: p.service.record_and_roll(core_id, messages, at=world.now), None)
+
+        await turn("c0")
+        deleted: list[bool] = []
+
+        def after_the_core_is_deleted(sent: Any) -> bool:
+            if sent.collection == "memory_cores" and sent.method == "find_one_and_delete":
+                deleted.append(True)
+                return False
+            return bool(deleted)
+
+        world.processes[1].db.stall_before(after_the_core_is_deleted)
+        await steps.forget(1, "c0", None)
+        assert world.processes[1].pending is not None and deleted
+        await turn("c0")
+        await steps.thaw(1)
+
+        assert await world.problems() == []
+        assert not await world.erasing("c0")
+        stored = {m.content for unit in (await world.scan())["c0"] for m in unit.conversation_messages}
+        assert stored == set(world.generations["c0"].history.recorded) != set()
+    finally:
+        await world.close()
+
+
+async def test_a_clear_stalled_after_emptying_the_window_is_not_taken_for_later_turns() -> None:
+    """A clear takes the messages its emptying write found, not the last ones recorded when it returns: a
+    clear stalled before giving its hold back (the window already emptied), thawed after more turns, took
+    those turns for cleared in the long run's bookkeeping ("cleared messages back in the window")."""
+    world = await World.open("memory", model_config())
+    steps = Steps(world)
+    try:
+        first = world.messages("c0", 2, [0])
+        await steps.run(1, lambda p: p.cores.record("c0", first, at=world.now), None)
+        await steps.clear(0, "c0", ("stall", 4))  # its hold, the mark, the emptying write; not its release
+        assert world.processes[0].pending is not None
+        later = world.messages("c0", 2, [0])
+        await steps.run(1, lambda p: p.cores.record("c0", later, at=world.now), None)
+        await steps.thaw(0)
+
+        assert world.processes[0].pending is None
+        assert await world.problems() == []
+        assert world.cleared_done == {m.content for m in first}
+    finally:
+        await world.close()
