@@ -256,7 +256,7 @@ class ProtocolMachine(RuleBasedStateMachine):
 
 async def settle(world: World, steps: Steps) -> list[str]:
     """Faults stop: stalled processes go on, unfinished erasures finish, every core's window is stored by
-    one record and a roll (no core is wedged), every group delivers every slice."""
+    one ``record_and_roll`` and a roll (no core is wedged), every group delivers every slice."""
     for number, process in enumerate(world.processes):
         if process.pending is not None:
             await steps.thaw(number)
@@ -273,7 +273,9 @@ async def settle(world: World, steps: Steps) -> list[str]:
         if world.processes[0].db.dead:  # died in a background roll after its last step
             world.processes[0] = world.spawn(0, world.processes[0].generation + 1)
         process = world.processes[0]
-        await process.cores.record(core_id, turn, at=world.now)
+        # record_and_roll, not a plain record: a window near its size limit refuses a plain record
+        # (documented) where record_and_roll makes room for the turn; a core still refusing it is wedged
+        await process.service.record_and_roll(core_id, turn, at=world.now)
         for _ in range(8):  # the leases of dead processes lapse on this process's clock
             if await process.service.roll(core_id, now=world.now) is not None:
                 break
