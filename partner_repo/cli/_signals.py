@@ -21,9 +21,10 @@ from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, NoReturn, TypeVar
 
+from partner_repo.cli._runtime import EXIT_INTERRUPTED
+
 T = TypeVar("T")
 
-EXIT_INTERRUPTED = 130
 STOP_GRACE_S = 0.8
 """How long a stop with nothing in flight may take (its last writes) before the command gives up on them."""
 

@@ -703,6 +703,7 @@ async def _deliver(process: Process, consumer: Delivered, group: str, world: Wor
         drain_timeout=5,
     )
     loop = asyncio.get_running_loop()
+    previous = loop.get_task_factory()
     created = _recording_tasks(loop)
     try:
         await listener.start()
@@ -723,7 +724,7 @@ async def _deliver(process: Process, consumer: Delivered, group: str, world: Wor
     finally:
         with contextlib.suppress(BaseException):
             await asyncio.wait_for(listener.stop(drain_timeout=0 if process.db.dead else 5), 10)
-        loop.set_task_factory(None)
+        loop.set_task_factory(previous)
         left = [task for task in created if _of_the_listener(task)]
         for task in left:
             task.add_done_callback(_death_taken)
@@ -744,14 +745,16 @@ def _death_taken(task: asyncio.Task[Any]) -> None:
 
 
 def _recording_tasks(loop: asyncio.AbstractEventLoop) -> list[asyncio.Task[Any]]:
-    """Every task made on ``loop`` from now until its task factory is reset (done ones included, which
-    ``asyncio.all_tasks`` no longer lists)."""
+    """Every task made on ``loop`` from now until its task factory is put back (done ones included, which
+    ``asyncio.all_tasks`` no longer lists); a factory already in place still makes them."""
     created: list[asyncio.Task[Any]] = []
 
+    previous = loop.get_task_factory()
+
     def factory(loop: asyncio.AbstractEventLoop, coro: Any, **options: Any) -> asyncio.Task[Any]:
-        task = asyncio.Task(coro, loop=loop, **options)
-        created.append(task)
-        return task
+        task = previous(loop, coro, **options) if previous else asyncio.Task(coro, loop=loop, **options)
+        created.append(task)  # type: ignore[arg-type]
+        return task  # type: ignore[return-value]
 
     loop.set_task_factory(factory)
     return created
