@@ -10,6 +10,10 @@ Each may be written either way, and the library awaits all of them alike:
   on the loop. A sync callable that needs the running event loop itself must be made async.
 
 The choice is made once, when the callable is handed over (:func:`as_async`), not at every call.
+
+A :data:`Progress` hook is the exception: long-running library work (import, check, repair, migrations)
+reports how far it got to it, called directly, since it only records numbers (the CLI draws a bar from them);
+the library never draws anything itself.
 """
 
 from __future__ import annotations
@@ -20,6 +24,10 @@ from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 A = TypeVar("A")
+
+Progress = Callable[[int, int], None]
+"""Called with (steps done, steps in total): once with 0 before the first step, then after each step. The
+total is what was known when the work started (units written meanwhile are not counted in it)."""
 
 AsyncCall = Callable[[A], Awaitable[object]]
 """How the library calls a callable of one argument: always awaited, whatever form it was given in."""
@@ -55,4 +63,4 @@ async def call(function: Callable[[A], Any], argument: A) -> Any:
     return await as_async(function)(argument)
 
 
-__all__ = ["AsyncCall", "as_async", "call", "is_async_callable"]
+__all__ = ["Progress", "AsyncCall", "as_async", "call", "is_async_callable"]

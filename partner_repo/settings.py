@@ -12,7 +12,6 @@ The URI is a :class:`pydantic.SecretStr`: printing or logging the settings never
 
 from __future__ import annotations
 
-import logging
 from dataclasses import fields
 from datetime import timedelta
 from typing import Any, Literal
@@ -30,6 +29,7 @@ from partner_repo.mongo import (
     ReadPreference,
     connect,
     database_name_problem,
+    library_logger,
     mask_uri,
     uri_database,
 )
@@ -43,7 +43,7 @@ IN_MEMORY_FALLBACK = (
     "process exits; set MONGODB_URI, or call connect() for the in-memory database on purpose"
 )
 
-log = logging.getLogger(__name__)
+log = library_logger(__name__)
 
 ReadPreferenceName = Literal["primary", "primaryPreferred", "secondary", "secondaryPreferred", "nearest"]
 

@@ -268,9 +268,6 @@ async def test_recall_scale_indexes_every_write_in_three_calls_whatever_the_hist
 
     points = result.raw["points"]
     assert [point["slices"] for point in points] == list(QUICK.recall_scale_sizes)
-    # on the Motor stack mongomock-motor takes no PyMongo 4.9+ bulk write: the driver applies its requests in
-    # turn (the slice, the core, the slice's two nodes), so the bulk counts as four calls there
-    one_bulk = 1 if driver.STACK != "motor" else 4
-    assert {calls for point in points for calls in point["write_calls"]} == {2 + one_bulk}
+    assert {calls for point in points for calls in point["write_calls"]} == {3}
     assert len({round(sum(point["recall_calls"]) / len(point["recall_calls"]), 1) for point in points}) == 1
     assert all(point["largest"] < 64 * 1024 for point in points)

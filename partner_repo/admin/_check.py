@@ -31,11 +31,11 @@ from partner_repo.admin._repairs import Repairing, release_shared_ids, shorten_s
 from partner_repo.admin._sessions import ForeignSession, foreign_sessions, give_fresh_session
 from partner_repo.admin._slice_ids import OrphanClaim, SharedSliceIds, orphan_claims, shared_slice_ids
 from partner_repo.admin._unit_reports import UnitRepair, UnitRepairFailure, UnitViolations
+from partner_repo.callables import Progress
 from partner_repo.clock import utc_now
 from partner_repo.errors import ConflictError, DuplicateSliceId, InvalidInput, NotFound, UnitTooLarge
 from partner_repo.models import MemoryUnit
 from partner_repo.mongo import NOT_ERASED, UNITS, MongoDatabase, driver, live, unit_from_document
-from partner_repo.progress import Progress
 from partner_repo.units import MemoryUnitRepository, SliceIdClaims
 from partner_repo.validation import require_id
 
@@ -105,7 +105,7 @@ class UnitChecker:
     async def check(self, core_id: str | None = None, *, progress: Progress | None = None) -> CheckReport:
         """Every unit (of ``core_id``, or of every core) that breaks an invariant, with what is wrong.
 
-        ``progress`` is told the units checked so far (:data:`~partner_repo.progress.Progress`).
+        ``progress`` is told the units checked so far (:data:`~partner_repo.callables.Progress`).
         """
         checked = 0
         found: list[UnitViolations] = []
@@ -309,7 +309,4 @@ __all__ = [
     "CheckReport",
     "RepairReport",
     "UnitChecker",
-    "UnitViolations",
-    "UnitRepair",
-    "UnitRepairFailure",
 ]

@@ -18,7 +18,7 @@ from typing import Any
 from partner_repo.admin._check import CheckReport, RepairReport, UnitChecker
 from partner_repo.admin._consistency import SESSIONS_UNSUPPORTED, CausalReads
 from partner_repo.admin._cursor import CursorCodec, ReadTime, SliceKey, resumable_end, slice_key
-from partner_repo.admin._filters import Order, SliceFilter, literal_pattern
+from partner_repo.admin._filters import Order, SliceFilter
 from partner_repo.admin._views import (
     DayCount,
     MemoryStats,
@@ -403,4 +403,8 @@ def _positive(value: object, what: str, cap: int) -> int:
     return min(value, cap)
 
 
-__all__ = ["DEFAULT_LIMIT", "MAX_LIMIT", "Order", "SliceFilter", "SliceQueries", "literal_pattern"]
+__all__ = [
+    "DEFAULT_LIMIT",
+    "MAX_LIMIT",
+    "SliceQueries",
+]

@@ -12,7 +12,6 @@ SIGTERM. With
 from __future__ import annotations
 
 import asyncio
-import logging
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,9 +36,10 @@ from partner_repo.listener.observing import (
     require_prometheus,
     serve_metrics,
 )
+from partner_repo.mongo import library_logger
 from partner_repo.settings import load_settings
 
-log = logging.getLogger("partner_repo.cli.listen")
+log = library_logger("partner_repo.cli.listen")
 """The command's own lines (started, stopping, stopped) are log records, so ``--log-format json`` keeps
 stderr all JSON for a log shipper."""
 

@@ -9,7 +9,6 @@ id, an HTTP server reachable from other machines without a bearer token, a weak 
 from __future__ import annotations
 
 import asyncio
-import logging
 from typing import Any
 
 import click
@@ -20,12 +19,12 @@ from partner_repo.cli._roll_idle import load_summarizer, summarizer_option
 from partner_repo.cli._runtime import connection, fail, run_async
 from partner_repo.cli._signals import end_at_once_on_signals, stop_on_signals
 from partner_repo.mcp import DEFAULT_MAX_TURN_BYTES, TOKEN_VARIABLE, McpUnavailable, require_sdk
-from partner_repo.mongo import MAX_MESSAGE_BYTES
+from partner_repo.mongo import MAX_MESSAGE_BYTES, library_logger
 from partner_repo.rolling import RollingService, extractive_summarizer
 from partner_repo.settings import load_settings
 from partner_repo.validation import id_problem
 
-log = logging.getLogger("partner_repo.cli.mcp")
+log = library_logger("partner_repo.cli.mcp")
 
 HTTP_ONLY = ("host", "port", "token")
 

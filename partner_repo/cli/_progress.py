@@ -1,7 +1,7 @@
 """Progress of long-running commands (``check``, ``repair``, ``import-state``, ``migrate``): a rich bar on
 stderr when stderr is a terminal, nothing at all in a pipe or a log file.
 
-The library only calls a :data:`~partner_repo.progress.Progress` callback; drawing is done here.
+The library only calls a :data:`~partner_repo.callables.Progress` callback; drawing is done here.
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from typing import Any
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
+from partner_repo.callables import Progress as ProgressHook
 from partner_repo.cli._runtime import note_interruption
-from partner_repo.progress import Progress as ProgressHook
 
 
 def on_terminal() -> bool:

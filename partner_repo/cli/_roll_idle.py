@@ -7,7 +7,6 @@ rolling by count) may share a database, the rolling lease gives each core to one
 from __future__ import annotations
 
 import asyncio
-import logging
 from dataclasses import replace
 from datetime import timedelta
 
@@ -26,7 +25,7 @@ from partner_repo.cli._signals import (
 )
 from partner_repo.errors import InvalidInput
 from partner_repo.events import RollingResult
-from partner_repo.mongo import scrub
+from partner_repo.mongo import library_logger, scrub
 from partner_repo.plugins import import_object
 from partner_repo.rolling import RollingConfig, RollingService, Summarizer, extractive_summarizer
 from partner_repo.settings import load_settings
@@ -34,7 +33,7 @@ from partner_repo.settings import load_settings
 ROLLED_SUMMARY_WIDTH = 100
 """How much of a rolled summary its line shows (``slices show`` shows it whole)."""
 
-log = logging.getLogger("partner_repo.cli.roll_idle")  # its 0.4 name, which operators filter on
+log = library_logger("partner_repo.cli.roll_idle")  # its 0.4 name, which operators filter on
 """The scheduler's own lines (started, stopped) are log records, like those of ``listen``."""
 
 summarizer_option = click.option(

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any, NoReturn, TypeVar
 
 from partner_repo.cli._runtime import EXIT_INTERRUPTED
+from partner_repo.mongo import library_logger
 
 T = TypeVar("T")
 
@@ -52,7 +53,7 @@ def stop_on_signals(stop: asyncio.Event) -> Iterator[Received]:
 
     def on_signal(sig: signal.Signals) -> None:
         if received.signal is not None:
-            logging.getLogger("partner_repo.cli.signals").warning("%s again: stopping at once", sig.name)
+            library_logger("partner_repo.cli.signals").warning("%s again: stopping at once", sig.name)
             exit_now(received.exit_code)
         received.signal = sig
         stop.set()
@@ -72,7 +73,7 @@ def end_at_once_on_signals(say: str) -> Iterator[None]:
     """
 
     def end(sig: signal.Signals) -> None:
-        logging.getLogger("partner_repo.cli.signals").info("%s: %s", sig.name, say)
+        library_logger("partner_repo.cli.signals").info("%s: %s", sig.name, say)
         signal.signal(sig, signal.SIG_DFL)
         os.kill(os.getpid(), sig)
 
@@ -142,7 +143,6 @@ def exit_now(code: int) -> NoReturn:
 
 
 __all__ = [
-    "EXIT_INTERRUPTED",
     "STOP_GRACE_S",
     "Received",
     "end_at_once_on_signals",

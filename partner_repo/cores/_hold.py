@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 import time
 from collections.abc import AsyncIterator, Callable
 from datetime import timedelta
@@ -23,9 +22,9 @@ from partner_repo.cores._lease import CoreLease
 from partner_repo.errors import ConflictError
 from partner_repo.leases import SilenceWatch
 from partner_repo.models import MemoryCore
-from partner_repo.mongo import MongoDatabase
+from partner_repo.mongo import MongoDatabase, library_logger
 
-logger = logging.getLogger("partner_repo.cores.hold")
+logger = library_logger("partner_repo.cores.hold")
 
 DEFAULT_TTL = timedelta(seconds=60)
 """The ttl assumed for a lease written without one (partner-repo 0.1.0's), as the rolling service does."""

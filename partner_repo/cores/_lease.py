@@ -14,7 +14,6 @@ fenced on its own (the append on the unit's message count, the trim and session 
 from __future__ import annotations
 
 import asyncio
-import logging
 from collections.abc import Mapping
 from datetime import timedelta
 from typing import Any
@@ -22,10 +21,10 @@ from typing import Any
 from partner_repo.errors import InvalidInput
 from partner_repo.leases import LeaseState
 from partner_repo.models import MemoryCore
-from partner_repo.mongo import CORES, MongoDatabase, ReturnDocument
+from partner_repo.mongo import CORES, MongoDatabase, ReturnDocument, library_logger
 from partner_repo.validation import require_id
 
-logger = logging.getLogger("partner_repo.cores.lease")
+logger = library_logger("partner_repo.cores.lease")
 
 LEASE_PROJECTION = {"lease_owner": 1, "lease_beat": 1, "lease_ttl_ms": 1}
 

@@ -23,7 +23,6 @@ running it twice, or a finished erasure again, removes nothing more.
 
 from __future__ import annotations
 
-import logging
 import time
 import uuid
 from collections.abc import Callable
@@ -40,12 +39,12 @@ from partner_repo.errors import ConflictError, InvalidInput
 from partner_repo.events import ErasureScope
 from partner_repo.listener.state import DeadLetterRepository, ErasureLog, remove_unit_progress
 from partner_repo.models import MemoryCore
-from partner_repo.mongo import CORES, UNITS, MongoDatabase, driver
+from partner_repo.mongo import CORES, UNITS, MongoDatabase, driver, library_logger
 from partner_repo.recall import RecallStore
 from partner_repo.units import MemoryUnitRepository, SliceIdClaims
 from partner_repo.validation import optional_datetime, require_id
 
-logger = logging.getLogger("partner_repo.erasure.eraser")
+logger = library_logger("partner_repo.erasure.eraser")
 
 ERASURE_HOLD = timedelta(hours=24)
 """How long an erasure keeps the core's rolling lease without beating: a run cut short keeps rolls off the

@@ -22,6 +22,7 @@ from bson.errors import InvalidDocument
 from pydantic import BaseModel
 
 from partner_repo.admin import normalization_violations
+from partner_repo.callables import Progress
 from partner_repo.clock import to_utc_ms
 from partner_repo.cores import DEFAULT_CORE_ID
 from partner_repo.encoding import require_encodable
@@ -43,7 +44,6 @@ from partner_repo.importing._state_format import (
 from partner_repo.models import MemoryUnit
 from partner_repo.mongo import MongoDatabase, PyMongoError
 from partner_repo.normalization import new_slice_id, normalize_unit
-from partner_repo.progress import Progress
 from partner_repo.units import MemoryUnitRepository
 from partner_repo.validation import id_problem, require_id
 
@@ -383,4 +383,7 @@ def _relative(file: Path, root: Path) -> str:
         return printable(file.as_posix())
 
 
-__all__ = ["ImportIssue", "ImportReport", "import_partner_state", "partner_unit"]
+__all__ = [
+    "ImportReport",
+    "import_partner_state",
+]

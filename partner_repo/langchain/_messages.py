@@ -23,7 +23,6 @@ objects), which LangChain parses into its own. ``Message.at`` stays on the Partn
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Iterable
 from typing import Any
 
@@ -43,9 +42,10 @@ from pydantic import ValidationError
 from partner_repo.encoding import storable_json_object
 from partner_repo.errors import InvalidInput
 from partner_repo.models import Message
+from partner_repo.mongo import library_logger
 from partner_repo.validation import first_error
 
-logger = logging.getLogger("partner_repo.langchain.messages")
+logger = library_logger("partner_repo.langchain.messages")
 
 COMMON_FIELDS = ("id", "additional_kwargs", "response_metadata")
 """LangChain fields every message kind has, kept in metadata when set."""

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 import time
 from types import TracebackType
 from typing import Any
@@ -40,10 +39,10 @@ from partner_repo.listener.state import (
     new_owner_id,
 )
 from partner_repo.listener.stream import GroupSources, UnreadableUnits, take_history_as_delivered
-from partner_repo.mongo import MongoDatabase
+from partner_repo.mongo import MongoDatabase, library_logger
 from partner_repo.units import MemoryUnitRepository
 
-logger = logging.getLogger("partner_repo.listener")
+logger = library_logger("partner_repo.listener")
 
 DEFAULT_POLL_INTERVAL = 1.0
 """Seconds between polling passes (and the longest a change-stream read waits before the idle token is

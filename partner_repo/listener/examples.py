@@ -10,6 +10,7 @@ import sys
 from typing import TextIO
 
 from partner_repo.events import Erasure, RollingResult
+from partner_repo.mongo import library_logger
 
 
 def describe_result(result: RollingResult) -> str:
@@ -50,7 +51,7 @@ class LoggingConsumer:
 
     def __init__(self, name: str = "log", logger: logging.Logger | None = None) -> None:
         self.name = name
-        self._logger = logger or logging.getLogger("partner_repo.listener.examples")
+        self._logger = logger or library_logger("partner_repo.listener.examples")
 
     async def consume(self, result: RollingResult) -> None:
         self._logger.info("rolled: %s", describe_result(result))

@@ -8,8 +8,9 @@ serves it over streamable HTTP behind a bearer token, ``_serving`` runs either t
 
 Needs the SDK (``pip install 'partner-repo[mcp]'``); only this package imports it (an import contract keeps
 it so), and this module does not: the command checks :func:`require_sdk` first, so an install without the
-extra gets one line saying what to install. What needs the SDK (:func:`memory_server`, :func:`serve_stdio`,
-:func:`serve_http`, :func:`http_problem`) is loaded from this module on first use, never on import. The
+extra gets one line saying what to install; who may reach the server and how large a turn it takes
+(``_policy``) needs no SDK. What needs the SDK (:func:`memory_server`, :func:`serve_stdio`,
+:func:`serve_http`) is loaded from this module on first use, never on import. The
 package shares its name with the SDK's top-level ``mcp``: every import here is absolute, so ``import mcp``
 always means the SDK, never this package.
 """
@@ -20,9 +21,9 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from partner_repo.errors import PartnerRepoError
+from partner_repo.mcp._policy import DEFAULT_MAX_TURN_BYTES, TOKEN_VARIABLE, http_problem, is_loopback
 
 if TYPE_CHECKING:  # the real types for the checker; at run time they load on first use (__getattr__)
-    from partner_repo.mcp._http import http_problem, is_loopback
     from partner_repo.mcp._server import memory_server
     from partner_repo.mcp._serving import serve_http, serve_stdio
     from partner_repo.mcp._tools import MemoryTools
@@ -30,12 +31,6 @@ if TYPE_CHECKING:  # the real types for the checker; at run time they load on fi
 INSTALL_HINT = "pip install 'partner-repo[mcp]'"
 SDK_MODULES = ("mcp.server.lowlevel", "mcp.server.stdio", "uvicorn", "starlette.applications")
 """What serving needs: the SDK's server and stdio transport, and the HTTP stack it brings."""
-TOKEN_VARIABLE = "PARTNER_REPO_MCP_TOKEN"
-"""Where ``--transport http`` reads its bearer token when ``--token`` is not given."""
-DEFAULT_MAX_TURN_BYTES = 1024 * 1024
-"""The largest turn ``record_turn`` takes by default (BSON bytes of its messages): an agent's turn, not a
-document dump (``--max-turn-bytes``, up to the library's own limit,
-:data:`~partner_repo.mongo._storage.MAX_MESSAGE_BYTES`)."""
 
 
 class McpUnavailable(PartnerRepoError, ImportError):
@@ -55,8 +50,6 @@ def require_sdk() -> None:
 
 _ON_FIRST_USE = {
     "MemoryTools": "partner_repo.mcp._tools",
-    "http_problem": "partner_repo.mcp._http",
-    "is_loopback": "partner_repo.mcp._http",
     "memory_server": "partner_repo.mcp._server",
     "serve_http": "partner_repo.mcp._serving",
     "serve_stdio": "partner_repo.mcp._serving",

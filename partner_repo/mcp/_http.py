@@ -1,8 +1,8 @@
 """Streamable HTTP at ``/mcp``, behind a bearer token wherever anyone but this machine could reach it.
 
-The policy (:func:`http_problem`): on a loopback host (``127.0.0.1``, ``::1``, ``localhost``) a token is
-optional, and the SDK's DNS-rebinding protection (Host and Origin checked) keeps web pages off it; on any
-other host the server refuses to start without one. With a token, every request must carry
+Who may reach it is the policy's (:mod:`partner_repo.mcp._policy`): on a loopback host a token is optional,
+and the SDK's DNS-rebinding protection (Host and Origin checked) keeps web pages off it; on any other host
+the server refuses to start without one. With a token, every request must carry
 ``Authorization: Bearer <token>``, or it is answered 401 before it reaches the SDK. The token is compared in
 constant time (as a digest, so not even its length shows in timing), and it is never logged or echoed: the
 401 says only that a valid token is missing.
@@ -16,8 +16,6 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import ipaddress
-import string
 
 from mcp.server.lowlevel import Server
 from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE
@@ -25,45 +23,8 @@ from starlette.datastructures import Headers
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from partner_repo.mcp import TOKEN_VARIABLE
-
 PATH = "/mcp"
-MIN_TOKEN_LENGTH = 16
-TOKEN_CHARACTERS = frozenset(string.ascii_letters + string.digits + "-._~+/=")
-"""RFC 6750's ``token68``: what a bearer token may hold, so it survives an HTTP header unchanged."""
-TOKEN_HINT = 'python -c "import secrets; print(secrets.token_urlsafe(32))"'
 REALM = "partner-repo"
-
-
-def is_loopback(host: str) -> bool:
-    """Whether ``host`` names this machine only (a loopback address, or ``localhost``)."""
-    if host.strip().lower() == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip().strip("[]")).is_loopback
-    except ValueError:
-        return False  # a host name: it may resolve to anything
-
-
-def token_problem(token: str) -> str | None:
-    """Why ``token`` cannot be the server's bearer token, or None. Never quotes it."""
-    if len(token) < MIN_TOKEN_LENGTH:
-        return f"the bearer token must be at least {MIN_TOKEN_LENGTH} characters (make one with {TOKEN_HINT})"
-    if not set(token) <= TOKEN_CHARACTERS:
-        return "the bearer token may hold only letters, digits and - . _ ~ + / ="
-    return None
-
-
-def http_problem(host: str, token: str | None) -> str | None:
-    """Why the server must not start on ``host`` with ``token`` (None: no token), or None."""
-    if token is not None:
-        return token_problem(token)
-    if not is_loopback(host):
-        return (
-            f"--host {host} is reachable from other machines: give a bearer token (--token, or "
-            f"{TOKEN_VARIABLE} in the environment; make one with {TOKEN_HINT})"
-        )
-    return None
 
 
 def _digest(value: bytes) -> bytes:
@@ -109,4 +70,4 @@ def http_app(server: Server[object], *, host: str, token: str | None, max_body_b
     return app if token is None else BearerToken(app, token)
 
 
-__all__ = ["PATH", "BearerToken", "http_app", "http_problem", "is_loopback"]
+__all__ = ["PATH", "BearerToken", "http_app"]

@@ -16,7 +16,6 @@ and the ``initialize`` handshake of ``2024-11-05`` to ``2025-11-25``.
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 
 import mcp_types as types
@@ -29,9 +28,9 @@ from partner_repo.mcp._arguments import input_schema, parse_arguments
 from partner_repo.mcp._catalog import BY_NAME, TOOLS, ToolSpec
 from partner_repo.mcp._results import ToolResult, output_schema
 from partner_repo.mcp._tools import MemoryTools
-from partner_repo.mongo import scrub
+from partner_repo.mongo import library_logger, scrub
 
-logger = logging.getLogger("partner_repo.mcp")
+logger = library_logger("partner_repo.mcp")
 
 NAME = "partner-repo"
 INSTRUCTIONS = (

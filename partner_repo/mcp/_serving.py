@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 import socket
 from collections.abc import Iterator
 from typing import Any
@@ -25,8 +24,9 @@ from mcp.server.stdio import stdio_server
 
 from partner_repo.errors import InvalidInput
 from partner_repo.mcp._http import PATH, http_app
+from partner_repo.mongo import library_logger
 
-logger = logging.getLogger("partner_repo.mcp")
+logger = library_logger("partner_repo.mcp")
 
 GRACE_SECONDS = 5
 """How long a stopping HTTP server waits for the requests in flight."""

@@ -13,7 +13,6 @@ the server turns into a tool error.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Collection
 from typing import Any
 
@@ -22,7 +21,6 @@ from partner_repo.cores import MemoryCoreRepository
 from partner_repo.erasure import MemoryEraser
 from partner_repo.errors import InvalidInput
 from partner_repo.events import RollingResult
-from partner_repo.mcp import DEFAULT_MAX_TURN_BYTES
 from partner_repo.mcp._arguments import (
     ContextArguments,
     ForgetArguments,
@@ -30,6 +28,7 @@ from partner_repo.mcp._arguments import (
     RecordTurnArguments,
     TopicsArguments,
 )
+from partner_repo.mcp._policy import DEFAULT_MAX_TURN_BYTES
 from partner_repo.mcp._results import (
     ContextResult,
     Erased,
@@ -43,12 +42,12 @@ from partner_repo.mcp._results import (
     TopicView,
     WouldErase,
 )
-from partner_repo.mongo import MAX_MESSAGE_BYTES, messages_bytes
+from partner_repo.mongo import MAX_MESSAGE_BYTES, library_logger, messages_bytes
 from partner_repo.recall import MemoryRecall, RecallIndexer, TopicNode
 from partner_repo.rolling import RollingService
 from partner_repo.validation import parse_messages
 
-logger = logging.getLogger("partner_repo.mcp")
+logger = library_logger("partner_repo.mcp")
 
 
 async def topic_nodes(recall: MemoryRecall, core_id: str) -> list[TopicNode]:

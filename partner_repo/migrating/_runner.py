@@ -31,12 +31,12 @@ from beanie.migrations.controllers.base import BaseMigrationController
 from beanie.migrations.models import MigrationLog, RunningDirections, RunningMode
 from beanie.migrations.runner import MigrationNode
 
+from partner_repo.callables import Progress
 from partner_repo.errors import InvalidInput, MigrationError
 from partner_repo.migrating._failures import first_line, migration_failure
-from partner_repo.mongo import MongoDatabase, driver, topology_of
-from partner_repo.progress import Progress
+from partner_repo.mongo import MongoDatabase, driver, library_logger, topology_of
 
-log = logging.getLogger("partner_repo.migrating.runner")
+log = library_logger("partner_repo.migrating.runner")
 
 MIGRATION_FILE = re.compile(r"^\d{14}_[A-Za-z0-9_]+\.py$")
 """``YYYYMMDDHHMMSS_<name>.py``; Beanie applies the files in name order, so the timestamp orders them."""
@@ -170,6 +170,9 @@ def _load(file: Path) -> tuple[type | None, type | None]:
         loader.exec_module(module)
     except Exception as exc:  # a broken migration file must say which file, whatever it raised
         raise MigrationError(f"cannot load migration {file.name}: {first_line(exc)}") from exc
+    for value in vars(module).values():  # a migration's own logger is the library's: its records are scrubbed
+        if isinstance(value, logging.Logger) and value.name.startswith("partner_repo."):
+            library_logger(value.name)
     forward = getattr(module, "Forward", None)
     backward = getattr(module, "Backward", None)
     if forward is None or backward is None:
@@ -215,7 +218,8 @@ async def run_migrations(
 
     On a sharded cluster ``use_transaction=True`` is refused before anything runs (SHARDED_TRANSACTION).
 
-    ``progress`` is told how many of the migrations to run have run (:data:`~partner_repo.progress.Progress`).
+    ``progress`` is told how many of the migrations to run have run
+    (:data:`~partner_repo.callables.Progress`).
 
     Beanie binds its migration documents (``migrations_log``, the migrations' frozen models) per process, so
     run one migration run at a time per process.

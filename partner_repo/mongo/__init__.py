@@ -62,7 +62,14 @@ from partner_repo.mongo._indexes import (
     UNIT_FINGERPRINT_INDEX,
     UNITS,
 )
-from partner_repo.mongo._masking import SecretsFilter, mask_library_logs, mask_uri, scrub
+from partner_repo.mongo._masking import (
+    SECRETS,
+    SecretsFilter,
+    library_logger,
+    mask_uri,
+    remember_secrets,
+    scrub,
+)
 from partner_repo.mongo._storage import (
     DERIVED_FIELDS,
     DERIVED_PROJECTION,
@@ -136,6 +143,7 @@ __all__ = [
     "RECALL_INDEX",
     "ROLL_RESERVE_BYTES",
     "SLICE_ID_CLAIMS",
+    "SECRETS",
     "SecretsFilter",
     "UNITS",
     "UNIT_FINGERPRINT_INDEX",
@@ -155,9 +163,10 @@ __all__ = [
     "live",
     "mark_size_change",
     "marked",
-    "mask_library_logs",
+    "library_logger",
     "mask_uri",
     "messages_bytes",
+    "remember_secrets",
     "scrub",
     "slice_document",
     "slice_from_document",

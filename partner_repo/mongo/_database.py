@@ -12,7 +12,6 @@ mongomock-motor's in-memory one, or a test wrapper around either.
 
 from __future__ import annotations
 
-import logging
 import warnings
 from collections.abc import Coroutine, Generator
 from types import TracebackType
@@ -24,7 +23,7 @@ from pymongo.errors import ConfigurationError, InvalidURI, OperationFailure, PyM
 
 from partner_repo.errors import ConnectionFailed, InvalidInput
 from partner_repo.models import MemoryCore, MemoryUnit
-from partner_repo.mongo import driver
+from partner_repo.mongo import _driver as driver
 from partner_repo.mongo._connection import (
     DEFAULT_DATABASE,
     client_options,
@@ -35,11 +34,10 @@ from partner_repo.mongo._connection import (
     uri_database,
 )
 from partner_repo.mongo._indexes import ALL_INDEXES
-from partner_repo.mongo._masking import mask_uri as mask_uri  # its home before partner_repo.mongo._masking
-from partner_repo.mongo._masking import remember_secrets, scrub
+from partner_repo.mongo._masking import library_logger, mask_uri, remember_secrets, scrub
 from partner_repo.mongo._topology import topology_of
 
-log = logging.getLogger("partner_repo.database")  # its 0.4 name, which operators filter on
+log = library_logger("partner_repo.database")  # its 0.4 name, which operators filter on
 
 MongoDatabase: TypeAlias = Any
 """A database of either driver (PyMongo's async API or Motor), the in-memory backend's, or anything with the

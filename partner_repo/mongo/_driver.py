@@ -36,7 +36,6 @@ from typing import Any, Literal, ParamSpec, TypeVar
 from pymongo.errors import ConnectionFailure, PyMongoError
 
 from partner_repo.errors import ConnectionFailed, OperationTimedOut, PartnerRepoError
-from partner_repo.mongo._bulk_requests import apply_requests_async
 
 Stack = Literal["pymongo", "motor"]
 
@@ -134,35 +133,23 @@ async def bulk_write(collection: Any, requests: Sequence[Any], *, ordered: bool 
     """PyMongo's ``bulk_write`` of ``requests`` (``UpdateOne``, ``ReplaceOne``, ``DeleteMany``...): one round
     trip, its ``BulkWriteResult``, or its ``BulkWriteError`` (an ordered batch stops at its first error).
 
-    The embedded backend of the PyMongo stack takes it as it is (:mod:`partner_repo.mongo._mongomock_store`);
-    mongomock-motor's, on the Motor stack, cannot take PyMongo 4.9+'s requests, so there they are applied in
-    turn (:mod:`partner_repo.mongo._bulk_requests`): the same writes, the same answer."""
-    if _embedded(collection) and not _indexed(collection):
-        return await apply_requests_async(collection, requests, ordered)
+    mongomock-motor's ``bulk_write`` is mongomock's, which cannot take PyMongo 4.9+'s requests as they are:
+    there they go in the form the embedded backend hands to mongomock on the PyMongo stack too
+    (:func:`partner_repo.mongo._embedded.mongomock_requests`)."""
+    if _is_mongomock_motor(collection):
+        from partner_repo.mongo._embedded import mongomock_requests
+
+        requests = mongomock_requests(requests)
     return await _resolved(collection.bulk_write(list(requests), ordered=ordered))
 
 
-def _indexed(collection: Any) -> bool:
-    """Whether ``collection`` is (or forwards to) :mod:`partner_repo.mongo._embedded`'s, which takes bulk
-    writes."""
+def _is_mongomock_motor(collection: Any) -> bool:
+    """Whether ``collection`` is mongomock-motor's (its classes take Motor's names, so only their bases tell),
+    or a wrapper forwarding to one through its ``database`` (as the tests' fault injectors do)."""
     for candidate in (collection, getattr(collection, "database", None)):
-        if type(candidate).__module__ == "partner_repo.mongo._embedded":
+        if any(base.__module__.startswith("mongomock_motor") for base in type(candidate).__mro__):
             return True
     return False
-
-
-def _embedded(collection: Any) -> bool:
-    """Whether ``collection`` is the in-memory backend's: its class or one of its bases comes from mongomock
-    or :mod:`partner_repo.mongo._embedded` (mongomock-motor's classes take Motor's names, so only their
-    bases tell), or so does its ``database`` (a wrapper that forwards attributes, as the tests' fault
-    injectors do)."""
-    for candidate in (collection, getattr(collection, "database", None)):
-        if any(base.__module__.startswith(_EMBEDDED_MODULES) for base in type(candidate).__mro__):
-            return True
-    return False
-
-
-_EMBEDDED_MODULES = ("mongomock", "partner_repo.mongo._embedded")
 
 
 async def watch(collection: Any, pipeline: Sequence[Mapping[str, Any]] | None = None, **options: Any) -> Any:

@@ -1,30 +1,41 @@
-"""The embedded in-memory backend in PyMongo's async shape: a thin facade over mongomock.
+"""The embedded in-memory backend: mongomock as it is, in the installed stack's shape, plus the few shims the
+library's own commands need.
 
-mongomock-motor gives mongomock Motor's shape, and imports Motor to do it; on the PyMongo async stack no
-maintained package gives mongomock PyMongo's async shape (mongomock-motor's maintainer says so, January
-2026), so this module does, for what the library and Beanie 2's ``init_beanie`` use: coroutine methods on
+It is for the demo, for trying the CLI and the MCP server, and for tests. mongomock answers every read by
+testing every document of the collection, and copies what it answers: that is fine at those sizes, and no
+cost or latency of the library is ever measured here (benchmarks and docs/operations.md measure on a server;
+in memory they count calls and documents only).
+
+On the Motor stack the backend is mongomock-motor's client, as it is. On the PyMongo async stack no
+maintained package gives mongomock PyMongo's async shape (mongomock-motor's maintainer says so, January 2026),
+so :class:`EmbeddedClient` does, for what the library and Beanie 2's ``init_beanie`` use: coroutine methods on
 collections and databases, ``find`` returning a cursor, ``aggregate``/``list_indexes`` as coroutines that
-return one, ``client.close()`` as a coroutine. Everything runs synchronously inside mongomock (as with
-mongomock-motor); mongomock's limits stay (no sessions, no change streams: a collection here has no
-``watch``, which the library reads as "no change streams").
+return one, ``client.close()`` as a coroutine. mongomock's limits stay (no sessions, no change streams: a
+collection here has no ``watch``, which the library reads as "no change streams").
 
-Beanie passes field names as ``str`` subclasses (its expression fields); mongomock compares them by type, so
-every filter, update, sort and projection is handed over with plain strings.
+The shims, each over mongomock's public API, the same on both stacks:
+
+- **plain strings** (:func:`plain`): Beanie passes field names as ``str`` subclasses (its expression fields);
+  mongomock compares them by type, so every filter, update, sort and projection is handed over with plain
+  strings (mongomock-motor does the same for its own calls).
+- **PyMongo's bulk requests** (:func:`mongomock_requests`): PyMongo 4.9+'s requests add themselves to a bulk
+  with a ``sort`` argument that mongomock's bulk builder does not take, so each is handed to mongomock's
+  ``bulk_write`` in a form that drops it (the driver adapter does this on both stacks).
+- **buildInfo**: mongomock has no such command; Beanie asks for it (:data:`BUILD_INFO`).
+
+No private member of mongomock is used (a test reads every module of the package for one).
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
 from typing import Any
 
-from mongomock import aggregate as mongomock_aggregate
-
-from partner_repo.mongo import _pushdown as pushdown
-from partner_repo.mongo._mongomock_store import IndexedClient
+import mongomock
+from pymongo.errors import InvalidOperation
 
 _COLLECTION_COROUTINES = frozenset(
     {
-        "bulk_write",
         "count_documents",
         "create_index",
         "create_indexes",
@@ -52,43 +63,96 @@ _COLLECTION_COROUTINES = frozenset(
 _CURSOR_CHAIN = frozenset(
     {"sort", "skip", "limit", "hint", "max_time_ms", "batch_size", "collation", "comment", "allow_disk_use"}
 )
+_SERVER_ONLY_OPTIONS = ("session", "maxTimeMS", "hint", "allowDiskUse", "comment", "batchSize")
+"""Options of ``aggregate`` that mongomock refuses and that change nothing about its answer."""
+
 BUILD_INFO = {"ok": 1.0, "version": "7.0.0", "versionArray": [7, 0, 0, 0], "maxBsonObjectSize": 16 * 1024**2}
 """What ``buildInfo`` answers (mongomock has no such command; Beanie asks for it)."""
 
 
-def _plain(value: Any) -> Any:
+def plain(value: Any) -> Any:
     """``value`` with every ``str`` subclass (Beanie's expression fields) turned into a plain ``str``."""
     if isinstance(value, str):
         return str(value) if type(value) is not str else value
     if isinstance(value, dict):
-        return {_plain(k): _plain(v) for k, v in value.items()}
+        return {plain(k): plain(v) for k, v in value.items()}
     if isinstance(value, list):
-        return [_plain(v) for v in value]
+        return [plain(v) for v in value]
     if isinstance(value, tuple):
-        return tuple(_plain(v) for v in value)
+        return tuple(plain(v) for v in value)
     return value
+
+
+class _BulkTaker:
+    """Hands what a PyMongo request adds to a bulk to mongomock's bulk builder, which takes the same calls
+    but for PyMongo 4.9+'s ``sort`` (never set by the library; refused here rather than ignored)."""
+
+    def __init__(self, builder: Any) -> None:
+        self._builder = builder
+
+    def add_insert(self, document: Any) -> None:
+        self._builder.add_insert(plain(document))
+
+    def add_update(
+        self, selector: Any, update: Any, multi: bool, upsert: bool, sort: Any = None, **options: Any
+    ) -> None:
+        _no_sort(sort)
+        self._builder.add_update(plain(selector), plain(update), multi, upsert, **options)
+
+    def add_replace(
+        self, selector: Any, replacement: Any, upsert: bool, sort: Any = None, **options: Any
+    ) -> None:
+        _no_sort(sort)
+        self._builder.add_replace(plain(selector), plain(replacement), upsert, **options)
+
+    def add_delete(self, selector: Any, limit: int, **options: Any) -> None:
+        self._builder.add_delete(plain(selector), limit, **options)
+
+
+def _no_sort(sort: Any) -> None:
+    if sort is not None:
+        raise InvalidOperation("the in-memory backend has no sorted single-document bulk writes")
+
+
+class _MongomockRequest:
+    """A PyMongo bulk request in the form mongomock's ``bulk_write`` takes: mongomock adds each request to its
+    bulk builder through the request's ``_add_to_bulk`` (PyMongo's own protocol), as PyMongo does."""
+
+    def __init__(self, request: Any) -> None:
+        self._request = request
+
+    def _add_to_bulk(self, builder: Any) -> None:
+        self._request._add_to_bulk(_BulkTaker(builder))
+
+
+def mongomock_requests(requests: Sequence[Any]) -> list[Any]:
+    """PyMongo's bulk ``requests`` (``UpdateOne``, ``ReplaceOne``, ``DeleteMany``, ...) as mongomock's
+    ``bulk_write`` (and mongomock-motor's, which is mongomock's) takes them: the same writes, and the answer a
+    server gives (a ``BulkWriteResult``, or a ``BulkWriteError`` listing each failed operation by index and
+    code; an ordered batch stops at its first)."""
+    return [_MongomockRequest(request) for request in requests]
 
 
 class EmbeddedCursor:
     """A query or command cursor: chain it, iterate it with ``async for``, or read it with ``to_list``."""
 
     def __init__(self, cursor: Iterable[Any]) -> None:
-        self._cursor = cursor
+        self._mongomock = cursor
         self._documents: Iterator[Any] | None = None
 
     def _iterator(self) -> Iterator[Any]:
         """The documents, read once: chaining (sort, limit, ...) happens before the first read."""
         if self._documents is None:
-            self._documents = iter(self._cursor)
+            self._documents = iter(self._mongomock)
         return self._documents
 
     def __getattr__(self, name: str) -> Any:
-        attribute = getattr(self._cursor, name)
+        attribute = getattr(self._mongomock, name)
         if name in _CURSOR_CHAIN:
 
             def chained(*args: Any, **kwargs: Any) -> EmbeddedCursor:
                 if name != "max_time_ms":  # mongomock has no time limit to set
-                    attribute(*_plain(args), **_plain(kwargs))
+                    attribute(*plain(args), **plain(kwargs))
                 return self
 
             return chained
@@ -100,7 +164,7 @@ class EmbeddedCursor:
         documents: list[Any] = []
         for document in self._iterator():
             documents.append(document)
-            if length is not None and len(documents) >= length:
+            if len(documents) >= length:
                 break
         return documents
 
@@ -118,7 +182,7 @@ class EmbeddedCursor:
             raise StopAsyncIteration from None
 
     async def close(self) -> None:
-        close: Callable[[], Any] | None = getattr(self._cursor, "close", None)
+        close: Callable[[], Any] | None = getattr(self._mongomock, "close", None)
         if close is not None:
             close()
 
@@ -128,29 +192,29 @@ class EmbeddedCollection:
 
     def __init__(self, database: EmbeddedDatabase, collection: Any) -> None:
         self.database = database
-        self._collection = collection
+        self._mongomock = collection
 
     @property
     def name(self) -> str:
-        return str(self._collection.name)
+        return str(self._mongomock.name)
 
     @property
     def full_name(self) -> str:
-        return str(self._collection.full_name)
+        return str(self._mongomock.full_name)
 
     def __getattr__(self, name: str) -> Any:
-        attribute = getattr(self._collection, name)
+        attribute = getattr(self._mongomock, name)
         if name not in _COLLECTION_COROUTINES:
             return attribute
 
         async def call(*args: Any, **kwargs: Any) -> Any:
             kwargs.pop("session", None)  # mongomock has no sessions; a session-less call is the same here
-            return attribute(*_plain(args), **_plain(kwargs))
+            return attribute(*plain(args), **plain(kwargs))
 
         return call
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, EmbeddedCollection) and other._collection == self._collection
+        return isinstance(other, EmbeddedCollection) and other._mongomock == self._mongomock
 
     def __hash__(self) -> int:
         return hash(self.full_name)
@@ -158,38 +222,22 @@ class EmbeddedCollection:
     def find(self, *args: Any, **kwargs: Any) -> EmbeddedCursor:
         kwargs.pop("session", None)
         kwargs.pop("max_time_ms", None)
-        return EmbeddedCursor(self._collection.find(*_plain(args), **_plain(kwargs)))
+        return EmbeddedCursor(self._mongomock.find(*plain(args), **plain(kwargs)))
 
     async def aggregate(self, pipeline: list[Any], **kwargs: Any) -> EmbeddedCursor:
-        for option in ("session", "maxTimeMS", "hint", "allowDiskUse", "comment", "batchSize"):
+        for option in _SERVER_ONLY_OPTIONS:
             kwargs.pop(option, None)
-        pipeline = _plain(pipeline)
-        read = pushdown.plan(pipeline)  # mongomock copies the whole collection first
-        if read is None:
-            return EmbeddedCursor(self._collection.aggregate(pipeline, **kwargs))
-        process: Callable[..., list[Any]] = mongomock_aggregate.process_pipeline
-        indexed = getattr(self._collection, "read", None)
-        if indexed is not None and not read.copy:  # the stages only read: copy what they answer
-            stored = indexed(read.filter, None, read.limit, copy=False)
-            answer = process(stored, self._collection.database, read.rest, None)
-            return EmbeddedCursor(self._collection.answer(answer))
-        found = self._read(read.filter, read.projection, read.limit)
-        return EmbeddedCursor(process(found, self._collection.database, read.rest, None))
+        return EmbeddedCursor(self._mongomock.aggregate(plain(pipeline), **kwargs))
 
-    def _read(self, filter: Any, projection: Any, limit: int) -> list[Any]:
-        """What a pipeline's leading ``$match`` reads: through the indexed store's own read (at most
-        ``limit`` documents copied, only the fields the pipeline needs), else mongomock's ``find``."""
-        read = getattr(self._collection, "read", None)
-        if read is not None:
-            return list(read(filter, projection, limit))
-        cursor = self._collection.find(filter, projection)
-        return list(cursor.limit(limit) if limit else cursor)
+    async def bulk_write(self, requests: Sequence[Any], ordered: bool = True, **options: Any) -> Any:
+        options.pop("session", None)
+        return self._mongomock.bulk_write(mongomock_requests(requests), ordered=ordered, **options)
 
     async def list_indexes(self, **kwargs: Any) -> EmbeddedCursor:
-        return EmbeddedCursor(list(self._collection.list_indexes()))
+        return EmbeddedCursor(list(self._mongomock.list_indexes()))
 
     def with_options(self, **options: Any) -> EmbeddedCollection:
-        return EmbeddedCollection(self.database, self._collection.with_options(**options))
+        return EmbeddedCollection(self.database, self._mongomock.with_options(**options))
 
 
 class EmbeddedDatabase:
@@ -197,11 +245,11 @@ class EmbeddedDatabase:
 
     def __init__(self, client: EmbeddedClient, database: Any) -> None:
         self.client = client
-        self._database = database
+        self._mongomock = database
 
     @property
     def name(self) -> str:
-        return str(self._database.name)
+        return str(self._mongomock.name)
 
     def __getitem__(self, name: str) -> EmbeddedCollection:
         return self.get_collection(name)
@@ -209,16 +257,16 @@ class EmbeddedDatabase:
     def __getattr__(self, name: str) -> Any:
         if name.startswith("_"):
             raise AttributeError(name)
-        return getattr(self._database, name)
+        return getattr(self._mongomock, name)
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, EmbeddedDatabase) and other._database == self._database
+        return isinstance(other, EmbeddedDatabase) and other._mongomock == self._mongomock
 
     def __hash__(self) -> int:
         return hash(self.name)
 
     def get_collection(self, name: str, **options: Any) -> EmbeddedCollection:
-        return EmbeddedCollection(self, self._database.get_collection(name, **options))
+        return EmbeddedCollection(self, self._mongomock.get_collection(name, **options))
 
     def with_options(self, **options: Any) -> EmbeddedDatabase:
         return self
@@ -227,42 +275,42 @@ class EmbeddedDatabase:
         first = command if isinstance(command, str) else next(iter(command), "")
         if str(first).lower() == "buildinfo":
             return dict(BUILD_INFO)
-        return self._database.command(_plain(command), *args, **kwargs)
+        return self._mongomock.command(plain(command), *args, **kwargs)
 
     async def list_collection_names(self, filter: Any = None, **_options: Any) -> list[str]:
-        return list(self._database.list_collection_names(filter=filter))
+        return list(self._mongomock.list_collection_names(filter=filter))
 
     async def create_collection(self, name: str, **options: Any) -> EmbeddedCollection:
-        return EmbeddedCollection(self, self._database.create_collection(name, **options))
+        return EmbeddedCollection(self, self._mongomock.create_collection(name, **options))
 
     async def drop_collection(self, name: Any, **_options: Any) -> None:
-        self._database.drop_collection(name if isinstance(name, str) else name.name)
+        self._mongomock.drop_collection(name if isinstance(name, str) else name.name)
 
 
 class EmbeddedClient:
     """A mongomock client with PyMongo's async shape (``AsyncMongoClient``'s methods the library uses)."""
 
     def __init__(self, **options: Any) -> None:
-        self._client = IndexedClient(**options)
+        self._mongomock: Any = mongomock.MongoClient(**options)
 
     def __getitem__(self, name: str) -> EmbeddedDatabase:
         return self.get_database(name)
 
     def get_database(self, name: str | None = None, **options: Any) -> EmbeddedDatabase:
         options.pop("read_preference", None)  # one node: every read is the primary's
-        return EmbeddedDatabase(self, self._client.get_database(name, **options))
+        return EmbeddedDatabase(self, self._mongomock.get_database(name, **options))
 
     def start_session(self, **_options: Any) -> Any:
         raise NotImplementedError("the in-memory backend does not support sessions")
 
     async def drop_database(self, name: Any) -> None:
-        self._client.drop_database(name if isinstance(name, str) else name.name)
+        self._mongomock.drop_database(name if isinstance(name, str) else name.name)
 
     async def list_database_names(self) -> list[str]:
-        return list(self._client.list_database_names())
+        return list(self._mongomock.list_database_names())
 
     async def close(self) -> None:
-        self._client.close()
+        self._mongomock.close()
 
     async def aconnect(self) -> None:
         """Nothing to connect to."""
@@ -271,4 +319,12 @@ class EmbeddedClient:
         """Nothing to tell a server (Beanie names itself to the driver here)."""
 
 
-__all__ = ["EmbeddedClient", "EmbeddedCollection", "EmbeddedCursor", "EmbeddedDatabase"]
+__all__ = [
+    "BUILD_INFO",
+    "EmbeddedClient",
+    "EmbeddedCollection",
+    "EmbeddedCursor",
+    "EmbeddedDatabase",
+    "mongomock_requests",
+    "plain",
+]

@@ -18,15 +18,15 @@ would; it finds every span that could hold a secret and masks it, erring on the 
 with (:func:`remember_secrets`) wherever it stands as itself (not as letters of a longer word: a password
 ``p`` leaves ``Timestamp`` alone), so driver messages and log lines cannot show one either. Every record of a
 ``partner_repo`` logger (migrations included) is scrubbed as it is made, message and traceback, before any
-handler sees it (:func:`mask_library_logs`); :class:`SecretsFilter` does the same for a handler of yours.
+handler sees it: each carries the one :data:`SECRETS` filter (:func:`library_logger`). Importing the library
+changes nothing else: no record factory, no handler. :class:`SecretsFilter` does the same for a handler of
+yours that shows other loggers' records (the driver's own, for instance).
 """
 
 from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Callable
-from typing import Any
 from urllib.parse import unquote
 
 MASK = "***"
@@ -129,28 +129,21 @@ class SecretsFilter(logging.Filter):
         return True
 
 
-class _MaskingRecordFactory:
-    """Wraps the record factory in place: records of ``partner_repo`` loggers are scrubbed when made.
-
-    A factory rather than a filter per logger: a logger's filters see only the records logged on it, and
-    loggers keep appearing (each migration module has its own)."""
-
-    def __init__(self, wrapped: Callable[..., logging.LogRecord]) -> None:
-        self.wrapped = wrapped
-
-    def __call__(self, *args: Any, **kwargs: Any) -> logging.LogRecord:
-        record = self.wrapped(*args, **kwargs)
-        if record.name == "partner_repo" or record.name.startswith("partner_repo."):
-            scrub_record(record)
-        return record
+SECRETS = SecretsFilter()
+"""The one filter on every logger of the library (:func:`library_logger`)."""
 
 
-def mask_library_logs() -> None:
-    """Scrub every record of the library's loggers from now on; done when the package is imported
-    (idempotent; an application that installs its own record factory afterwards should wrap this one)."""
-    current = logging.getLogRecordFactory()
-    if not isinstance(current, _MaskingRecordFactory):
-        logging.setLogRecordFactory(_MaskingRecordFactory(current))
+def library_logger(name: str) -> logging.Logger:
+    """The library's logger ``name`` (a ``partner_repo`` name), whose records are scrubbed of credentials
+    (:data:`SECRETS`) as they are made, before any handler sees them.
+
+    A logger's filters see only the records logged on that very logger, not those of its children, so each
+    logger of the library carries the filter itself; nothing outside the library's own loggers is touched
+    (an application's handlers that also show the driver's records can take a :class:`SecretsFilter`)."""
+    logger = logging.getLogger(name)
+    if SECRETS not in logger.filters:
+        logger.addFilter(SECRETS)
+    return logger
 
 
 def _masked_word(match: re.Match[str]) -> str:
@@ -204,7 +197,8 @@ def _masked(text: str, spans: list[tuple[int, int]]) -> str:
 __all__ = [
     "MASK",
     "SecretsFilter",
-    "mask_library_logs",
+    "SECRETS",
+    "library_logger",
     "mask_uri",
     "remember_secrets",
     "scrub",

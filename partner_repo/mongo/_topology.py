@@ -13,17 +13,17 @@ key, is in ``config.collections``. A user who may not read ``config`` gets the d
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from pymongo.errors import OperationFailure, PyMongoError
 
-from partner_repo.mongo import driver
+from partner_repo.mongo import _driver as driver
 from partner_repo.mongo._indexes import ALL_INDEXES, SHARD_KEYS
+from partner_repo.mongo._masking import library_logger
 
-log = logging.getLogger("partner_repo.topology")
+log = library_logger("partner_repo.topology")
 
 MONGOS_HELLO_MSG = "isdbgrid"
 """What a ``mongos`` answers in the ``msg`` field of ``hello``; a ``mongod`` has no such field."""

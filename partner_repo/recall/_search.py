@@ -15,14 +15,13 @@ the work (:mod:`.vectors`); nothing else changes. ``docs/recall.md`` has both in
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from partner_repo.mongo import PyMongoError, driver
+from partner_repo.mongo import PyMongoError, driver, library_logger
 
-logger = logging.getLogger("partner_repo.recall.search")
+logger = library_logger("partner_repo.recall.search")
 
 TEXT_INDEX = "recall_text"
 VECTOR_INDEX = "recall_vector"

@@ -29,7 +29,7 @@ from partner_repo.recall._answers import (
     tree_nodes,
     wanted_positions,
 )
-from partner_repo.recall._arguments import MAX_LIMIT, MAX_MESSAGES, Asked, Cue, TopicCue
+from partner_repo.recall._arguments import Asked, Cue, TopicCue
 from partner_repo.recall._channels import CHANNEL_LIMIT_FLOOR, MATCH_TERM_LIMIT, TOPIC_CUES, Plan
 from partner_repo.recall._cues import DateCue, date_cues
 from partner_repo.recall._queries import COMMON_TERM_SLICES, Lookup, NamedNode, RecallQueries
@@ -252,11 +252,5 @@ def _days(ranges: list[tuple[datetime, datetime]]) -> list[int]:
 
 
 __all__ = [
-    "MAX_LIMIT",
-    "MAX_MESSAGES",
-    "ActivatedSlice",
-    "Cue",
     "MemoryRecall",
-    "TopicCue",
-    "TopicNode",
 ]

@@ -37,9 +37,7 @@ from typing import Any
 from partner_repo.mongo import RECALL_INDEX, BulkWriteError, DeleteMany, ReplaceOne, UpdateOne, driver
 
 # 0.4's names of this module that now live where the recall's reads are planned and made:
-from partner_repo.recall._channels import CHANNEL_LIMIT_FLOOR, MATCH_TERM_LIMIT, TOPIC_CUES, Plan
 from partner_repo.recall._keys import CORE, NODE, core_key, node_key, slice_key
-from partner_repo.recall._queries import COMMON_TERM_SLICES, Lookup
 from partner_repo.recall._search import SearchSupport, probe
 from partner_repo.recall._terms import terms
 
@@ -228,14 +226,8 @@ def _lost_race(exc: BulkWriteError) -> bool:
 
 
 __all__ = [
-    "CHANNEL_LIMIT_FLOOR",
-    "COMMON_TERM_SLICES",
-    "MATCH_TERM_LIMIT",
     "ROOTS",
-    "TOPIC_CUES",
     "WINDOW",
-    "Lookup",
-    "Plan",
     "RecallStore",
     "Stored",
     "Window",

@@ -29,9 +29,8 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections import Counter
-from functools import lru_cache
-
-import snowballstemmer
+from functools import cache, lru_cache
+from typing import Any
 
 __all__ = ["STOPWORDS", "readable_words", "term_counts", "terms"]
 
@@ -110,7 +109,13 @@ def _words(piece: str) -> list[tuple[str, str]]:
     return words
 
 
-_SNOWBALL = snowballstemmer.stemmer("english")
+@cache
+def _english() -> Any:
+    """The English Snowball stemmer, made on first use: importing ``snowballstemmer`` loads all of its
+    languages' stemmers (about 50 ms), which an application that never recalls should not pay."""
+    import snowballstemmer
+
+    return snowballstemmer.stemmer("english")
 
 
 @lru_cache(maxsize=65536)
@@ -119,6 +124,6 @@ def _stem(word: str) -> str:
         word = word[:-2]
     word = word.replace("'", "")
     if word.isascii() and word.isalpha():
-        stem: str = _SNOWBALL.stemWord(word)
+        stem: str = _english().stemWord(word)
         return stem
     return word

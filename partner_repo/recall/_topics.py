@@ -24,7 +24,6 @@ from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
 from partner_repo.callables import call
-from partner_repo.callables import call as called  # noqa: F401  (its 0.4 name here)
 from partner_repo.errors import InvalidInput
 from partner_repo.models import Message
 

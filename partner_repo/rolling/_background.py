@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-import logging
 from collections.abc import Awaitable, Callable
 from datetime import datetime, timedelta
 from typing import Any
@@ -21,8 +20,9 @@ from typing import Any
 from partner_repo.cores import WindowState
 from partner_repo.errors import InvalidInput, PartnerRepoError
 from partner_repo.events import RollingResult
+from partner_repo.mongo import library_logger
 
-logger = logging.getLogger("partner_repo.rolling.background")
+logger = library_logger("partner_repo.rolling.background")
 
 Roll = Callable[[str, datetime | None, WindowState | None], Awaitable[RollingResult | None]]
 """``(core_id, at, recorded) -> result``: the service's ``maybe_roll`` (``recorded`` None: read the state)."""

@@ -7,15 +7,15 @@ over. No clocks are compared across processes.
 
 from __future__ import annotations
 
-import logging
 from datetime import timedelta
 from typing import Any
 
 from partner_repo.cores import CoreLease, WindowState
 from partner_repo.leases import SilenceWatch
 from partner_repo.models import MemoryCore
+from partner_repo.mongo import library_logger
 
-logger = logging.getLogger("partner_repo.rolling.service")
+logger = library_logger("partner_repo.rolling.service")
 
 
 class LeaseTaking:

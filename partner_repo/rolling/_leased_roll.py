@@ -19,7 +19,6 @@ own.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime
@@ -28,7 +27,7 @@ from partner_repo.cores import CoreLease, MemoryCoreRepository, RollFinish, new_
 from partner_repo.errors import ConflictError, ConnectionFailed, LeaseLost, NotFound, StaleIncrement
 from partner_repo.events import RollingResult
 from partner_repo.models import MemoryCore, MemorySlice, Message
-from partner_repo.mongo import ConnectionFailure, bson_size
+from partner_repo.mongo import ConnectionFailure, bson_size, library_logger
 from partner_repo.normalization import new_slice_id
 from partner_repo.rolling._config import RollingConfig
 from partner_repo.rolling._plan import continues_elsewhere, rollable_prefix, storable_summary
@@ -36,7 +35,7 @@ from partner_repo.rolling._positions import Resolution, SessionErased, WholeWind
 from partner_repo.rolling._summarizing import Summary
 from partner_repo.units import MemoryUnitRepository, UnitHead
 
-logger = logging.getLogger("partner_repo.rolling.service")
+logger = library_logger("partner_repo.rolling.service")
 
 APPEND_ATTEMPTS = 3
 """How often a roll sends its append when the reply is lost; the same slice id makes a repeat a no-op."""

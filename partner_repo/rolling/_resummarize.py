@@ -11,19 +11,19 @@ to every group (``RollingResult.revision``). It never takes a core's lease: it w
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass
 from typing import Literal
 
 from pydantic import ValidationError
 
 from partner_repo.errors import InvalidInput, NotFound, UnitTooLarge
+from partner_repo.mongo import library_logger
 from partner_repo.rolling._plan import storable_summary
 from partner_repo.rolling._summarizing import SummaryAttempts
 from partner_repo.units import MemoryUnitRepository, UnitSummaries, UnsummarizedSlice
 from partner_repo.validation import first_error
 
-logger = logging.getLogger("partner_repo.rolling.service")
+logger = library_logger("partner_repo.rolling.service")
 
 DEFAULT_RESUMMARIZE_LIMIT = 100
 """Slices one ``resummarize`` call tries at most (each is one summarizer call, or a few)."""

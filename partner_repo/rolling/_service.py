@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 import time
 import uuid
 from collections.abc import Callable, Iterable, Sequence
@@ -25,11 +24,11 @@ from partner_repo.errors import InvalidInput, WindowTooLarge
 from partner_repo.events import RollingResult
 from partner_repo.leases import SilenceWatch
 from partner_repo.models import MemoryCore, Message
-from partner_repo.mongo import MongoDatabase, driver
+from partner_repo.mongo import MongoDatabase, driver, library_logger
 from partner_repo.rolling._background import BackgroundRolls, FailedCallback, RolledCallback, idle_pass
 from partner_repo.rolling._config import RollingConfig
 from partner_repo.rolling._lease_taking import LeaseTaking
-from partner_repo.rolling._leased_roll import APPEND_ATTEMPTS, HeldLease, LeasedRoll
+from partner_repo.rolling._leased_roll import HeldLease, LeasedRoll
 from partner_repo.rolling._positions import stored_overlap
 from partner_repo.rolling._resummarize import DEFAULT_RESUMMARIZE_LIMIT, ResummarizeReport, resummarize
 from partner_repo.rolling._room import RoomForTurn
@@ -39,7 +38,7 @@ from partner_repo.rolling._triggers import Trigger, due_query, trigger
 from partner_repo.units import MemoryUnitRepository, UnitSummaries
 from partner_repo.validation import Turn, optional_datetime, parse_messages, require_id
 
-logger = logging.getLogger("partner_repo.rolling.service")
+logger = library_logger("partner_repo.rolling.service")
 
 Clock = Callable[[], datetime]
 """Where the service reads the current time for ``now`` when the caller gives none."""
@@ -381,4 +380,7 @@ def _keep_session(_core: MemoryCore, _skipped: int) -> bool:
     return False  # a roll that keeps the session (the one a turn the window cannot take makes first)
 
 
-__all__ = ["APPEND_ATTEMPTS", "Clock", "RolledCallback", "RollingService", "Trigger"]
+__all__ = [
+    "Clock",
+    "RollingService",
+]

@@ -18,17 +18,17 @@ waits.
 from __future__ import annotations
 
 import asyncio
-import logging
 import random
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import timedelta
 
 from partner_repo.models import Message
+from partner_repo.mongo import library_logger
 from partner_repo.rolling._config import RollingConfig
 from partner_repo.rolling._summarizer import SUMMARY_ON_EMPTY, SUMMARY_ON_EXCEPTION, AsyncSummarize
 
-logger = logging.getLogger("partner_repo.rolling.service")
+logger = library_logger("partner_repo.rolling.service")
 
 JITTER = 0.25
 """Each wait between attempts is its nominal length times a random factor in ``[1 - JITTER, 1 + JITTER]``."""

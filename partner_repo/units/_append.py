@@ -409,4 +409,4 @@ def erased_error(request: AppendRequest) -> ConflictError:
     return ConflictError(f"unit {request.unit_id!r} was erased; its id cannot be used for a new unit yet")
 
 
-__all__ = ["APPEND_PATIENCE_S", "AppendRequest", "UnitAppender", "erased_error"]
+__all__ = ["APPEND_PATIENCE_S", "UnitAppender", "erased_error"]

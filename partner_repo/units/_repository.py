@@ -403,4 +403,6 @@ class MemoryUnitRepository:
         return await self._appender.append(request)
 
 
-__all__ = ["HEAD_CACHE_SIZE", "MemoryUnitRepository", "UnitFingerprint", "UnitHead", "UnitOutline"]
+__all__ = [
+    "MemoryUnitRepository",
+]

@@ -39,11 +39,11 @@ from partner_repo import (
     SliceQueries,
     UnitChecker,
     close_database,
-    driver,
     init_repository,
     run_migrations,
 )
 from partner_repo.listener.state._status import listener_status
+from partner_repo.mongo import driver
 from partner_repo.mongo._indexes import SHARD_KEYS
 from partner_repo.mongo._topology import Topology
 from partner_repo.recall import MemoryRecall, RecallIndexer

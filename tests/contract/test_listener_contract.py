@@ -29,10 +29,10 @@ from partner_repo import (
     RollingResult,
     RollingService,
     close_database,
-    driver,
     init_repository,
 )
 from partner_repo.listener.state._status import listener_status
+from partner_repo.mongo import driver
 from tests import conftest
 from tests.conftest import real_database
 

@@ -9,7 +9,6 @@ retried, since no retry could change it.
 from __future__ import annotations
 
 import asyncio
-import logging
 import time
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
@@ -20,8 +19,9 @@ from partner_repo.listener.delivery._registry import AfterRolling, Call, raised_
 from partner_repo.listener.delivery._retry import Backoff
 from partner_repo.listener.observing import ListenerObserver
 from partner_repo.listener.state import DeadLetterRepository, DeliveryKey, describe
+from partner_repo.mongo import library_logger
 
-logger = logging.getLogger("partner_repo.listener")
+logger = library_logger("partner_repo.listener")
 
 T = TypeVar("T")
 

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 from collections.abc import Callable, Iterable
 from functools import partial as partial_call
 
@@ -43,9 +42,9 @@ from partner_repo.listener.state import (
     describe,
     remove_unit_progress,
 )
-from partner_repo.mongo import MongoDatabase
+from partner_repo.mongo import MongoDatabase, library_logger
 
-logger = logging.getLogger("partner_repo.listener")
+logger = library_logger("partner_repo.listener")
 
 SETTLE_POLL_S = 0.01
 """How often a part waits for the in-flight deliveries of its slices to finish."""

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -49,9 +48,10 @@ from partner_repo.listener.state import (
     in_slice_order,
 )
 from partner_repo.models import MemorySlice
+from partner_repo.mongo import library_logger
 from partner_repo.units import MemoryUnitRepository
 
-logger = logging.getLogger("partner_repo.listener")
+logger = library_logger("partner_repo.listener")
 
 PROGRESS_CACHE_UNITS = 4096
 """Per-unit progress kept in memory; older entries are re-read from the checkpoints when needed."""
@@ -395,4 +395,4 @@ class DeliveryPipeline:
         return False
 
 
-__all__ = ["ListenerLag"]
+__all__ = []

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
@@ -20,8 +19,9 @@ from typing import Any, Protocol, runtime_checkable
 from partner_repo.callables import as_async
 from partner_repo.errors import InvalidInput
 from partner_repo.events import RollingResult
+from partner_repo.mongo import library_logger
 
-logger = logging.getLogger("partner_repo.listener.registry")
+logger = library_logger("partner_repo.listener.registry")
 
 
 @runtime_checkable

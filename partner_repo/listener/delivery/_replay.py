@@ -7,18 +7,17 @@ removes the letter on success or records the failure on it.
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass, field
 
 from partner_repo.errors import UnreadableUnit
 from partner_repo.listener.delivery._registry import AfterRollingRegistry, Call, raised_by_consumer
 from partner_repo.listener.delivery._results import load_stored_result
 from partner_repo.listener.state import DeadLetter, DeadLetterRepository, ErasureLog, describe
-from partner_repo.mongo import MongoDatabase
+from partner_repo.mongo import MongoDatabase, library_logger
 from partner_repo.units import MemoryUnitRepository
 from partner_repo.validation import require_id
 
-logger = logging.getLogger("partner_repo.listener.dead_letters")  # its 0.4 name, which operators filter on
+logger = library_logger("partner_repo.listener.dead_letters")  # its 0.4 name, which operators filter on
 
 
 @dataclass

@@ -12,12 +12,12 @@ raises is logged (once per method) and otherwise ignored: watching never breaks 
 
 from __future__ import annotations
 
-import logging
 from typing import Literal
 
 from partner_repo.listener.state import ListenerLag
+from partner_repo.mongo import library_logger
 
-logger = logging.getLogger("partner_repo.listener")
+logger = library_logger("partner_repo.listener")
 
 SAMPLE_INTERVAL = 1.0
 """Seconds between the lag snapshots an observer receives while the listener runs."""

@@ -18,7 +18,6 @@ Replaying letters delivers, so it lives with delivery (:mod:`partner_repo.listen
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Collection, Mapping
 from datetime import datetime
 from typing import Any
@@ -26,9 +25,9 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from partner_repo.clock import UtcDatetime, utc_now
-from partner_repo.mongo import DEAD_LETTERS, MongoDatabase, ReturnDocument, driver, scrub
+from partner_repo.mongo import DEAD_LETTERS, MongoDatabase, ReturnDocument, driver, library_logger, scrub
 
-logger = logging.getLogger("partner_repo.listener.dead_letters")
+logger = library_logger("partner_repo.listener.dead_letters")
 
 ERROR_TEXT_LIMIT = 4000
 """Characters of the error text kept in a letter (a traceback can be long)."""

@@ -18,7 +18,7 @@ from datetime import datetime
 from typing import Any
 
 from partner_repo.clock import utc_now
-from partner_repo.events import Erasure, ErasureAware, ErasureScope, handles_erasures
+from partner_repo.events import Erasure, ErasureScope
 from partner_repo.mongo import DESCENDING, ERASURES, DuplicateKeyError, MongoDatabase
 
 PART_UNITS = 1000
@@ -136,4 +136,6 @@ def _erasure(document: dict[str, Any]) -> Erasure:
     )
 
 
-__all__ = ["Erasure", "ErasureAware", "ErasureLog", "ErasureScope", "handles_erasures"]
+__all__ = [
+    "ErasureLog",
+]

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 import os
 import socket
 import time
@@ -22,8 +21,9 @@ from typing import Any
 
 from partner_repo.leases import LeaseState, SilenceWatch
 from partner_repo.listener.state._checkpoints import ListenerCheckpoints
+from partner_repo.mongo import library_logger
 
-logger = logging.getLogger("partner_repo.listener")
+logger = library_logger("partner_repo.listener")
 
 DEFAULT_LEASE_TTL = 15.0
 """Seconds a holder may stay silent before a standby takes the group over (and so the failover time)."""

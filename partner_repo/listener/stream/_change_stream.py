@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -46,10 +45,16 @@ from partner_repo.listener.state import CommitAction, ListenerCheckpoints, Token
 from partner_repo.listener.stream._polling import UnitScanner
 from partner_repo.listener.stream._stream_errors import verdict
 from partner_repo.models import MemorySlice
-from partner_repo.mongo import OperationFailure, PyMongoError, is_tombstone, slice_from_document
+from partner_repo.mongo import (
+    OperationFailure,
+    PyMongoError,
+    is_tombstone,
+    library_logger,
+    slice_from_document,
+)
 from partner_repo.units import MemoryUnitRepository, UnitOutline, stored_id_problem
 
-logger = logging.getLogger("partner_repo.listener")
+logger = library_logger("partner_repo.listener")
 
 OPEN_FAILURES_BEFORE_GIVING_UP = 3
 """Server errors in a row on opening from one token, neither resumable nor known to mean "dead token", after

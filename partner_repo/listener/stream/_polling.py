@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 import time
 from datetime import datetime
 from typing import Any
@@ -34,9 +33,10 @@ from partner_repo.errors import UnreadableUnit
 from partner_repo.listener.delivery import Backoff, DeliveryPipeline
 from partner_repo.listener.state import CommitAction, ListenerCheckpoints, describe, fingerprint_commit
 from partner_repo.listener.stream._unreadable import UnitKey, UnreadableUnits, unit_key
+from partner_repo.mongo import library_logger
 from partner_repo.units import MemoryUnitRepository, UnitFingerprint, UnitOutline
 
-logger = logging.getLogger("partner_repo.listener")
+logger = library_logger("partner_repo.listener")
 
 FULL_SCAN_INTERVAL = 300.0
 """Seconds between polling passes that compare every fingerprint even when the probe says nothing changed."""

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 from collections.abc import Awaitable, Callable
 
 from partner_repo.errors import ChangeStreamUnavailable
@@ -18,10 +17,10 @@ from partner_repo.listener.state import ListenerCheckpoints, describe
 from partner_repo.listener.stream._change_stream import ChangeStreamSource
 from partner_repo.listener.stream._polling import PollingSource, UnitScanner
 from partner_repo.listener.stream._unreadable import UnreadableUnits
-from partner_repo.mongo import scrub
+from partner_repo.mongo import library_logger, scrub
 from partner_repo.units import MemoryUnitRepository
 
-logger = logging.getLogger("partner_repo.listener")
+logger = library_logger("partner_repo.listener")
 
 
 class GroupSources:

@@ -7,12 +7,11 @@ or fails for another reason, not at every polling pass; a repaired unit is deliv
 
 from __future__ import annotations
 
-import logging
-
 from partner_repo.errors import UnreadableUnit
+from partner_repo.mongo import library_logger
 from partner_repo.units import UnitFingerprint
 
-logger = logging.getLogger("partner_repo.listener")
+logger = library_logger("partner_repo.listener")
 
 UnitKey = str | tuple[str, str]
 """A hashable key for any stored ``_id``: the id itself when it is a string (as units have), else its type

@@ -85,7 +85,7 @@ def run_until_signal(
 def listen_stops(monkeypatch: pytest.MonkeyPatch) -> list[asyncio.Event]:
     """Run ``listen`` in-process without its signal handlers: once it runs, the list returned holds the event
     that stops it (set it from a consumer)."""
-    from partner_repo.cli import listen as listen_module
+    from partner_repo.cli import _listen as listen_module
 
     stops: list[asyncio.Event] = []
 

@@ -18,7 +18,7 @@ from partner_repo import (
     MemoryUnitRepository,
     RollingResult,
 )
-from partner_repo.cli import listen as listen_module
+from partner_repo.cli import _listen as listen_module
 from partner_repo.cli import main
 from tests.unit.cli.support import Seed, run_until_signal
 from tests.unit.listener.support import T0, append

@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 from click.testing import CliRunner, Result
 
-from partner_repo.cli import main, shared
+from partner_repo.cli import _shared as shared
+from partner_repo.cli import main
 from partner_repo.cli._runtime import Connection
 
 CONSUMER = "partner_repo.listener.examples:print_consumer"

@@ -22,7 +22,7 @@ from partner_repo import (
     SliceQueries,
     extractive_summarizer,
 )
-from partner_repo.cli import consumers as consumers_module
+from partner_repo.cli import _consumers as consumers_module
 from partner_repo.cli import main
 from partner_repo.recall import MemoryRecall, RecallIndexer
 from tests.unit.cli.support import Seed, listen_stops

@@ -17,10 +17,10 @@ from partner_repo import (
     MemoryUnit,
     MemoryUnitRepository,
     Message,
-    driver,
     init_repository,
     to_utc_ms,
 )
+from partner_repo.mongo import driver
 
 PARIS_SUMMER = timezone(timedelta(hours=2))
 

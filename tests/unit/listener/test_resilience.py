@@ -11,7 +11,7 @@ import pytest
 from pymongo.errors import AutoReconnect, OperationFailure
 
 from partner_repo import Backoff, ListenerCheckpoints, MemoryUnitRepository
-from partner_repo.listener import attempts as attempts_module
+from partner_repo.listener.delivery import _attempts as attempts_module
 from tests.conftest import until
 from tests.unit.listener.faults import Outage, OutageDatabase, RecordingBackoff, ScriptedStreams, StreamScript
 from tests.unit.listener.support import Recorder, append, quick_listener, registry_of

@@ -15,7 +15,7 @@ import pytest
 from click.testing import CliRunner
 
 from partner_repo.cli import main
-from partner_repo.mcp._http import is_loopback
+from partner_repo.mcp import is_loopback
 from tests.unit.mcp.support import ROOT, server_command
 
 TOKEN = "a-Weak-one"

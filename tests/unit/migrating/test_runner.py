@@ -19,6 +19,7 @@ from partner_repo import (
     migration_status,
     run_migrations,
 )
+from partner_repo.mongo import remember_secrets
 from tests.unit.migrations.support import (
     ERASURE_INDEXES,
     INDEXES,
@@ -255,3 +256,40 @@ async def test_a_missing_migrations_directory_is_refused(tmp_path: Path) -> None
 async def test_a_distance_that_is_not_a_count_is_refused(distance: Any) -> None:
     with pytest.raises(InvalidInput, match="distance"):
         await run_migrations(await fresh_database(), distance=distance)
+
+
+LOGGING = """
+import logging
+
+from beanie import Document, free_fall_migration
+
+log = logging.getLogger("partner_repo.migrations.logging_a_uri")
+
+
+class Anything(Document):
+    class Settings:
+        name = "anything"
+
+
+class Forward:
+    @free_fall_migration(document_models=[Anything])
+    async def say(self, session):
+        log.warning("copying from mongodb://app:M1grated-Secret@db/ (M1grated-Secret)")
+
+
+class Backward:
+    pass
+"""
+
+
+async def test_a_migrations_log_records_are_scrubbed_of_credentials(
+    own_migrations: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    (own_migrations / "20991231000000_logging_a_uri.py").write_text(LOGGING)
+    remember_secrets("mongodb://app:M1grated-Secret@db/")
+
+    with caplog.at_level("WARNING", logger="partner_repo.migrations.logging_a_uri"):
+        await run_migrations(await fresh_database(), own_migrations)
+
+    assert "copying from mongodb://app:***@db/ (***)" in caplog.text
+    assert "M1grated-Secret" not in caplog.text

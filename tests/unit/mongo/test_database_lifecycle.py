@@ -16,10 +16,10 @@ from partner_repo import (
     MemoryCoreRepository,
     close_database,
     connect,
-    driver,
     ensure_indexes,
     in_memory_database,
 )
+from partner_repo.mongo import driver
 from partner_repo.mongo._indexes import ALL_INDEXES
 
 

@@ -3,15 +3,21 @@ scrub does the same for text that may quote a URI or its password (driver messag
 
 from __future__ import annotations
 
+import ast
+import importlib
+import inspect
 import logging
+from pathlib import Path
+from types import ModuleType
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import partner_repo
 from partner_repo import mask_uri
 from partner_repo.mongo import _masking as masking
-from partner_repo.mongo._masking import SecretsFilter, remember_secrets, scrub
+from partner_repo.mongo._masking import SECRETS, SecretsFilter, remember_secrets, scrub
 
 SECRET = "pa55w0rd"
 
@@ -122,10 +128,53 @@ def test_a_short_password_is_masked_where_it_stands_never_inside_other_words(
     )
 
 
-@pytest.mark.parametrize("name", ["partner_repo.listener", "partner_repo.migrations.made_after_import"])
+def library_modules() -> list[ModuleType]:
+    """Every module of the library, loaded."""
+    package = Path(partner_repo.__file__).parent
+    names = [
+        ".".join(path.relative_to(package.parent).with_suffix("").parts) for path in package.rglob("*.py")
+    ]
+    return [
+        importlib.import_module(name.removesuffix(".__init__"))
+        for name in sorted(names)
+        if name != "partner_repo.__main__"
+    ]
+
+
+def test_every_logger_a_module_of_the_library_holds_scrubs_its_records_before_any_handler() -> None:
+    loggers = {
+        value.name: value
+        for module in library_modules()
+        for value in vars(module).values()
+        if isinstance(value, logging.Logger)
+    }
+
+    assert {"partner_repo.listener", "partner_repo.database", "partner_repo.mcp"} <= set(loggers)
+    assert [name for name, logger in loggers.items() if SECRETS not in logger.filters] == []
+
+
+def test_the_library_makes_its_loggers_only_through_library_logger() -> None:
+    """A logger made with ``logging.getLogger`` would not carry the filter (a migration's is the runner's to
+    mask: tests/unit/migrating/test_runner.py)."""
+    made_plainly = [
+        f"{module.__name__}:{node.lineno}"
+        for module in library_modules()
+        if module.__name__ != "partner_repo.mongo._masking"
+        for node in ast.walk(ast.parse(inspect.getsource(module)))
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "getLogger"
+        and node.args  # the root logger (the CLI's handlers) is not the library's
+    ]
+
+    assert made_plainly == []
+
+
+@pytest.mark.parametrize("name", ["partner_repo.listener", "partner_repo.rolling.service"])
 def test_library_log_records_are_scrubbed_before_any_handler(
     caplog: pytest.LogCaptureFixture, name: str
 ) -> None:
+    library_modules()
     remember_secrets("mongodb://app:L0gged-Secret@db/")
     logger = logging.getLogger(name)
 

@@ -1,5 +1,5 @@
-"""The tree is the architecture: one package per concept behind its front module, every package shipped, and
-every import path of 0.4 still working.
+"""The tree is the architecture: one package per concept behind its front module, every package shipped, the
+ground at the root, every room named by the import contract, and the fronts' 0.4 names still exported.
 
 Module length is a review signal (docs/architecture.md), not a test: a module is split when it holds a second
 concept, never squeezed under a number.
@@ -17,8 +17,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[3]
 PACKAGE = ROOT / "partner_repo"
-PUBLIC_NAMES_OF_0_4 = Path(__file__).with_name("public_names_0_4.txt")
-"""Every public name each module of partner-repo 0.4 defined, as ``module:name`` (read off the 0.4 tree)."""
+FRONT_NAMES_OF_0_4 = Path(__file__).with_name("front_names_0_4.txt")
+"""Every name the front modules of partner-repo 0.4 exported, as ``front:name`` (read off the 0.4 tree)."""
 
 
 def test_no_family_of_root_modules_is_spelled_as_a_name_prefix() -> None:
@@ -65,48 +65,18 @@ def test_no_package_imports_another_packages_private_modules() -> None:
     assert crossings == []
 
 
-def _names_of_0_4() -> list[tuple[str, str]]:
-    lines = PUBLIC_NAMES_OF_0_4.read_text(encoding="utf-8").split()
+def _front_names_of_0_4() -> list[tuple[str, str]]:
+    lines = FRONT_NAMES_OF_0_4.read_text(encoding="utf-8").split()
     return [(module, name) for module, _, name in (line.partition(":") for line in lines)]
 
 
-REMOVED_IN_0_5 = {
-    ("partner_repo.indexes", "RECALL_SLICES"),
-    ("partner_repo.indexes", "RECALL_SLICE_INDEXES"),
-    ("partner_repo.indexes", "RECALL_VOCABULARY"),
-    ("partner_repo.indexes", "RECALL_VOCABULARY_INDEXES"),
-    ("partner_repo.recall.store", "PENDING"),
-    ("partner_repo.recall.store", "TERM"),
-    ("partner_repo.recall.store", "vocabulary_id"),
-    ("partner_repo.driver", "Update"),
-    ("partner_repo.driver", "update_each"),
-}
-"""Names whose concept 0.5 removed, each named in the CHANGELOG: 0.4's recall collections and the vocabulary's
-write protocol (issue 31 replaced them with ``recall_index``, and its migration moves the data), and the
-driver's per-update helper that served only them (``driver.bulk_write`` instead)."""
+@pytest.mark.parametrize("front", sorted({front for front, _ in _front_names_of_0_4()}))
+def test_every_name_a_front_exported_in_0_4_is_still_exported_there(front: str) -> None:
+    """The public API is what the fronts export (``__all__``); 0.4's module paths behind them are not kept
+    (0.x, never released: the CHANGELOG's table lists where each went)."""
+    exported = set(importlib.import_module(front).__all__)
 
-
-@pytest.mark.parametrize(
-    "module", sorted({module for module, _ in _names_of_0_4()}), ids=lambda module: str(module)
-)
-def test_every_public_name_of_0_4_is_importable_from_where_it_was(module: str) -> None:
-    names = [
-        name for owner, name in _names_of_0_4() if owner == module and (owner, name) not in REMOVED_IN_0_5
-    ]
-
-    imported = importlib.import_module(module)
-
-    assert [name for name in names if not hasattr(imported, name)] == []
-
-
-def test_an_old_path_is_the_module_that_holds_its_names_now() -> None:
-    """``partner_repo.database`` is ``partner_repo.mongo._database`` itself, not a copy: patching one patches
-    the other, and the module keeps its own spec."""
-    old = importlib.import_module("partner_repo.database")
-    new = importlib.import_module("partner_repo.mongo._database")
-
-    assert old is new
-    assert new.__spec__ is not None and new.__spec__.name == "partner_repo.mongo._database"
+    assert [name for owner, name in _front_names_of_0_4() if owner == front and name not in exported] == []
 
 
 def test_loggers_keep_their_0_4_names() -> None:
@@ -119,3 +89,29 @@ def test_loggers_keep_their_0_4_names() -> None:
         if not path.name.startswith("__") and "getLogger(__name__)" in path.read_text(encoding="utf-8")
     ]
     assert private == []
+
+
+def _layers() -> list[str]:
+    """The rooms the first import contract orders, top to bottom (``a | b`` is two rooms)."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    layers = project["tool"]["importlinter"]["contracts"][0]["layers"]
+    return [room.strip() for layer in layers for room in layer.split("|")]
+
+
+def _rooms() -> set[str]:
+    """The packages and modules directly under ``partner_repo`` (its front and ``__main__`` aside)."""
+    return {
+        f"partner_repo.{path.stem if path.is_file() else path.name}"
+        for path in PACKAGE.iterdir()
+        if (path.suffix == ".py" and not path.stem.startswith("__")) or (path / "__init__.py").exists()
+    }
+
+
+def test_every_room_of_the_tree_is_named_by_the_import_contract() -> None:
+    assert sorted(_rooms()) == sorted(_layers())
+
+
+def test_the_root_holds_at_most_twelve_modules_of_shared_ground() -> None:
+    modules = sorted(path.stem for path in PACKAGE.glob("*.py") if not path.stem.startswith("__"))
+
+    assert len(modules) <= 12, modules

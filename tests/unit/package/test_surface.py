@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import ast
 import inspect
 from importlib.metadata import entry_points
+from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 import partner_repo
@@ -99,3 +102,26 @@ def test_cli_help_lists_usage_and_options() -> None:
 def test_the_console_script_is_installed_as_partner_repo() -> None:
     (script,) = [e for e in entry_points(group="console_scripts") if e.name == "partner-repo"]
     assert script.value == "partner_repo.cli:run"
+
+
+def test_the_front_loads_each_name_from_the_package_the_type_checker_reads_it_from() -> None:
+    """The names are loaded on first use (PEP 562) from ``_EXPORTS``; a type checker reads them from the
+    imports under ``TYPE_CHECKING``: both say the same, and say all of ``__all__``."""
+    tree = ast.parse(Path(partner_repo.__file__).read_text(encoding="utf-8"))
+    checked = {
+        (node.module, alias.name)
+        for block in tree.body
+        if isinstance(block, ast.If) and ast.unparse(block.test) == "TYPE_CHECKING"
+        for node in block.body
+        if isinstance(node, ast.ImportFrom)
+        for alias in node.names
+    }
+    exports = {(module, name) for module, names in partner_repo._EXPORTS.items() for name in names}
+
+    assert checked == exports
+    assert {name for _, name in exports} | {"__version__"} == set(partner_repo.__all__)
+
+
+def test_a_name_the_front_does_not_export_is_an_attribute_error() -> None:
+    with pytest.raises(AttributeError, match="has no attribute 'RollingServices'"):
+        _ = partner_repo.RollingServices  # type: ignore[attr-defined]

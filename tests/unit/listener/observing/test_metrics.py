@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from partner_repo import InvalidInput, MemoryUnitRepository
-from partner_repo.listener import listener as listener_module
+from partner_repo.listener import _listener as listener_module
 from partner_repo.listener.observing._metrics import ListenerMetrics
 from partner_repo.listener.observing._observer import ListenerObserver
 from partner_repo.listener.observing._prometheus import MetricsUnavailable, serve_metrics
