@@ -11,7 +11,7 @@ JSON in UTF-8 without ASCII escapes, and :data:`MAX_CURSOR_LENGTH` is derived fr
 
 A cursor also carries the cluster time its page was read at (:class:`ReadTime`, where the deployment reports
 one), so the next page reads no older data than this one did, whichever member serves it (see
-:mod:`partner_repo.admin._consistency`). Cursors without one (older releases, standalone servers) are valid.
+:mod:`partner_repo.admin._queries`). Cursors without one (older releases, standalone servers) are valid.
 """
 
 from __future__ import annotations

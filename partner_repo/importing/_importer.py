@@ -7,13 +7,26 @@ timestamp that is no time are reported (file, item and reason), never fatal; wha
 raises is reported for that file too (:data:`CONTENT_ERRORS`), while a database error stops the import.
 Units already in the database are left exactly as they are, so running the import again changes nothing and
 reports 0 new. Files are read one at a time, so memory does not grow with the directory.
+
+Into a second core: a unit belongs to one core (its ``core_id``), and a core whose session is another
+core's unit can never roll (every append there is refused). So before an import writes anything it looks up
+the state's unit ids (the unit files and the current session): one stored under another core refuses the
+import, naming that core. Asked for a copy instead (``import-state --as-copy``, ``as_copy=True``), every unit
+id, the session and every slice id get new ids derived from the core and the original id (UUID5), so a copy
+imported again under the same core finds its units present and changes nothing.
+
+The last step adopts the state's current session as the core's: a core that already records into a session
+of its own keeps it (reported); one whose session has no unit yet takes Partner's, with a compare-and-set on
+the session it had. A clear's reservation under the core's session is a unit here too: the core keeps that
+session, or the mark the reservation fences with would be lost.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Awaitable
+import uuid
+from collections.abc import Awaitable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
@@ -24,11 +37,9 @@ from pydantic import BaseModel
 from partner_repo.admin import normalization_violations
 from partner_repo.callables import Progress
 from partner_repo.clock import to_utc_ms
-from partner_repo.cores import DEFAULT_CORE_ID
+from partner_repo.cores import DEFAULT_CORE_ID, MemoryCoreRepository
 from partner_repo.encoding import require_encodable
-from partner_repo.errors import ConflictError, DuplicateSliceId, InvalidInput, UnitTooLarge
-from partner_repo.importing._adoption import adopt_session
-from partner_repo.importing._copies import Copies, refuse_units_of_other_cores
+from partner_repo.errors import ConflictError, DuplicateSliceId, InvalidInput, UnitOfAnotherCore, UnitTooLarge
 from partner_repo.importing._state_format import (
     CORE_FIELDS,
     EPOCH,
@@ -42,10 +53,97 @@ from partner_repo.importing._state_format import (
     unknown_keys,
 )
 from partner_repo.models import MemoryUnit
-from partner_repo.mongo import MongoDatabase, PyMongoError
+from partner_repo.mongo import UNITS, MongoDatabase, PyMongoError
 from partner_repo.normalization import new_slice_id, normalize_unit
 from partner_repo.units import MemoryUnitRepository
 from partner_repo.validation import id_problem, require_id
+
+
+async def adopt_session(
+    database: MongoDatabase, units: MemoryUnitRepository, core_id: str, session_id: str
+) -> tuple[bool, ImportIssue | None]:
+    """Make Partner's current session the core's, unless the core already records into its own session:
+    whether it did, and the note when the core kept its own."""
+    cores = MemoryCoreRepository(database)
+    core = await cores.get(core_id)
+    if core is None:
+        return await cores.set_session(core_id, session_id), None
+    if core.memory_session_id == session_id:
+        return False, None
+    adopted = False
+    fence = await units.fence(core.memory_session_id)
+    if fence.head is None and fence.reservation is None:
+        # a clear's reservation is a unit here too: adopting over it would lose the mark it fences with
+        adopted = await cores.set_session(core_id, session_id, expected=core.memory_session_id)
+    if adopted:
+        return True, None
+    kept = ImportIssue(
+        file=MEMORY_JSON.as_posix(),
+        item="memory_session_id",
+        reason=f"core {core_id!r} already records into session {core.memory_session_id!r}; "
+        f"kept it instead of {session_id!r}",
+    )
+    return False, kept
+
+
+COPY_NAMESPACE = uuid.UUID("5b0b1f4e-6a3c-4c59-9a51-2f6e0f7f3c31")
+"""The namespace of the ids a copy gets (any fixed UUID: the ids only need to be stable)."""
+
+LOOKUP_BATCH = 1000
+"""Unit ids looked up per query."""
+
+
+def copy_id(core_id: str, original: str, kind: str = "unit") -> str:
+    """The id the copy of ``original`` (a unit or slice id of the state) gets in core ``core_id``."""
+    return str(uuid.uuid5(COPY_NAMESPACE, f"{kind}\x00{core_id}\x00{original}"))
+
+
+class Copies:
+    """The renaming of one import as a copy into ``core_id``."""
+
+    def __init__(self, core_id: str) -> None:
+        self.core_id = core_id
+
+    def unit_id(self, original: str) -> str:
+        return copy_id(self.core_id, original)
+
+    def of(self, unit: MemoryUnit) -> MemoryUnit:
+        """``unit`` under its copy's ids: its own, the unit it continues, each slice's."""
+        slices = [
+            piece
+            if piece is None or piece.id is None  # no id: normalization mints one
+            else piece.model_copy(update={"id": copy_id(self.core_id, f"{unit.id}\x00{piece.id}", "slice")})
+            for piece in unit.slices
+        ]
+        previous = None if unit.previous_unit_id is None else self.unit_id(unit.previous_unit_id)
+        copied: MemoryUnit = unit.model_copy(
+            update={"id": self.unit_id(unit.id), "previous_unit_id": previous, "slices": slices}
+        )
+        return copied
+
+
+async def refuse_units_of_other_cores(database: MongoDatabase, core_id: str, unit_ids: Sequence[str]) -> None:
+    """:class:`UnitOfAnotherCore` (nothing written) when one of ``unit_ids`` is stored under another core."""
+    ids = sorted({unit_id for unit_id in unit_ids if _storable(unit_id)})  # the others are reported skipped
+    for start in range(0, len(ids), LOOKUP_BATCH):
+        query: dict[str, Any] = {
+            "_id": {"$in": ids[start : start + LOOKUP_BATCH]},
+            "core_id": {"$exists": True, "$ne": core_id},
+        }
+        found = await database[UNITS].find_one(query, {"core_id": 1})
+        if found is not None:
+            hint = ": import it into that core, or a copy under new ids (import-state --as-copy)"
+            raise UnitOfAnotherCore(found["_id"], found["core_id"], core_id, hint=hint)
+
+
+def _storable(unit_id: str) -> bool:
+    """Whether ``unit_id`` could be a stored unit's id (one the import skips is no other core's)."""
+    try:
+        unit_id.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return bool(unit_id.strip()) and id_problem(unit_id, "it") is None
+
 
 T = TypeVar("T")
 
@@ -384,6 +482,11 @@ def _relative(file: Path, root: Path) -> str:
 
 
 __all__ = [
+    "COPY_NAMESPACE",
+    "Copies",
     "ImportReport",
+    "adopt_session",
+    "copy_id",
     "import_partner_state",
+    "refuse_units_of_other_cores",
 ]

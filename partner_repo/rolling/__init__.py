@@ -9,7 +9,7 @@ a roll produced, :class:`~partner_repo.events.RollingResult`, is in the ground (
 """
 
 from partner_repo.rolling._config import DEFAULT_TRIGGER_BYTES, DEFAULT_UNIT_SOFT_LIMIT_BYTES, RollingConfig
-from partner_repo.rolling._increment import resolve_chat_increment
+from partner_repo.rolling._positions import resolve_chat_increment
 from partner_repo.rolling._resummarize import DEFAULT_RESUMMARIZE_LIMIT, ResummarizedSlice, ResummarizeReport
 from partner_repo.rolling._service import RollingService
 from partner_repo.rolling._summarizer import (

@@ -11,6 +11,10 @@ A unit whose mark cannot be trusted (written before 0.4, or changed by another t
 once from Partner's content overlap of its stored tail with the snapshot; the roll's append writes it, and
 from then on positions decide. A new session's unit that continues nothing has no mark: its first roll stores
 the whole window, the retained context included, as Partner does.
+
+Partner's own rule, kept for those units and as the public :func:`resolve_chat_increment`: the window
+keeps some already-rolled messages as context, so a snapshot usually starts with messages the unit already
+ends with, and the increment is what follows the longest such overlap.
 """
 
 from __future__ import annotations
@@ -20,8 +24,18 @@ from dataclasses import dataclass
 
 from partner_repo.cores import dropped_count
 from partner_repo.models import MemoryCore, Message
-from partner_repo.rolling._increment import resolve_chat_increment
 from partner_repo.units import MemoryUnitRepository, UnitFence, UnitHead
+
+
+def resolve_chat_increment(stored_tail: Sequence[Message], snapshot: Sequence[Message]) -> list[Message]:
+    """``snapshot[k:]`` for the largest ``k`` with ``stored_tail[-k:] == snapshot[:k]``; all of it when none.
+
+    ``stored_tail`` only needs the unit's last ``len(snapshot)`` messages: no longer overlap is possible.
+    """
+    for k in range(min(len(stored_tail), len(snapshot)), 0, -1):
+        if list(stored_tail[-k:]) == list(snapshot[:k]):
+            return list(snapshot[k:])
+    return list(snapshot)
 
 
 @dataclass(frozen=True)
@@ -175,4 +189,11 @@ async def stored_overlap(
     return len(snapshot) - len(resolve_chat_increment(stored, snapshot))
 
 
-__all__ = ["Resolution", "SessionErased", "WholeWindowNeeded", "resolve", "stored_overlap"]
+__all__ = [
+    "Resolution",
+    "SessionErased",
+    "WholeWindowNeeded",
+    "resolve",
+    "resolve_chat_increment",
+    "stored_overlap",
+]

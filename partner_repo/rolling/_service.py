@@ -14,7 +14,7 @@ import asyncio
 import contextlib
 import time
 import uuid
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -27,11 +27,9 @@ from partner_repo.models import MemoryCore, Message
 from partner_repo.mongo import MongoDatabase, driver, library_logger
 from partner_repo.rolling._background import BackgroundRolls, FailedCallback, RolledCallback, idle_pass
 from partner_repo.rolling._config import RollingConfig
-from partner_repo.rolling._lease_taking import LeaseTaking
 from partner_repo.rolling._leased_roll import HeldLease, LeasedRoll
 from partner_repo.rolling._positions import stored_overlap
 from partner_repo.rolling._resummarize import DEFAULT_RESUMMARIZE_LIMIT, ResummarizeReport, resummarize
-from partner_repo.rolling._room import RoomForTurn
 from partner_repo.rolling._summarizer import Summarizer, as_async_summarizer
 from partner_repo.rolling._summarizing import Summary, SummaryAttempts
 from partner_repo.rolling._triggers import Trigger, due_query, trigger
@@ -39,6 +37,94 @@ from partner_repo.units import MemoryUnitRepository, UnitSummaries
 from partner_repo.validation import Turn, optional_datetime, parse_messages, require_id
 
 logger = library_logger("partner_repo.rolling.service")
+
+
+class LeaseTaking:
+    """Takes cores' leases for one service's rolls: at once when free, or once its holder stayed silent for
+    its ttl.
+
+    A held lease is watched on this process's monotonic clock (:class:`partner_repo.leases.SilenceWatch`): its
+    holder and beat must stay unchanged for the holder's ttl before a compare-and-set on exactly them takes it
+    over. No clocks are compared across processes.
+    """
+
+    def __init__(self, lease: CoreLease, watch: SilenceWatch, duration: timedelta) -> None:
+        self._lease = lease
+        self._watch = watch
+        self._duration = duration
+
+    async def take(
+        self, core_id: str, owner: str, seen: WindowState | None, due: dict[str, Any] | None, skip: int
+    ) -> MemoryCore | None:
+        """The core with its lease taken by ``owner``, or None (held by a live roller, no longer ``due``, or
+        no such core).
+
+        A free lease is taken at once. A held one is taken over only once this process has watched its holder
+        and beat stay unchanged for the holder's ttl (measured here, on this process's monotonic clock).
+        """
+        duration = self._duration
+        state = None if seen is None else seen.lease
+        if state is None or state.holder is None:
+            core = await self._lease.acquire(core_id, owner, duration=duration, when=due, skip=skip)
+            if core is not None or seen is not None:
+                return core
+            state = await self._lease.state(core_id)  # roll(): who holds it, to watch for its silence
+            if state is None or state.holder is None:
+                return None
+        # a lease written without a ttl (0.1.0's) counts with this service's lease duration
+        if not self._watch.silent(core_id, state.or_ttl(duration.total_seconds())):
+            logger.debug("core %r: lease held by %s; not rolling", core_id, state.holder)
+            return None
+        logger.warning(
+            "core %r: rolling lease of %s silent for %.0fs; taking it over",
+            core_id,
+            state.holder,
+            state.ttl_s,
+        )
+        return await self._lease.acquire(core_id, owner, duration=duration, silent=state, when=due, skip=skip)
+
+
+POLL_S = 0.05
+"""How often a turn waiting for another process's roll to make room looks at the core's lease again."""
+
+Roll = Callable[[], Awaitable[RollingResult | None]]
+"""A roll of the core that makes room (None: nothing stored, or the lease is held by another roller)."""
+
+
+class RoomForTurn:
+    """Records one turn the window cannot take (:class:`~partner_repo.errors.WindowTooLarge`: past 16 MiB)
+    once rolls made room for it.
+
+    Each roll stores what is new (a one-message window included: every message fits in a unit, ``record``
+    refuses any other) and, once nothing is new, drops what is stored from the window, retained context
+    included (the turn matters more than the context). A roll of another process holding the lease is waited
+    for: it gives the lease back, or its lease is taken over once silent for its ttl. Only after ``wait`` is
+    the turn refused, and then nothing of it was written.
+    """
+
+    def __init__(
+        self, cores: MemoryCoreRepository, roll: Roll, monotonic: Callable[[], float], wait: timedelta
+    ) -> None:
+        self._cores = cores
+        self._roll = roll
+        self._monotonic = monotonic
+        self._wait = wait.total_seconds()
+
+    async def record(self, turn: Turn) -> tuple[WindowState, RollingResult | None]:
+        """The state ``record`` answered once the turn fitted, and the last roll that stored something."""
+        deadline = self._monotonic() + self._wait
+        rolled: RollingResult | None = None
+        while True:
+            result = await self._roll()
+            rolled = result or rolled
+            try:
+                return await self._cores.record_turn(turn), rolled
+            except WindowTooLarge:
+                if self._monotonic() >= deadline:
+                    raise
+            if result is None:
+                await asyncio.sleep(POLL_S)  # the lease is held: look again shortly
+
 
 Clock = Callable[[], datetime]
 """Where the service reads the current time for ``now`` when the caller gives none."""
@@ -146,7 +232,7 @@ class RollingService:
 
     async def _record(self, turn: Turn) -> tuple[WindowState, RollingResult | None]:
         """Record a checked turn; one the window cannot take (:class:`WindowTooLarge`) is recorded once rolls
-        made room for it (:mod:`partner_repo.rolling._room`). The roll's result, when one was needed."""
+        made room for it (:mod:`partner_repo.rolling._service`). The roll's result, when one was needed."""
         try:
             return await self._cores.record_turn(turn), None
         except WindowTooLarge:
@@ -382,5 +468,8 @@ def _keep_session(_core: MemoryCore, _skipped: int) -> bool:
 
 __all__ = [
     "Clock",
+    "LeaseTaking",
+    "POLL_S",
     "RollingService",
+    "RoomForTurn",
 ]

@@ -9,9 +9,9 @@ A repository also remembers the heads it last saw (:class:`~partner_repo.units._
 appended to before gets the guarded ``$push`` straight away, one round trip. The guard (version and counts)
 makes a stale entry harmless: the push matches nothing, the entry is dropped and the append takes the usual
 path. Two rules keep contention fair: appends to one unit through one repository take turns (tasks of one
-process never race each other), and a repository that lost a race on a unit reads before each push there
-for a while (a remembered head would otherwise let the last winner win every round and starve writers in
-other processes).
+process never race each other: :class:`UnitQueue`), and a repository that lost a race on a unit reads before
+each push there for a while (a remembered head would otherwise let the last winner win every round and
+starve writers in other processes).
 """
 
 from __future__ import annotations
@@ -43,8 +43,57 @@ from partner_repo.units._claims import SliceIdClaims
 from partner_repo.units._heads import HeadCache, UnitHead, head_from
 from partner_repo.units._increment import AppendRequest
 from partner_repo.units._marks import FENCE_PROJECTION
-from partner_repo.units._queue import UnitQueue
 from partner_repo.units._rules import duplicate_error, is_slice_id_collision, refuse_too_large
+
+
+class UnitQueue:
+    """Appends to one unit through one repository go one at a time; other units are not held up.
+
+    Tasks of one process sharing a repository would otherwise race each other over the network: all but one
+    push lose and go again, and under sustained contention one unlucky task can lose every time. Queued, each
+    append finds the head the previous one left (one round trip) and only other processes can make it retry.
+    An entry lives only while some append to its unit is running or waiting.
+    """
+
+    def __init__(self) -> None:
+        self._turns: dict[str, _Turn] = {}
+
+    def hold(self, unit_id: str) -> _Turn:
+        """``async with queue.hold(unit_id):`` waits for the unit's earlier appends, then holds it."""
+        turn = self._turns.get(unit_id)
+        if turn is None:
+            turn = self._turns[unit_id] = _Turn(self._turns, unit_id)
+        return turn
+
+
+class _Turn:
+    """One unit's queue: a lock, and how many appends hold or wait for it (the entry goes with the last)."""
+
+    __slots__ = ("_lock", "_turns", "_unit_id", "_users")
+
+    def __init__(self, turns: dict[str, _Turn], unit_id: str) -> None:
+        self._turns = turns
+        self._unit_id = unit_id
+        self._lock = asyncio.Lock()
+        self._users = 0
+
+    async def __aenter__(self) -> None:
+        self._users += 1
+        try:
+            await self._lock.acquire()
+        except BaseException:  # cancelled while waiting: never held
+            self._leave()
+            raise
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        self._lock.release()
+        self._leave()
+
+    def _leave(self) -> None:
+        self._users -= 1
+        if not self._users:
+            del self._turns[self._unit_id]
+
 
 APPEND_PATIENCE_S = 10.0
 """How long a contended append keeps re-reading and retrying before giving up with :class:`ConflictError`.
@@ -401,7 +450,7 @@ class _Push:
 
 
 def erased_error(request: AppendRequest) -> ConflictError:
-    """The unit was erased (a tombstone holds its id, see :mod:`partner_repo.erasure._tombstones`): a fenced
+    """The unit was erased (a tombstone holds its id, see :mod:`partner_repo.erasure._eraser`): a fenced
     append's unit moved on (:class:`StaleIncrement`, its roller re-checks its lease); any other append is
     refused, as the id cannot hold a unit again until the tombstone expires."""
     if request.expected_start is not None or request.first_position is not None:
@@ -409,4 +458,9 @@ def erased_error(request: AppendRequest) -> ConflictError:
     return ConflictError(f"unit {request.unit_id!r} was erased; its id cannot be used for a new unit yet")
 
 
-__all__ = ["APPEND_PATIENCE_S", "UnitAppender", "erased_error"]
+__all__ = [
+    "APPEND_PATIENCE_S",
+    "UnitAppender",
+    "UnitQueue",
+    "erased_error",
+]

@@ -12,9 +12,13 @@
 """
 
 from partner_repo.listener.delivery._erasures import ErasureDelivery
-from partner_repo.listener.delivery._loading import load_consumer, registry_from_paths
 from partner_repo.listener.delivery._pipeline import DeliveryPipeline
-from partner_repo.listener.delivery._registry import AfterRolling, AfterRollingRegistry
+from partner_repo.listener.delivery._registry import (
+    AfterRolling,
+    AfterRollingRegistry,
+    load_consumer,
+    registry_from_paths,
+)
 from partner_repo.listener.delivery._replay import ReplayReport, replay_dead_letters
 from partner_repo.listener.delivery._retry import Backoff
 

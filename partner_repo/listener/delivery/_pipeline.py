@@ -8,32 +8,48 @@ pipeline:
   :mod:`partner_repo.listener.state._checkpoints`), so an event seen twice, or by two sources, is delivered
   once;
 - hands the rest, in slice order (interval order: the order the appends happened, whatever the clocks said),
-  to each consumer's :class:`~partner_repo.listener.delivery._lanes.UnitLanes`: per unit one slice at a time,
-  in that order, and up to the consumer's concurrency units at once, with workers of its own, so a consumer's
-  retries and backoff only ever delay that consumer (and, within it, that unit);
+  to each consumer's :class:`UnitLanes`: per unit one slice at a time, in that order, and up to the consumer's
+  concurrency units at once, with workers of its own, so a consumer's retries and backoff only ever delay
+  that consumer (and, within it, that unit);
 - retries a failing consumer with backoff, then writes a dead letter and lets the consumer move on;
 - records per consumer what it finished, and per unit what every consumer finished;
 - runs the commits strictly in the order they were offered, each only after every delivery offered before it
-  is finished (:mod:`partner_repo.listener.delivery._commits`): a saved resume token or fingerprint never runs
-  ahead of an undelivered slice, however many deliveries run at once. A crash therefore re-delivers at most
+  is finished (:class:`OrderedCommits`): a saved resume token or fingerprint never runs ahead of an
+  undelivered slice, however many deliveries run at once. A crash therefore re-delivers at most
   the unfinished tail (at least once), and a restart after a commit delivers none of it again.
+
+Lanes: each unit has a *lane* per consumer, its deliveries in the order they were offered (slice order). A
+lane is either waiting (in a heap keyed by the offer number of its first delivery) or held by exactly one
+worker, which delivers that one delivery and puts the lane back if more wait in it. So two deliveries of one
+unit never overlap in a consumer and are never reordered, while up to ``concurrency`` workers deliver
+different units at once. The oldest offered delivery of a unit no worker holds always goes first: with
+``concurrency=1`` that is the plain offer order, one at a time, and a lane that stays busy (a slow or retried
+slice) never starves others.
+
+Commits: a *commit* (a resume token, a unit fingerprint) belongs to one offer: it is *ready* once the offer
+is sealed (every delivery it started is counted) and none of those deliveries is outstanding. The commits run
+from the oldest: one that is ready waits for every older one, so however deliveries finish (several
+consumers, several units at once, a slow slice, retries), a saved position never runs ahead of an undelivered
+slice offered before it. Of two ready commits in a row with the same key, only the newer runs (only the
+newest resume token needs saving).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections import OrderedDict
+import heapq
+import itertools
+from collections import OrderedDict, deque
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Generic, Protocol, TypeVar
 
 from partner_repo.clock import utc_now
 from partner_repo.errors import UnreadableUnit
 from partner_repo.events import RollingResult
 from partner_repo.listener.delivery._attempts import ConsumerAttempts, retry_storage
-from partner_repo.listener.delivery._commits import Commit, OrderedCommits
-from partner_repo.listener.delivery._lanes import UnitLanes
 from partner_repo.listener.delivery._registry import AfterRolling, consumer_calls
 from partner_repo.listener.delivery._results import load_result
 from partner_repo.listener.delivery._retry import Backoff
@@ -50,6 +66,137 @@ from partner_repo.listener.state import (
 from partner_repo.models import MemorySlice
 from partner_repo.mongo import library_logger
 from partner_repo.units import MemoryUnitRepository
+
+
+class _InUnit(Protocol):
+    @property
+    def unit_id(self) -> str: ...
+
+
+D = TypeVar("D", bound=_InUnit)
+
+
+class UnitLanes(Generic[D]):
+    """Deliveries of one consumer, handled by ``concurrency`` workers; see the module docstring."""
+
+    def __init__(self, name: str, concurrency: int, handle: Callable[[D], Awaitable[None]]) -> None:
+        self.name = name
+        self.concurrency = concurrency
+        self._handle = handle
+        self._lanes: dict[str, deque[tuple[int, D]]] = {}
+        self._waiting: list[tuple[int, str]] = []  # (offer number of the lane's first delivery, unit id)
+        self._available = asyncio.Semaphore(0)  # its value is len(self._waiting)
+        self._numbers = itertools.count()
+        self._tasks: list[asyncio.Task[None]] = []
+        self.busy = 0
+        """Deliveries being handled right now (at most ``concurrency``)."""
+
+    def start(self) -> None:
+        for number in range(self.concurrency):
+            self._tasks.append(asyncio.create_task(self._work(), name=f"consume:{self.name}:{number}"))
+
+    async def close(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        self._tasks.clear()
+
+    def put(self, delivery: D) -> None:
+        """Queue ``delivery`` behind the unit's earlier ones (never waits)."""
+        entry = (next(self._numbers), delivery)
+        lane = self._lanes.get(delivery.unit_id)
+        if lane is not None:
+            lane.append(entry)
+            return
+        self._lanes[delivery.unit_id] = deque([entry])
+        self._wait(entry[0], delivery.unit_id)
+
+    def _wait(self, number: int, unit_id: str) -> None:
+        heapq.heappush(self._waiting, (number, unit_id))
+        self._available.release()
+
+    async def _work(self) -> None:
+        while True:
+            await self._available.acquire()
+            _, unit_id = heapq.heappop(self._waiting)
+            lane = self._lanes[unit_id]
+            self.busy += 1
+            try:
+                await self._handle(lane[0][1])
+            finally:
+                self.busy -= 1
+                lane.popleft()
+                if lane:
+                    self._wait(lane[0][0], unit_id)
+                else:
+                    del self._lanes[unit_id]
+
+
+__all__: list[str] = []  # internal to the listener: nothing here is public API
+
+
+@dataclass(eq=False)
+class Commit:
+    action: CommitAction | None
+    key: object = None
+    outstanding: int = 0
+    sealed: bool = False
+
+    @property
+    def ready(self) -> bool:
+        return self.sealed and self.outstanding == 0
+
+
+class OrderedCommits:
+    """The queue of commits; :meth:`run` saves them in order (see the module docstring)."""
+
+    def __init__(self) -> None:
+        self._commits: deque[Commit] = deque()
+        self._wake = asyncio.Event()
+
+    def add(self, action: CommitAction | None, key: object = None, *, sealed: bool = False) -> Commit:
+        commit = Commit(action=action, key=key, sealed=sealed)
+        self._commits.append(commit)
+        if sealed:
+            self._wake.set()
+        return commit
+
+    def seal(self, commit: Commit) -> None:
+        commit.sealed = True
+        self._wake.set()
+
+    def finished_one(self, commit: Commit) -> None:
+        """One of ``commit``'s deliveries is finished."""
+        commit.outstanding -= 1
+        self._wake.set()
+
+    def __len__(self) -> int:
+        return len(self._commits)
+
+    async def run(self, after: Callable[[], None]) -> None:
+        """Save ready commits in order, for ever; ``after()`` once each round of saves is done."""
+        commits = self._commits
+        while True:
+            await self._wake.wait()
+            self._wake.clear()
+            while commits and commits[0].ready:
+                commit = commits[0]
+                superseded = (
+                    len(commits) > 1
+                    and commit.key is not None
+                    and commits[1].ready
+                    and commits[1].key == commit.key
+                )
+                if commit.action is not None and not superseded:
+                    await retry_storage("checkpoint", commit.action)
+                commits.popleft()
+            after()
+
+
+__all__: list[str] = []  # internal to the listener: nothing here is public API
+
 
 logger = library_logger("partner_repo.listener")
 

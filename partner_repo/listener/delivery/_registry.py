@@ -6,6 +6,9 @@ stable across restarts and unique within a registry) and a ``consume(result)``, 
 in a worker thread (``asyncio.to_thread``) so a blocking client never stalls the loop. How each is called is
 decided once (:func:`consumer_calls`), when the consumer is registered and when a listener starts, as for
 summarizers; anything else is refused at registration with :class:`InvalidInput` naming the consumer.
+
+A consumer named on the command line is loaded from its import path (``package.module:attr``) by
+:func:`load_consumer`.
 """
 
 from __future__ import annotations
@@ -20,6 +23,33 @@ from partner_repo.callables import as_async
 from partner_repo.errors import InvalidInput
 from partner_repo.events import RollingResult
 from partner_repo.mongo import library_logger
+from partner_repo.plugins import import_object
+
+
+def load_consumer(path: str) -> AfterRolling:
+    """The consumer at ``package.module:attr``: an AfterRolling object, or a class built with no arguments."""
+    target = import_object(path, what="consumer")
+    if inspect.isclass(target):
+        try:
+            target = target()
+        except TypeError as exc:
+            raise InvalidInput(
+                f"consumer {path!r}: the class cannot be built without arguments: {exc}"
+            ) from exc
+    if not isinstance(target, AfterRolling):
+        raise InvalidInput(
+            f"consumer {path!r} is not an AfterRolling (needs `name` and `consume(result)`, async or plain)"
+        )
+    return target
+
+
+def registry_from_paths(paths: list[str]) -> AfterRollingRegistry:
+    """A registry holding the consumers at ``paths``, in that order."""
+    registry = AfterRollingRegistry()
+    for path in paths:
+        registry.register(load_consumer(path))
+    return registry
+
 
 logger = library_logger("partner_repo.listener.registry")
 
@@ -180,4 +210,10 @@ def _consumer_name(consumer: AfterRolling) -> str:
     return name
 
 
-__all__ = ["AfterRolling", "AfterRollingRegistry", "ConsumerCalls", "consumer_calls"]
+__all__ = [
+    "AfterRolling",
+    "AfterRollingRegistry",
+    "ConsumerCalls",
+    "consumer_calls",
+    "load_consumer",
+]

@@ -19,9 +19,9 @@ from partner_repo.listener.state._checkpoints import (
     StartFrom,
     TokenKind,
     UnitProgress,
+    remove_unit_progress,
 )
 from partner_repo.listener.state._dead_letters import DeadLetter, DeadLetterRepository, describe
-from partner_repo.listener.state._erased_progress import remove_unit_progress
 from partner_repo.listener.state._erasure_log import ErasureLog
 from partner_repo.listener.state._lease import DEFAULT_LEASE_TTL, GroupLease, new_owner_id
 from partner_repo.listener.state._progress import (

@@ -30,15 +30,63 @@ slice), and every update is a single atomic ``$addToSet``/``$pull``/``$set``, so
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
 from partner_repo.clock import utc_now
-from partner_repo.mongo import CHECKPOINTS, DuplicateKeyError, MongoDatabase, ReturnDocument, stored_datetime
+from partner_repo.mongo import (
+    CHECKPOINTS,
+    ERASED_AT,
+    DuplicateKeyError,
+    MongoDatabase,
+    ReturnDocument,
+    insert_new,
+    stored_datetime,
+)
 from partner_repo.units import UnitFingerprint
 from partner_repo.validation import require_id
+
+
+async def remove_unit_progress(
+    database: MongoDatabase, unit_ids: Collection[Any], *, group: str | None = None
+) -> int:
+    """Remove what listener groups (every group, or one, when given) recorded of these units (delivered
+    slice ids, partial deliveries, fingerprints), leaving a tombstone per group and unit in its place, so
+    that no commit saved later brings it back. Returns how many progress documents went.
+
+    Two idempotent commands: a tombstone is inserted for every group and unit that has no document (one
+    unordered ``insert``; a key already taken is left as it is), then every progress document left becomes
+    a tombstone (one ``update``). A commit racing them either lands on progress the second turns into a
+    tombstone, or finds the key a tombstone's, and records nothing."""
+    if not unit_ids:
+        return 0
+    collection = database[CHECKPOINTS]
+    ids, at = list(unit_ids), utc_now()
+    if group is None:
+        groups = [d["group"] async for d in collection.find({"kind": "group"}, {"group": 1})]
+    else:
+        groups = [group]
+    await insert_new(
+        collection,
+        [
+            {"_id": {"group": g, "unit_id": u}, "kind": ERASED_UNIT, "group": g, "unit_id": u, ERASED_AT: at}
+            for g in groups
+            for u in ids
+        ],
+    )
+    query: dict[str, Any] = {"kind": "unit", "unit_id": {"$in": ids}}
+    if group is not None:
+        query["group"] = group
+    erased = {"$set": {"kind": ERASED_UNIT, ERASED_AT: at}, "$unset": dict.fromkeys(_PROGRESS_FIELDS, "")}
+    result = await collection.update_many(query, erased)
+    return int(result.matched_count)
+
+
+_PROGRESS_FIELDS = ("core_id", "delivered", "partial", "fingerprint")
+"""What a unit document holds besides its key: what a tombstone drops."""
+
 
 StartFrom = Literal["beginning", "now"]
 TokenKind = Literal["resume_after", "start_after"]
@@ -362,9 +410,10 @@ def _group_from(document: Mapping[str, Any]) -> GroupCheckpoint:
 
 
 __all__ = [
-    "ERASED_UNIT",
     "DeliveryKey",
+    "ERASED_UNIT",
     "GroupCheckpoint",
     "ListenerCheckpoints",
     "UnitProgress",
+    "remove_unit_progress",
 ]

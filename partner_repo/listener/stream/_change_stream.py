@@ -15,11 +15,19 @@ Events and what they mean here:
 Position: the resume token of each event is saved (through the pipeline's ordered commits) once that event's
 slices are delivered, and the post-batch token is saved while the stream is idle, so a quiet collection
 never leaves a stale token behind. A token the server no longer has (``ChangeStreamHistoryLost``, 286, or
-another rejection, see :mod:`partner_repo.listener.stream._stream_errors`) is dropped at once (never retried)
+another rejection, see :func:`verdict`) is dropped at once (never retried)
 and the source catches up: it opens a fresh stream first (so nothing written during the scan is missed), scans
 every unit against the checkpoint, then reads the stream. A resumable error (network, step-down, shutdown) is
 resumed by the driver with its latest token; if that fails too, the source reopens from the last token it
 saw, with backoff, for as long as the errors last: a resumable error never costs the token.
+
+What an error says about the token (:func:`verdict`): a token is expensive to lose (dropping it means a
+catch-up scan of every unit), so it is dropped only when the server says it can never work again, and kept
+(retried with backoff, for as long as it takes) on every error the driver change-streams spec calls
+resumable: errors that are not server errors (network, timeouts), ``CursorNotFound``, errors labelled
+``ResumableChangeStreamError`` (servers 4.4+), and the codes older servers send without labels. Only an
+error that is neither counts towards "the server keeps refusing this token"
+(:data:`OPEN_FAILURES_BEFORE_GIVING_UP`).
 """
 
 from __future__ import annotations
@@ -43,7 +51,6 @@ from partner_repo.errors import (
 from partner_repo.listener.delivery import Backoff, DeliveryPipeline
 from partner_repo.listener.state import CommitAction, ListenerCheckpoints, TokenKind, describe
 from partner_repo.listener.stream._polling import UnitScanner
-from partner_repo.listener.stream._stream_errors import verdict
 from partner_repo.models import MemorySlice
 from partner_repo.mongo import (
     OperationFailure,
@@ -53,6 +60,46 @@ from partner_repo.mongo import (
     slice_from_document,
 )
 from partner_repo.units import MemoryUnitRepository, UnitOutline, stored_id_problem
+
+Verdict = Literal["unavailable", "dead", "resumable", "unknown"]
+
+UNAVAILABLE_CODES = frozenset({40573, 40324})
+"""``$changeStream`` only on replica sets / unknown pipeline stage: this deployment cannot stream."""
+
+DEAD_TOKEN_CODES = frozenset({286, 280, 260})
+"""ChangeStreamHistoryLost, ChangeStreamFatalError, InvalidResumeToken: the token can never work again."""
+
+RESUMABLE_CODES = frozenset(
+    {6, 7, 43, 63, 89, 91, 133, 150, 189, 234, 262, 9001, 10107, 11600, 11602, 13388, 13435, 13436}
+)
+"""The spec's resumable codes for servers without error labels (HostUnreachable, HostNotFound,
+CursorNotFound, StaleShardVersion, NetworkTimeout, ShutdownInProgress, FailedToSatisfyReadPreference,
+StaleEpoch, PrimarySteppedDown, RetryChangeStream, ExceededTimeLimit, SocketException, NotWritablePrimary,
+InterruptedAtShutdown, InterruptedDueToReplStateChange, StaleConfig, NotPrimaryNoSecondaryOk,
+NotPrimaryOrSecondary)."""
+
+RESUMABLE_LABEL = "ResumableChangeStreamError"
+NON_RESUMABLE_LABEL = "NonResumableChangeStreamError"
+
+
+def verdict(exc: PyMongoError) -> Verdict:
+    """How the listener treats ``exc`` raised opening or reading a change stream."""
+    if not isinstance(exc, OperationFailure):
+        return "resumable"  # not a server error: the network, a timeout, server selection
+    if exc.code in UNAVAILABLE_CODES or "only supported on replica sets" in str(exc):
+        return "unavailable"
+    if exc.has_error_label(NON_RESUMABLE_LABEL) or exc.code in DEAD_TOKEN_CODES:
+        return "dead"
+    if exc.has_error_label(RESUMABLE_LABEL) or exc.code in RESUMABLE_CODES:
+        return "resumable"
+    text = str(exc).lower()
+    if "resume token" in text or "resume of change stream was not possible" in text:
+        return "dead"
+    return "unknown"
+
+
+__all__: list[str] = []  # internal to the listener: nothing here is public API
+
 
 logger = library_logger("partner_repo.listener")
 
@@ -369,3 +416,6 @@ def _dead_token_error(exc: Exception) -> OperationFailure | None:
 
 
 __all__: list[str] = []  # internal to the listener: nothing here is public API
+
+
+__all__ = []
