@@ -20,10 +20,9 @@ from benchmarks.backends import describe, mongodb_uri, motor_database
 from benchmarks.common import Row, Scale, SectionResult
 from benchmarks.workload import conversation, unit_with_slices
 from partner_repo import in_memory_database, init_repository
-from partner_repo.admin._queries import MAX_LIMIT, SliceQueries
+from partner_repo.admin import MAX_LIMIT, SliceQueries
 from partner_repo.clock import utc_now
-from partner_repo.mongo._indexes import UNITS
-from partner_repo.mongo._storage import unit_document
+from partner_repo.mongo import UNITS, unit_document
 
 TARGET = 1.5
 CORES = 100

@@ -31,10 +31,8 @@ from benchmarks.backends import describe, memory_database, motor_database, on_se
 from benchmarks.common import Row, Scale, SectionResult, interleaved, ratio_text
 from benchmarks.workload import conversation, seed_unit, unit_with_slices
 from partner_repo import MemoryUnitRepository
-from partner_repo.admin._queries import SliceQueries
-from partner_repo.mongo import driver
-from partner_repo.mongo._indexes import UNITS
-from partner_repo.mongo._storage import unit_document
+from partner_repo.admin import SliceQueries
+from partner_repo.mongo import UNITS, driver, unit_document
 
 TARGETS = {"append": 1.3, "unit load": 2.0, "page query": 1.3}
 PAGE = 50

@@ -18,9 +18,7 @@ from typing import Any
 from benchmarks.backends import DRIVER_NAME
 from partner_repo import MemoryCoreRepository, MemoryUnitRepository, Message, RollingResult
 from partner_repo.mongo import driver
-from partner_repo.rolling._config import RollingConfig
-from partner_repo.rolling._service import RollingService
-from partner_repo.rolling._summarizer import ExtractiveSummarizer
+from partner_repo.rolling import ExtractiveSummarizer, RollingConfig, RollingService
 
 SESSION = "peer-session"
 LAST = 20

@@ -31,7 +31,7 @@ from benchmarks.monitor import WireCost, WireMeter
 from benchmarks.peer_drivers import LAST, PEERS, PartnerRepoPeer, Peer, Stores, Turn
 from benchmarks.peers_report import section
 from benchmarks.workload import conversation
-from partner_repo.rolling._config import RollingConfig
+from partner_repo.rolling import RollingConfig
 
 OPERATIONS = {
     "turn": "turn write, amortized over a roll cycle",

@@ -19,7 +19,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 
 from benchmarks.locomo_data import Conversation
-from partner_repo.recall._terms import terms
+from partner_repo.recall import terms
 from partner_repo.recall._weights import message_text
 
 K1 = 1.2

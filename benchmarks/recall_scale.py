@@ -49,8 +49,7 @@ from partner_repo import (
     RollingResult,
     RollingService,
 )
-from partner_repo.mongo._indexes import RECALL_INDEX, UNITS
-from partner_repo.mongo._storage import unit_document
+from partner_repo.mongo import RECALL_INDEX, UNITS, unit_document
 from partner_repo.recall import MemoryRecall, RecallIndexer
 
 VOCABULARY = 20_000

@@ -26,8 +26,8 @@ from benchmarks.common import Row, Scale, SectionResult
 from benchmarks.monitor import WireMeter
 from benchmarks.workload import conversation, seed_unit, turn
 from partner_repo import MemoryCoreRepository, Message, RollingConfig, RollingService
-from partner_repo.mongo._storage import mark_size_change
-from partner_repo.rolling._summarizer import ExtractiveSummarizer
+from partner_repo.mongo import mark_size_change
+from partner_repo.rolling import ExtractiveSummarizer
 
 ROUND_TRIPS_TARGET = 1.25
 BYTES_TARGET = 2_500

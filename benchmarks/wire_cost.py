@@ -22,9 +22,7 @@ from benchmarks.monitor import WireCost, WireMeter
 from benchmarks.workload import conversation, seed_unit
 from partner_repo import MemoryCoreRepository, MemoryUnitRepository
 from partner_repo.clock import utc_now
-from partner_repo.rolling._config import RollingConfig
-from partner_repo.rolling._service import RollingService
-from partner_repo.rolling._summarizer import ExtractiveSummarizer
+from partner_repo.rolling import ExtractiveSummarizer, RollingConfig, RollingService
 
 OPERATIONS = ("append", "resolve_increment", "slice_messages", "tail_messages", "rolling step")
 CONTROL = "get (control)"

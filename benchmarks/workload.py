@@ -8,8 +8,7 @@ from typing import Any
 
 from partner_repo import MemorySlice, MemoryUnit, Message, Role
 from partner_repo.clock import utc_now
-from partner_repo.mongo._indexes import UNITS
-from partner_repo.mongo._storage import unit_document
+from partner_repo.mongo import UNITS, unit_document
 
 _TOPICS = (
     "the trip to Lisbon in May",

@@ -19,8 +19,7 @@ from typing import Any
 import pytest
 
 from partner_repo import close_database, in_memory_database, init_repository
-from partner_repo.mongo import driver
-from partner_repo.mongo._indexes import SHARD_KEYS
+from partner_repo.mongo import SHARD_KEYS, driver
 from tests.emulator_gaps import gap_for
 from tests.skip_summary import pytest_terminal_summary  # noqa: F401  (a hook: the skips summed up by reason)
 

@@ -20,7 +20,7 @@ from partner_repo import (
     RollingResult,
     RollingService,
 )
-from partner_repo.mongo._indexes import RECALL_INDEX
+from partner_repo.mongo import RECALL_INDEX
 from partner_repo.recall import MemoryRecall, RecallIndexer, Topic, TopicExtractor, TopicRequest
 from tests.erasure_support import CrashingDatabase
 

@@ -23,8 +23,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from partner_repo.mongo._indexes import SHARD_KEYS
-from partner_repo.mongo._topology import index_refusal
+from partner_repo.mongo import SHARD_KEYS, index_refusal
 
 Kind = Literal["one", "some", "all", "unsharded", "admin", "refused"]
 """Where a command goes: one shard, several (each named by the key), every shard, the primary shard of an

@@ -69,9 +69,8 @@ from partner_repo import (
     in_memory_database,
     init_repository,
 )
-from partner_repo.listener.delivery._retry import Backoff
-from partner_repo.mongo import RECALL_INDEX
-from partner_repo.mongo._storage import MAX_DOCUMENT_BYTES, bson_size, messages_bytes
+from partner_repo.listener.delivery import Backoff
+from partner_repo.mongo import MAX_DOCUMENT_BYTES, RECALL_INDEX, bson_size, messages_bytes
 from partner_repo.recall import RecallIndexCheck, RecallIndexer
 from tests.contract.positions_support import CORES, UNITS, Clear, CoreHistory, Wire, storage_problems
 from tests.contract.protocol_support import (

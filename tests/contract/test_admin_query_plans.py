@@ -14,7 +14,7 @@ from partner_repo import MemoryUnitRepository, Message, close_database, init_rep
 from partner_repo.admin._cursor import SliceKey
 from partner_repo.admin._filters import SliceFilter
 from partner_repo.admin._windows import ALL_TIME, Window
-from partner_repo.mongo._indexes import UNITS
+from partner_repo.mongo import UNITS
 from tests.conftest import real_database
 
 pytestmark = pytest.mark.integration

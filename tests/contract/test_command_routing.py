@@ -42,10 +42,8 @@ from partner_repo import (
     init_repository,
     run_migrations,
 )
-from partner_repo.listener.state._status import listener_status
-from partner_repo.mongo import driver
-from partner_repo.mongo._indexes import SHARD_KEYS
-from partner_repo.mongo._topology import Topology
+from partner_repo.listener.state import listener_status
+from partner_repo.mongo import SHARD_KEYS, Topology, driver
 from partner_repo.recall import MemoryRecall, RecallIndexer
 from tests.conftest import requires_mongodb
 from tests.routing_rules import TARGETED, Route, route

@@ -33,7 +33,7 @@ from partner_repo import (
     RollingResult,
     RollingService,
 )
-from partner_repo.mongo._indexes import CHECKPOINTS, CORES, ERASURES, UNITS
+from partner_repo.mongo import CHECKPOINTS, CORES, ERASURES, UNITS
 from tests import conftest
 from tests.erasure_support import T0, Crash, CrashingDatabase, letter_on, progress_on, remember, unit_ids_of
 

@@ -31,7 +31,7 @@ from partner_repo import (
     close_database,
     init_repository,
 )
-from partner_repo.listener.state._status import listener_status
+from partner_repo.listener.state import listener_status
 from partner_repo.mongo import driver
 from tests import conftest
 from tests.conftest import real_database

@@ -26,9 +26,8 @@ from partner_repo import (
     migration_status,
     run_migrations,
 )
-from partner_repo.admin._inspection import normalization_violations
-from partner_repo.mongo._indexes import ALL_INDEXES, CORES, UNITS
-from partner_repo.mongo._storage import bson_size
+from partner_repo.admin import normalization_violations
+from partner_repo.mongo import ALL_INDEXES, CORES, UNITS, bson_size
 from tests.conftest import real_database
 from tests.unit.migrations.stored_0_3 import core_of_0_3, msgs, unit_of_0_3
 

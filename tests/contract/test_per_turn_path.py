@@ -19,8 +19,8 @@ from partner_repo import (
     RollingConfig,
     RollingService,
 )
-from partner_repo.cores._lease import CoreLease
-from partner_repo.mongo._indexes import CORES
+from partner_repo.cores import CoreLease
+from partner_repo.mongo import CORES
 from tests.contract.rolling_contract_support import T0, assert_tiles, numbered, summarize
 
 CONFIG = RollingConfig(trigger_limit=8, retain_divisor=4)

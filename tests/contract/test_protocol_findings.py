@@ -26,7 +26,7 @@ from partner_repo import (
     RollingConfig,
     RollingService,
 )
-from partner_repo.mongo._storage import MAX_DOCUMENT_BYTES, bson_size, messages_bytes
+from partner_repo.mongo import MAX_DOCUMENT_BYTES, bson_size, messages_bytes
 from tests.contract.positions_support import Wire
 from tests.contract.protocol_support import (
     ProcessDatabase,

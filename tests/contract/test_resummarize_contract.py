@@ -20,7 +20,7 @@ from partner_repo import (
     close_database,
     init_repository,
 )
-from partner_repo.mongo._indexes import UNITS, UNSUMMARIZED_INDEX
+from partner_repo.mongo import UNITS, UNSUMMARIZED_INDEX
 from partner_repo.units._summaries import UnitSummaries, unsummarized_query
 from tests.conftest import real_database
 

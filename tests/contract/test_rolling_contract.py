@@ -21,7 +21,7 @@ from partner_repo import (
     RollingService,
     resolve_chat_increment,
 )
-from partner_repo.cores._lease import CoreLease
+from partner_repo.cores import CoreLease
 from tests.contract.rolling_contract_support import T0, assert_tiles, numbered, summarize
 
 IDLE = timedelta(hours=1)

@@ -40,7 +40,7 @@ from partner_repo import (
     connect,
     resolve_chat_increment,
 )
-from partner_repo.mongo._indexes import CHECKPOINTS, UNITS
+from partner_repo.mongo import CHECKPOINTS, UNITS
 from tests.conftest import requires_mongodb
 
 pytestmark = pytest.mark.integration

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from partner_repo import DuplicateSliceId, MemoryUnitRepository, Message, close_database, init_repository
-from partner_repo.mongo._indexes import SLICE_ID_CLAIMS, UNITS
+from partner_repo.mongo import SLICE_ID_CLAIMS, UNITS
 from tests.conftest import real_database, requires_mongodb
 
 WRITERS = 8

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from partner_repo.mongo._indexes import UNITS
+from partner_repo.mongo import UNITS
 
 Interloper = Callable[[], Awaitable[object]]
 

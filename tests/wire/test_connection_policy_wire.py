@@ -25,7 +25,7 @@ from partner_repo import (
     connect,
     connect_from_settings,
 )
-from partner_repo.mongo._connection import DEFAULTS
+from partner_repo.mongo import DEFAULTS
 from tests.wire.wire_support import scripted_server
 
 FROZEN = ("findAndModify", "update", "insert", "find", "aggregate")

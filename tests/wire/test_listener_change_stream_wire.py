@@ -30,8 +30,7 @@ from partner_repo import (
     in_memory_database,
     init_repository,
 )
-from partner_repo.mongo._indexes import UNITS
-from partner_repo.mongo._storage import slice_document
+from partner_repo.mongo import UNITS, slice_document
 from tests.conftest import until
 from tests.unit.listener.support import Recorder
 from tests.wire.wire_support import UNITS_NS as NS

@@ -23,7 +23,7 @@ from partner_repo import (
     in_memory_database,
     init_repository,
 )
-from partner_repo.mongo._indexes import UNITS
+from partner_repo.mongo import UNITS
 from tests.conftest import until
 from tests.unit.listener.support import Recorder
 from tests.wire.wire_support import cursor, motor_client, receive, server_fixture

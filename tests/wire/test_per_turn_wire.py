@@ -17,7 +17,7 @@ from benchmarks.backends import motor_database, scripted_server
 from benchmarks.monitor import WireMeter
 from benchmarks.workload import turn
 from partner_repo import RollingConfig, RollingService
-from partner_repo.rolling._summarizer import ExtractiveSummarizer
+from partner_repo.rolling import ExtractiveSummarizer
 
 pytestmark = pytest.mark.wire
 

@@ -14,7 +14,7 @@ import pytest
 from mockupdb import MockupDB, Request
 
 from partner_repo import MemorySlice, Message, RollingResult
-from partner_repo.mongo._indexes import RECALL_INDEXES
+from partner_repo.mongo import RECALL_INDEXES
 from partner_repo.recall import MemoryRecall, RecallIndexer
 from partner_repo.recall._keys import core_key
 from tests.wire.wire_support import cursor, motor_client, plain, receive, server_fixture

@@ -16,9 +16,9 @@ import pytest
 from mockupdb import MockupDB
 
 from partner_repo import MemoryCoreRepository, Message, WindowTooLarge
-from partner_repo.cores._lease import CoreLease
+from partner_repo.cores import CoreLease
 from partner_repo.leases import LeaseState
-from partner_repo.mongo._storage import messages_bytes
+from partner_repo.mongo import messages_bytes
 from tests.wire.wire_support import motor_client, receive, server_fixture
 
 pytestmark = pytest.mark.wire

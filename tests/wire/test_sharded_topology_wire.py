@@ -16,7 +16,7 @@ import pytest
 from mockupdb import MockupDB, Request
 
 from partner_repo import MigrationError, init_repository, run_migrations
-from partner_repo.mongo._indexes import ALL_INDEXES, ERASURES, UNITS
+from partner_repo.mongo import ALL_INDEXES, ERASURES, UNITS
 from tests.unit.migrations.support import INDEXES, SLICE_INDEX, bound, load
 from tests.wire.wire_support import HELLO, cursor, motor_client, plain, server_fixture
 

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from partner_repo import MemorySlice, MemoryUnit, MemoryUnitRepository, Message
-from partner_repo.mongo._indexes import UNITS
+from partner_repo.mongo import UNITS
 
 T0 = datetime(2024, 3, 1, 9, 0, tzinfo=UTC)
 

@@ -15,8 +15,7 @@ from partner_repo import (
     UnitChecker,
     UnitViolations,
 )
-from partner_repo.mongo._indexes import UNITS
-from partner_repo.mongo._storage import bson_size
+from partner_repo.mongo import UNITS, bson_size
 from tests.unit.admin.support import T0, insert_raw, raw_unit, seed_unit
 
 

@@ -16,7 +16,7 @@ from typing import Any
 from partner_repo import MemoryUnitRepository, Message, UnitChecker, import_partner_state
 from partner_repo.admin._inspection import ID_TOO_LONG
 from partner_repo.models import MAX_ID_LENGTH
-from partner_repo.mongo._indexes import CORES, UNITS
+from partner_repo.mongo import CORES, UNITS
 from tests.unit.admin.support import T0, insert_raw, raw_unit
 
 TOO_LONG = "x" * (MAX_ID_LENGTH + 1)

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from partner_repo import InvalidInput, MemoryUnitRepository, Message, NotFound, SliceQueries
-from partner_repo.admin._queries import MAX_LIMIT
+from partner_repo.admin import MAX_LIMIT
 from tests.unit.admin.support import at, seed_unit
 
 

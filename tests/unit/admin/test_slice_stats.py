@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from partner_repo import MAX_DOCUMENT_BYTES, InvalidInput, SliceQueries, in_memory_database
-from partner_repo.mongo._indexes import UNITS
+from partner_repo.mongo import UNITS
 from tests.unit.admin.support import T0, insert_raw, raw_unit, seed_unit
 
 NOW = T0 + timedelta(hours=3)

@@ -21,8 +21,7 @@ from partner_repo.admin._windows import (
     Window,
     WindowWalk,
 )
-from partner_repo.mongo import driver
-from partner_repo.mongo._indexes import UNITS
+from partner_repo.mongo import UNITS, driver
 from tests.unit.admin.support import T0, seed_unit
 
 HOUR = timedelta(hours=1)

@@ -23,7 +23,7 @@ from partner_repo import (
     RollingService,
     extractive_summarizer,
 )
-from partner_repo.cli._app import main
+from partner_repo.cli import main
 from partner_repo.cli.reference import commands
 from partner_repo.recall import RecallIndexer
 from tests.unit.admin.support import T0, at, insert_raw, raw_unit, seed_unit

@@ -15,9 +15,9 @@ from click.testing import CliRunner, Result
 
 import partner_repo.importing._importer as importer
 from partner_repo import SliceQueries
-from partner_repo.admin._check import UnitChecker
+from partner_repo.admin import UnitChecker
 from partner_repo.cli import main
-from partner_repo.rolling._service import RollingService
+from partner_repo.rolling import RollingService
 from tests.unit.admin.support import at, seed_unit
 from tests.unit.cli.support import Seed
 

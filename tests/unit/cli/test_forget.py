@@ -12,7 +12,7 @@ from click.testing import CliRunner, Result
 
 from partner_repo import MemoryCoreRepository, MemoryEraser
 from partner_repo.cli import main
-from partner_repo.mongo._indexes import UNITS
+from partner_repo.mongo import UNITS
 from tests.erasure_support import Crash, CrashingDatabase, remember, unit_ids_of
 from tests.unit.cli.support import Seed
 

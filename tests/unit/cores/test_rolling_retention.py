@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from partner_repo import InvalidInput, MemoryCoreRepository, roll_chat_messages
-from partner_repo.cores._window import dropped_count
+from partner_repo.cores import dropped_count
 from tests.unit.rolling.support import numbered
 
 WINDOW_SIZES = range(101)

@@ -10,8 +10,8 @@ import pytest
 
 from partner_repo import InvalidInput, LeaseLost, MemoryCoreRepository, NotFound, WindowState
 from partner_repo.clock import utc_now
-from partner_repo.cores._lease import CoreLease
-from partner_repo.mongo._indexes import CORES
+from partner_repo.cores import CoreLease
+from partner_repo.mongo import CORES
 from tests.unit.rolling.support import T0, message, numbered
 
 

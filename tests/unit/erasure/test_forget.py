@@ -14,7 +14,7 @@ from partner_repo import (
     MemoryCoreRepository,
     MemoryEraser,
 )
-from partner_repo.mongo._indexes import ERASURE_REQUESTS
+from partner_repo.mongo import ERASURE_REQUESTS
 from tests.erasure_support import letter_on, progress_on, remember, unit_ids_of
 
 

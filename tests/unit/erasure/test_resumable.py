@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from partner_repo import ErasureLog, MemoryCoreRepository, MemoryEraser, Message
-from partner_repo.mongo._indexes import CORES, ERASURE_REQUESTS, ERASURES, UNITS
+from partner_repo.mongo import CORES, ERASURE_REQUESTS, ERASURES, UNITS
 from tests.erasure_support import T0, Crash, CrashingDatabase, remember, rolling, unit_ids_of
 
 CRASH_POINTS = [

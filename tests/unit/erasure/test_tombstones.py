@@ -31,7 +31,7 @@ from partner_repo import (
     StaleIncrement,
     UnitChecker,
 )
-from partner_repo.mongo._indexes import CHECKPOINTS, TOMBSTONE_RETENTION, UNITS
+from partner_repo.mongo import CHECKPOINTS, TOMBSTONE_RETENTION, UNITS
 from partner_repo.units._append import APPEND_PATIENCE_S
 from tests.conftest import YieldingDatabase, until
 from tests.erasure_support import T0, remember

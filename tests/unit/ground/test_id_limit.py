@@ -26,10 +26,10 @@ from partner_repo import (
     replay_dead_letters,
 )
 from partner_repo.cli import main
-from partner_repo.cores._lease import CoreLease
-from partner_repo.listener.state._checkpoints import ListenerCheckpoints
+from partner_repo.cores import CoreLease
+from partner_repo.listener.state import ListenerCheckpoints
 from partner_repo.models import MAX_ID_LENGTH
-from partner_repo.mongo._indexes import ALL_INDEXES
+from partner_repo.mongo import ALL_INDEXES
 from partner_repo.validation import require_id
 
 LONGEST = "i" * MAX_ID_LENGTH

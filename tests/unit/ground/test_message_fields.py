@@ -17,8 +17,7 @@ from partner_repo import (
     RollingService,
 )
 from partner_repo.encoding import MAX_METADATA_BYTES
-from partner_repo.mongo._indexes import CORES, UNITS
-from partner_repo.mongo._storage import bson_size
+from partner_repo.mongo import CORES, UNITS, bson_size
 from partner_repo.validation import parse_messages
 from tests.unit.rolling.support import T0, RecordingSummarizer
 

@@ -15,7 +15,7 @@ import partner_repo
 from partner_repo import UnitChecker, in_memory_database, init_repository, run_migrations
 from partner_repo.cli import _progress as cli_progress
 from partner_repo.cli import main
-from partner_repo.mongo._indexes import UNITS
+from partner_repo.mongo import UNITS
 from tests.unit.migrations.support import MIGRATIONS
 
 Calls = list[tuple[int, int]]

@@ -15,8 +15,8 @@ from partner_repo import (
     load_settings,
     settings_for,
 )
+from partner_repo.mongo import UNITS
 from partner_repo.mongo._connection import DEFAULTS, client_options
-from partner_repo.mongo._indexes import UNITS
 
 SECRET = "s3cr3t-Pa55"
 URI = f"mongodb://app:{SECRET}@db1.example.net:27017,db2.example.net:27017/?replicaSet=rs0"

@@ -19,7 +19,7 @@ from partner_repo import (
     UnitChecker,
     import_partner_state,
 )
-from partner_repo.mongo._indexes import CORES, UNITS
+from partner_repo.mongo import CORES, UNITS
 
 MS = 1_709_280_000_000  # 2024-03-01T08:00:00Z in epoch milliseconds
 MTIME = datetime(2024, 2, 1, 12, 0, tzinfo=UTC)

@@ -16,7 +16,7 @@ from pymongo.errors import AutoReconnect
 
 from partner_repo import ImportReport, MemoryUnitRepository, Message, UnitChecker, import_partner_state
 from partner_repo.cli import main
-from partner_repo.mongo._indexes import UNITS
+from partner_repo.mongo import UNITS
 
 MS = 1_709_280_000_000  # 2024-03-01T08:00:00Z in epoch milliseconds
 HALF_AN_EMOJI = "\ud83d"  # json.dumps writes it as the escape "\ud83d", as a truncated UTF-16 pair reads

@@ -20,7 +20,7 @@ from partner_repo import (
     RollingListener,
     RollingResult,
 )
-from partner_repo.listener.delivery._pipeline import DeliveryPipeline
+from partner_repo.listener.delivery import DeliveryPipeline
 from partner_repo.listener.stream._polling import UnitScanner
 
 T0 = datetime(2024, 5, 1, 9, 0, tzinfo=UTC)

@@ -16,7 +16,7 @@ from partner_repo import (
     RollingService,
     replay_dead_letters,
 )
-from partner_repo.listener.state._checkpoints import ListenerCheckpoints
+from partner_repo.listener.state import ListenerCheckpoints
 from tests.erasure_support import T0
 from tests.unit.listener.support import Recorder, quick_listener, registry_of
 

@@ -14,10 +14,9 @@ from mcp import Client, MCPError
 
 from partner_repo import MemoryCoreRepository, MemoryUnitRepository, RollingConfig, RollingService
 from partner_repo.errors import ConnectionFailed, InvalidInput
-from partner_repo.mcp._server import memory_server
-from partner_repo.mcp._tools import MemoryTools
+from partner_repo.mcp import MemoryTools, memory_server
 from partner_repo.recall import RecallIndexer
-from partner_repo.rolling._summarizer import extractive_summarizer
+from partner_repo.rolling import extractive_summarizer
 from tests.unit.mcp.support import error_line, record_turns, structured, turn
 
 pytestmark = pytest.mark.asyncio

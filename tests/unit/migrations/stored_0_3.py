@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from partner_repo.mongo._storage import bson_size
+from partner_repo.mongo import bson_size
 
 ROLLED_BY_0_3 = datetime(2024, 5, 1, 9, 0, tzinfo=UTC)
 """When the 0.3 documents below were written."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from partner_repo import run_migrations
-from partner_repo.mongo._indexes import ALL_INDEXES, UNITS
+from partner_repo.mongo import ALL_INDEXES, UNITS
 from tests.unit.migrations.support import (
     CLAIMS,
     ERASURE_INDEXES,

@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from partner_repo import DeadLetterRepository, run_migrations
-from partner_repo.mongo._indexes import DEAD_LETTERS
+from partner_repo.mongo import DEAD_LETTERS
 from tests.unit.migrations.support import fresh_database, migration_file, shipped_before, shipped_from
 
 KEYS = migration_file("dead_letter_keys")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from partner_repo import run_migrations
-from partner_repo.mongo._indexes import CHECKPOINTS, UNITS
+from partner_repo.mongo import CHECKPOINTS, UNITS
 from tests.unit.migrations.support import ERASURE_TOMBSTONES, bound, fresh_database, load, shipped_from
 from tests.unit.migrations.support import names as migration_names
 

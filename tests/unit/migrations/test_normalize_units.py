@@ -18,8 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from partner_repo import MemoryUnit, MemoryUnitRepository, Message, normalize_unit, run_migrations
-from partner_repo.mongo._indexes import UNITS
-from partner_repo.mongo._storage import unit_document
+from partner_repo.mongo import UNITS, unit_document
 from tests.unit.migrations.support import NORMALIZE, SLICE_IDS, bound, fresh_database, load
 
 T0 = datetime(2024, 5, 1, 9, 0, tzinfo=UTC)

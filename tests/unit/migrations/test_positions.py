@@ -13,9 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from partner_repo import MemoryCoreRepository, MemoryUnitRepository, Message, RollingService, run_migrations
-from partner_repo.mongo._indexes import CORES, UNITS
-from partner_repo.mongo._storage import bson_size
-from partner_repo.rolling._positions import resolve_chat_increment
+from partner_repo.mongo import CORES, UNITS, bson_size
+from partner_repo.rolling import resolve_chat_increment
 from tests.unit.interference import InterruptedCollection
 from tests.unit.migrations.stored_0_3 import ROLLED_BY_0_3, core_of_0_3, msg, msgs, unit_of_0_3
 from tests.unit.migrations.support import (

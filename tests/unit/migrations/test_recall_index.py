@@ -8,9 +8,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from partner_repo import run_migrations
-from partner_repo.recall import MemoryRecall, TopicCue
-from partner_repo.recall._checking import RecallIndexCheck
-from partner_repo.units._repository import MemoryUnitRepository
+from partner_repo.recall import MemoryRecall, RecallIndexCheck, TopicCue
+from partner_repo.units import MemoryUnitRepository
 from tests.recall_support import index_state
 from tests.unit.migrations.support import RECALL_INDEX, bound, fresh_database, shipped_before
 

@@ -21,9 +21,9 @@ from partner_repo import (
     migration_status,
     run_migrations,
 )
-from partner_repo.admin._inspection import normalization_violations
+from partner_repo.admin import normalization_violations
 from partner_repo.models import MemoryUnit
-from partner_repo.mongo._indexes import UNITS
+from partner_repo.mongo import UNITS
 from tests.conftest import YieldingDatabase
 from tests.unit.interference import SwappedDatabase
 from tests.unit.migrations.support import NORMALIZE, fresh_database

@@ -7,9 +7,8 @@ from typing import Any
 import pytest
 
 from partner_repo import MigrationError, run_migrations
-from partner_repo.mongo._indexes import SLICE_ID_CLAIMS, UNITS
-from partner_repo.mongo._topology import Topology
-from partner_repo.units._claims import SliceIdClaims
+from partner_repo.mongo import SLICE_ID_CLAIMS, UNITS, Topology
+from partner_repo.units import SliceIdClaims
 from tests.unit.migrations.support import CLAIMS, bound, fresh_database, names, shipped_before, shipped_from
 
 

@@ -14,8 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from partner_repo import MemoryUnit, MemoryUnitRepository, Message, normalize_unit
-from partner_repo.mongo._indexes import UNITS
-from partner_repo.mongo._storage import unit_document
+from partner_repo.mongo import UNITS, unit_document
 from tests.unit.migrations.index_semantics import NULL, collisions
 from tests.unit.migrations.support import SLICE_IDS, SLICE_INDEX, load
 

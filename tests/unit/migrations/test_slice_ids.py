@@ -8,9 +8,8 @@ from functools import partial
 from typing import Any
 
 from partner_repo import MemoryUnitRepository, Message, UnitChecker, run_migrations
-from partner_repo.mongo._indexes import UNITS
-from partner_repo.mongo._storage import bson_size
-from partner_repo.units._claims import SliceIdClaims
+from partner_repo.mongo import UNITS, bson_size
+from partner_repo.units import SliceIdClaims
 from tests.unit.interference import InterruptedCollection
 from tests.unit.migrations.support import SLICE_IDS, bound, fresh_database, load, names, shipped_from
 

@@ -15,7 +15,7 @@ from partner_repo import (
     UnitChecker,
     run_migrations,
 )
-from partner_repo.mongo._indexes import UNITS
+from partner_repo.mongo import UNITS
 from tests.unit.migrations.support import UNSUMMARIZED, bound, fresh_database, shipped_from
 
 T0 = datetime(2024, 5, 1, 9, 0, tzinfo=UTC)

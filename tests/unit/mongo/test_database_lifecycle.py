@@ -19,8 +19,7 @@ from partner_repo import (
     ensure_indexes,
     in_memory_database,
 )
-from partner_repo.mongo import driver
-from partner_repo.mongo._indexes import ALL_INDEXES
+from partner_repo.mongo import ALL_INDEXES, driver
 
 
 @pytest.fixture

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from partner_repo import MemoryUnitRepository, Message, in_memory_database, init_repository
-from partner_repo.mongo._indexes import ALL_INDEXES
+from partner_repo.mongo import ALL_INDEXES
 
 
 async def test_without_create_indexes_no_index_is_created() -> None:

@@ -7,8 +7,7 @@ from typing import Any
 import pytest
 
 from partner_repo import in_memory_database, init_repository
-from partner_repo.mongo._indexes import ALL_INDEXES, CORES, SHARD_KEYS, UNIT_INDEXES, UNITS
-from partner_repo.mongo._topology import index_refusal
+from partner_repo.mongo import ALL_INDEXES, CORES, SHARD_KEYS, UNIT_INDEXES, UNITS, index_refusal
 
 REQUIRED_UNIT_INDEXES = {
     "core_updated": [("core_id", 1), ("updated_at", -1)],

@@ -16,8 +16,8 @@ from hypothesis import strategies as st
 
 import partner_repo
 from partner_repo import mask_uri
+from partner_repo.mongo import SECRETS, SecretsFilter, remember_secrets, scrub
 from partner_repo.mongo import _masking as masking
-from partner_repo.mongo._masking import SECRETS, SecretsFilter, remember_secrets, scrub
 
 SECRET = "pa55w0rd"
 

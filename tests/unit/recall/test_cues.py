@@ -8,7 +8,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from partner_repo.recall._cues import DateCue, date_cues
+from partner_repo.recall import DateCue, date_cues
 
 UTC = ZoneInfo("UTC")
 SHANGHAI = ZoneInfo("Asia/Shanghai")

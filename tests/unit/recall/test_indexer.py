@@ -15,10 +15,8 @@ from typing import Any
 import pytest
 
 from partner_repo import InvalidInput, RollingResult
-from partner_repo.mongo import driver
-from partner_repo.mongo._indexes import RECALL_INDEX
-from partner_repo.recall import RecallIndexer, Topic, TopicNode, TopicProfile, TopicRequest
-from partner_repo.recall._checking import RecallIndexCheck
+from partner_repo.mongo import RECALL_INDEX, driver
+from partner_repo.recall import RecallIndexCheck, RecallIndexer, Topic, TopicNode, TopicProfile, TopicRequest
 from tests.erasure_support import Crash
 from tests.recall_support import (
     BREAD,

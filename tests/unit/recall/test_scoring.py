@@ -9,9 +9,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from partner_repo.models import Message
-from partner_repo.recall import RecallWeights, TopicProfile
+from partner_repo.recall import RecallWeights, TopicProfile, terms
 from partner_repo.recall._scoring import Candidate, rank
-from partner_repo.recall._terms import terms
 from partner_repo.recall._weights import read_marks, slice_terms, stored_marks
 
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)

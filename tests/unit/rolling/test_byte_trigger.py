@@ -18,8 +18,7 @@ from partner_repo import (
     RollingService,
     WindowTooLarge,
 )
-from partner_repo.mongo._indexes import CORES
-from partner_repo.mongo._storage import messages_bytes
+from partner_repo.mongo import CORES, messages_bytes
 from partner_repo.validation import Turn
 from tests.unit.rolling.support import T0
 

@@ -21,7 +21,7 @@ from partner_repo import (
     RollingService,
     resolve_chat_increment,
 )
-from partner_repo.cores._lease import CoreLease
+from partner_repo.cores import CoreLease
 from tests.unit.rolling.support import T0, Clock, RecordingSummarizer, Ticks, assert_slices_tile, numbered
 
 CONFIG = RollingConfig(trigger_limit=6, retain_divisor=3)

@@ -19,8 +19,7 @@ from partner_repo import (
     RollingService,
     UnitChecker,
 )
-from partner_repo.mongo._indexes import UNITS
-from partner_repo.mongo._storage import bson_size
+from partner_repo.mongo import UNITS, bson_size
 from tests.unit.rolling.support import T0, numbered
 
 QUICK = RollingConfig(summarize_attempts=2, summarize_backoff=timedelta(0), retain_divisor=0)

@@ -23,8 +23,8 @@ from partner_repo import (
     RollingService,
     roll_chat_messages,
 )
-from partner_repo.cores._lease import CoreLease
-from partner_repo.mongo._indexes import CORES
+from partner_repo.cores import CoreLease
+from partner_repo.mongo import CORES
 from tests.unit.rolling.support import T0, Clock, RecordingSummarizer, assert_slices_tile, numbered
 
 

@@ -21,7 +21,7 @@ from partner_repo import (
     RollingConfig,
     RollingService,
 )
-from partner_repo.mongo._indexes import UNITS
+from partner_repo.mongo import UNITS
 from tests.unit.rolling.support import T0, numbered
 
 QUICK = {"summarize_backoff": timedelta(0)}

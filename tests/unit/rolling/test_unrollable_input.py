@@ -21,7 +21,7 @@ from partner_repo import (
     RollingConfig,
     RollingService,
 )
-from partner_repo.mongo._storage import MAX_DOCUMENT_BYTES, bson_size
+from partner_repo.mongo import MAX_DOCUMENT_BYTES, bson_size
 from tests.unit.rolling.support import T0, numbered
 
 LONE_SURROGATE = "half an emoji: \ud83d"

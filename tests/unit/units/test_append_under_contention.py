@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from partner_repo import ConflictError, MemoryUnitRepository, Message
-from partner_repo.mongo._indexes import UNITS
+from partner_repo.mongo import UNITS
 from tests.unit.interference import interrupted_units
 
 

@@ -21,7 +21,7 @@ from partner_repo import (
     MemoryUnitRepository,
     Message,
 )
-from partner_repo.mongo._storage import unit_document, unit_from_document
+from partner_repo.mongo import unit_document, unit_from_document
 
 WRITERS = 50
 PER_CALL = 3

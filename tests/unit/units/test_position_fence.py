@@ -8,8 +8,7 @@ from typing import Any
 import pytest
 
 from partner_repo import MemoryUnitRepository, StaleIncrement
-from partner_repo.mongo._indexes import UNITS
-from partner_repo.mongo._storage import bson_size
+from partner_repo.mongo import UNITS, bson_size
 from tests.unit.rolling.support import numbered
 
 

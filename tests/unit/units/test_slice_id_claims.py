@@ -17,8 +17,8 @@ from partner_repo import (
     UnitChecker,
 )
 from partner_repo.clock import utc_now
-from partner_repo.mongo._indexes import SLICE_ID_CLAIMS, UNITS
-from partner_repo.units._claims import ORPHAN_GRACE, SliceIdClaims
+from partner_repo.mongo import SLICE_ID_CLAIMS, UNITS
+from partner_repo.units import ORPHAN_GRACE, SliceIdClaims
 
 
 def hello(text: str = "hi") -> list[Message]:

@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 
 from partner_repo import InvalidInput, ListenerCheckpoints, MemorySlice, MemoryUnitRepository, RollingResult
-from partner_repo.listener.delivery._pipeline import DeliveryPipeline
-from partner_repo.listener.state._dead_letters import DeadLetterRepository
+from partner_repo.listener.delivery import DeliveryPipeline
+from partner_repo.listener.state import DeadLetterRepository
 from tests.conftest import until
 from tests.unit.listener.support import QUICK, Recorder, append, quick_listener, registry_of
 

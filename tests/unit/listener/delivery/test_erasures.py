@@ -17,7 +17,7 @@ from partner_repo import (
     RollingResult,
     replay_dead_letters,
 )
-from partner_repo.mongo._indexes import CHECKPOINTS
+from partner_repo.mongo import CHECKPOINTS
 from tests.conftest import until
 from tests.erasure_support import progress_on, remember
 from tests.unit.listener.support import Recorder, quick_listener, registry_of

@@ -13,9 +13,12 @@ import pytest
 
 from partner_repo import InvalidInput, MemoryUnitRepository
 from partner_repo.listener import _listener as listener_module
-from partner_repo.listener.observing._metrics import ListenerMetrics
-from partner_repo.listener.observing._observer import ListenerObserver
-from partner_repo.listener.observing._prometheus import MetricsUnavailable, serve_metrics
+from partner_repo.listener.observing import (
+    ListenerMetrics,
+    ListenerObserver,
+    MetricsUnavailable,
+    serve_metrics,
+)
 from tests.conftest import until
 from tests.unit.listener.support import Recorder, append, quick_listener, registry_of
 

@@ -15,7 +15,7 @@ from partner_repo import ListenerCheckpoints, MemoryUnitRepository
 from partner_repo.cli import main
 from partner_repo.cli._runtime import Connection
 from partner_repo.clock import utc_now
-from partner_repo.listener.state._status import GroupStatus, listener_status
+from partner_repo.listener.state import GroupStatus, listener_status
 from tests.conftest import until
 from tests.unit.listener.support import T0, Recorder, append, quick_listener, registry_of
 

@@ -25,7 +25,7 @@ from partner_repo import (
     RollingResult,
     RollingService,
 )
-from partner_repo.listener.state._checkpoints import ListenerCheckpoints
+from partner_repo.listener.state import ListenerCheckpoints
 from tests.conftest import until
 from tests.unit.listener.support import T0, Recorder, append, messages, quick_listener, registry_of
 

@@ -19,7 +19,7 @@ from partner_repo import (
     replay_dead_letters,
 )
 from partner_repo.errors import UnreadableUnit
-from partner_repo.mongo._storage import slice_document
+from partner_repo.mongo import slice_document
 from tests.conftest import until
 from tests.unit.listener.faults import ScriptedStreams, StreamScript
 from tests.unit.listener.support import (
