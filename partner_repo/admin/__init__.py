@@ -2,7 +2,7 @@
 
 The front doors are :class:`SliceQueries` (``_queries``: lists, details, stats and windows of slices, with
 their filters, cursors and views) and :class:`UnitChecker` (``_check``: check and repair, with the pure
-``_inspection`` of one unit and the slice-id walks of ``_slice_ids``).
+``_inspection`` of one unit).
 """
 
 from partner_repo.admin._check import (

@@ -1,9 +1,9 @@
 """Erasure: forgetting a core's memory, resumably, fenced against racing rolls.
 
-The front door is :class:`MemoryEraser` (``_eraser``); what an erasure would remove is counted by
-``_preview``, the pending requests and the ids each will erase are kept by ``_requests``, and the tombstones
-an erasure leaves are ``_tombstones``'. Finished erasures are appended to the listener's erasure log, so every
-consumer group hears of them.
+The front door is :class:`MemoryEraser` (``_eraser``, with the tombstones an erasure leaves); what an erasure
+would remove is counted by ``_preview``, and the pending requests and the ids each will erase are kept by
+``_requests``. Finished erasures are appended to the listener's erasure log, so every consumer group hears of
+them.
 """
 
 from partner_repo.erasure._eraser import LEASE_WAIT, ErasureReport, MemoryEraser

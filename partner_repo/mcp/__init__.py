@@ -3,8 +3,8 @@
 An agent host (an IDE assistant, a desktop chat client, an agent framework) reaches a core's memory through
 five tools: ``record_turn``, ``recall``, ``context``, ``topics`` and ``forget``. ``_tools`` does what each
 tool does with the library's services (no protocol in it); ``_arguments`` and ``_results`` are their schemas,
-``_catalog`` lists them; ``_server`` puts them on the official Python SDK's low-level ``Server``; ``_http``
-serves it over streamable HTTP behind a bearer token, ``_serving`` runs either transport.
+``_catalog`` lists them; ``_server`` puts them on the official Python SDK's low-level ``Server``;
+``_serving`` runs it over stdio or over streamable HTTP behind a bearer token.
 
 Needs the SDK (``pip install 'partner-repo[mcp]'``); only this package imports it (an import contract keeps
 it so), and this module does not: the command checks :func:`require_sdk` first, so an install without the

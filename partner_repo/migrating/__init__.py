@@ -1,5 +1,5 @@
 """Running the schema migrations (the scripts in the top-level ``migrations/``, shipped as
-``partner_repo.migrations``): the runner (``_runner``) and how a failed one is explained (``_failures``).
+``partner_repo.migrations``): the runner (``_runner``), which also says how a failed one is to be finished.
 """
 
 from partner_repo.migrating._runner import (

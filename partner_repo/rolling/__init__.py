@@ -2,7 +2,7 @@
 
 The front door is :class:`RollingService` (``_service``: ``record_and_roll``, ``maybe_roll``, ``roll``, the
 idle scheduler, ``resummarize``); beside it one roll under the lease (``_leased_roll``), the increment by
-position (``_positions``) and by Partner's content overlap (``_increment``), the plan of a roll (``_plan``),
+position, and by Partner's content overlap (``_positions``), the plan of a roll (``_plan``),
 its triggers (``_triggers``), the summarizer and its attempts (``_summarizer``, ``_summarizing``), placeholder
 summaries replaced (``_resummarize``), background rolls (``_background``) and the config (``_config``). What
 a roll produced, :class:`~partner_repo.events.RollingResult`, is in the ground (``partner_repo.events``).

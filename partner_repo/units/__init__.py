@@ -1,10 +1,10 @@
 """MemoryUnit: one memory session, its raw messages and its slices.
 
 The front door is :class:`MemoryUnitRepository` (``_repository``), which owns the unit's invariants; beside
-it the fenced append (``_append``, ``_increment``, ``_marks``, ``_queue``), the head cache (``_heads``),
-slice-id claims (``_claims``), adoption of units written by other tools (``_adoption``), the change feed the
-listener reads (``_feed``), placeholder summaries (``_summaries``), chosen messages of several units
-(``_picking``) and the rules a stored unit keeps (``_rules``).
+it the fenced append (``_append``, ``_increment``, ``_marks``), the head cache (``_heads``), slice-id claims
+(``_claims``), the change feed the listener reads (``_feed``), placeholder summaries (``_summaries``), chosen
+messages of several units (``_picking``) and the rules a stored unit keeps (``_rules``); units written by
+other tools are adopted by the repository itself.
 """
 
 from partner_repo.units._claims import ORPHAN_GRACE, SliceIdClaims

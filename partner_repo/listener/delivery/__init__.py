@@ -1,12 +1,12 @@
 """Delivering: handing each slice (and each erasure) to every consumer, in order, at least once.
 
 - ``_registry``: :class:`AfterRolling`, the consumer protocol, and :class:`AfterRollingRegistry` (how each
-  consumer is called: a plain ``def`` in a worker thread); ``_loading``: consumers named by import path;
-- ``_pipeline``: :class:`DeliveryPipeline`, which drops what the checkpoints say is delivered and feeds
-  ``_lanes`` (one consumer's deliveries, in slice order per unit, several units at once);
+  consumer is called: a plain ``def`` in a worker thread), and consumers named by import path;
+- ``_pipeline``: :class:`DeliveryPipeline`, which drops what the checkpoints say is delivered and feeds each
+  consumer's lanes (its deliveries, in slice order per unit, several units at once), and runs the checkpoint
+  steps in offer order, never ahead of an undelivered slice;
 - ``_results``: a stored slice turned back into the :class:`~partner_repo.events.RollingResult` of its roll;
 - ``_attempts``: a delivery's attempts with ``_retry``'s :class:`Backoff`, the dead letter after the last;
-- ``_commits``: checkpoint steps in offer order, never ahead of an undelivered slice;
 - ``_erasures``: the erasure log handed to consumers with ``on_erased``; ``_replay``: dead letters delivered
   again.
 """

@@ -134,9 +134,6 @@ class UnitLanes(Generic[D]):
                     del self._lanes[unit_id]
 
 
-__all__: list[str] = []  # internal to the listener: nothing here is public API
-
-
 @dataclass(eq=False)
 class Commit:
     action: CommitAction | None
@@ -193,9 +190,6 @@ class OrderedCommits:
                     await retry_storage("checkpoint", commit.action)
                 commits.popleft()
             after()
-
-
-__all__: list[str] = []  # internal to the listener: nothing here is public API
 
 
 logger = library_logger("partner_repo.listener")
@@ -542,4 +536,4 @@ class DeliveryPipeline:
         return False
 
 
-__all__ = []
+__all__: list[str] = []  # internal to the listener: nothing here is public API

@@ -2,10 +2,10 @@
 
 - ``_checkpoints``: a group's checkpoint (``listener_checkpoints``): its resume token, each unit's delivered
   slices and fingerprint, the consumers done with a slice, the erasure cursor, and the group's lease fields;
+  an erased unit's progress becomes a tombstone, so no later commit brings it back;
 - ``_lease``: :class:`GroupLease`, one active listener per group (the others stand by);
 - ``_dead_letters``: what a consumer failed every attempt at (``rolling_dead_letters``);
 - ``_erasure_log``: the append-only log of finished erasures that every group follows (``erasures``);
-- ``_erased_progress``: an erased unit's progress becomes a tombstone, so no later commit brings it back;
 - ``_progress``: a group's lag, a unit's fingerprint commit, and the one order a unit's slices go in;
 - ``_status``: what ``partner-repo listener-status`` reads of all of it.
 

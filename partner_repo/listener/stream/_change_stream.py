@@ -98,9 +98,6 @@ def verdict(exc: PyMongoError) -> Verdict:
     return "unknown"
 
 
-__all__: list[str] = []  # internal to the listener: nothing here is public API
-
-
 logger = library_logger("partner_repo.listener")
 
 OPEN_FAILURES_BEFORE_GIVING_UP = 3
@@ -416,6 +413,3 @@ def _dead_token_error(exc: Exception) -> OperationFailure | None:
 
 
 __all__: list[str] = []  # internal to the listener: nothing here is public API
-
-
-__all__ = []
