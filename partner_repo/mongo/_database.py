@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Coroutine, Generator
+from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeAlias
 
@@ -221,8 +222,9 @@ def _client(uri: str, given: dict[str, Any]) -> Any:
     URI).
 
     The driver's warnings while it parses the URI are never Python warnings: each option it ignores is one
-    log line naming it (:func:`~partner_repo.mongo._connection.ignored_uri_options`), any other warning (a
-    repeated option) is logged scrubbed; none is said when the URI is refused anyway.
+    log line naming it (:func:`~partner_repo.mongo._connection.ignored_uri_options`), any other warning of the
+    driver's (a repeated option) is logged scrubbed; none is said when the URI is refused anyway. A warning
+    that is not the driver's goes on as it came.
     """
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -234,9 +236,20 @@ def _client(uri: str, given: dict[str, Any]) -> Any:
         log.warning("MongoDB URI option %r is ignored: %s", name, scrub(reason, uri))
     said = set(driver_refusals(uri).values())
     for warning in caught:
-        if str(warning.message) not in said:
+        if not _parsing_the_uri(
+            warning
+        ):  # another's warning raised meanwhile (a socket the collector closed)
+            warnings.warn_explicit(warning.message, warning.category, warning.filename, warning.lineno)
+        elif str(warning.message) not in said:
             log.warning("MongoDB URI: %s", scrub(str(warning.message), uri))
     return client
+
+
+def _parsing_the_uri(warning: warnings.WarningMessage) -> bool:
+    """Whether ``warning`` is the driver's own, raised in its code while it read the URI (recording every
+    warning raised meanwhile would log a stranger's, such as a ``ResourceWarning`` the garbage collector
+    raises for a socket another test left open, as a URI warning)."""
+    return issubclass(warning.category, UserWarning) and "pymongo" in Path(warning.filename).parts
 
 
 def _unusable(uri: str, exc: BaseException) -> str:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import logging
 import os
 import warnings
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -15,6 +16,7 @@ from click.testing import CliRunner
 from partner_repo import ConnectionFailed, connect, load_settings
 from partner_repo.cli import main
 from partner_repo.cli._runtime import resolve_connection
+from partner_repo.mongo import driver
 from partner_repo.mongo._connection import DEFAULTS, client_options, ignored_uri_options, uri_database
 
 SECRET = "s3cr3t-Pa55"
@@ -107,6 +109,28 @@ async def test_an_ignored_option_is_one_log_line_naming_it_never_a_python_warnin
     assert record.levelno == logging.WARNING
     assert record.getMessage().startswith("MongoDB URI option 'bogusOption' is ignored: no such option")
     assert SECRET not in caplog.text
+
+
+async def test_a_warning_of_another_raised_while_the_client_is_made_is_not_logged_as_the_uris(
+    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A full ``pytest`` run meets this: the garbage collector closes another test's socket while a client is
+    made, and its ``ResourceWarning`` was logged as ``MongoDB URI: unclosed <socket...>``."""
+    made = driver.new_client
+
+    def collected_meanwhile(uri: str, **options: Any) -> Any:
+        warnings.warn("unclosed <socket.socket fd=9>", ResourceWarning, stacklevel=1)
+        return made(uri, **options)
+
+    monkeypatch.setattr(driver, "new_client", collected_meanwhile)
+
+    with warnings.catch_warnings(record=True) as shown, caplog.at_level(logging.WARNING):
+        warnings.simplefilter("always")
+        with pytest.raises(ConnectionFailed, match="cannot reach MongoDB"):
+            await connect("mongodb://127.0.0.1:1/?serverSelectionTimeoutMS=100")
+
+    assert [r.getMessage() for r in caplog.records if r.name.startswith("partner_repo")] == []
+    assert [w.category for w in shown] == [ResourceWarning]  # still the warning it was, where it was raised
 
 
 # -- the database named in the URI -------------------------------------------------------------------------
