@@ -34,5 +34,13 @@ def utc_now() -> datetime:
     return to_utc_ms(datetime.now(UTC))
 
 
-UtcDatetime = Annotated[datetime, AfterValidator(to_utc_ms)]
-"""A datetime field that always holds aware UTC with millisecond precision."""
+def _field_in_utc(value: datetime) -> datetime:
+    try:
+        return to_utc_ms(value)
+    except OverflowError:  # year 1 east of UTC, or year 9999 west of it: no datetime holds it in UTC
+        raise ValueError(f"{value.isoformat()} is not a time in UTC (before year 1 or after 9999)") from None
+
+
+UtcDatetime = Annotated[datetime, AfterValidator(_field_in_utc)]
+"""A datetime field that always holds aware UTC with millisecond precision (one no datetime can hold in UTC
+is refused as invalid, as any other bad value)."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
@@ -79,11 +79,37 @@ def parse_messages(messages: object, *, allow_empty: bool = True) -> list[Messag
 
 
 def optional_datetime(value: object, what: str) -> datetime | None:
+    """None, or ``value`` as aware UTC at millisecond precision (:func:`~partner_repo.clock.to_utc_ms`)."""
     if value is None:
         return None
     if not isinstance(value, datetime):
         raise InvalidInput(f"{what} must be a datetime, got {type(value).__name__}")
-    return to_utc_ms(value)
+    try:
+        return to_utc_ms(value)
+    except OverflowError:  # year 1 east of UTC, or year 9999 west of it: no datetime holds it in UTC
+        raise InvalidInput(
+            f"{what} {value.isoformat()} is not a time in UTC (before year 1 or after 9999)"
+        ) from None
+
+
+EARLIEST_RECORDED = datetime(1970, 1, 1, tzinfo=UTC)
+LATEST_RECORDED = datetime(9000, 1, 1, tzinfo=UTC)
+"""The times a conversation's events may carry (a turn, a roll, a slice): from the Unix epoch (Partner's own
+times are milliseconds since it) to well before the end of ``datetime``'s range, so that the arithmetic done
+with them (an idle threshold subtracted, a lease added) never leaves it. Go's and .NET's zero time
+(``0001-01-01T00:00:00Z``), which a host sends for "unset", is refused rather than stored."""
+
+
+def optional_recorded_time(value: object, what: str) -> datetime | None:
+    """None, or ``value`` as :func:`optional_datetime` gives it, when it is a time a conversation's event may
+    carry (:data:`EARLIEST_RECORDED` to :data:`LATEST_RECORDED`); else :class:`InvalidInput`."""
+    stamp = optional_datetime(value, what)
+    if stamp is not None and not EARLIEST_RECORDED <= stamp < LATEST_RECORDED:
+        raise InvalidInput(
+            f"{what} {stamp.isoformat()} is not a time of a conversation (from 1970 to 8999); a zero time "
+            "usually means 'unset': leave it out and the time of recording is used"
+        )
+    return stamp
 
 
 def first_error(exc: ValidationError) -> str:
@@ -110,4 +136,4 @@ class Turn:
         """The turn, or :class:`InvalidInput` for the first thing wrong with it (the core id, a message, the
         time)."""
         core = require_id(core_id, "core_id")
-        return cls(core, parse_messages(messages), optional_datetime(at, "at"))
+        return cls(core, parse_messages(messages), optional_recorded_time(at, "at"))

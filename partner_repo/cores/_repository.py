@@ -31,7 +31,7 @@ from partner_repo.mongo import (
     driver,
     messages_bytes,
 )
-from partner_repo.validation import Turn, optional_datetime, require_count, require_id
+from partner_repo.validation import Turn, optional_datetime, optional_recorded_time, require_count, require_id
 
 DEFAULT_CORE_ID = "default"
 
@@ -65,7 +65,7 @@ class MemoryCoreRepository:
     ) -> MemoryCore:
         """The core, created with a fresh memory session when absent (an atomic upsert: callers agree)."""
         core_id = require_id(core_id, "core_id")
-        stamp = optional_datetime(now, "now") or utc_now()
+        stamp = optional_recorded_time(now, "now") or utc_now()
         document = await self._upsert(
             core_id,
             {"$setOnInsert": self._fresh_fields(stamp)},
@@ -80,7 +80,7 @@ class MemoryCoreRepository:
     async def refresh_session(self, core_id: str = DEFAULT_CORE_ID, *, now: datetime | None = None) -> str:
         """Start a new memory session atomically; returns the new session id."""
         core_id = require_id(core_id, "core_id")
-        stamp = optional_datetime(now, "now") or utc_now()
+        stamp = optional_recorded_time(now, "now") or utc_now()
         session = new_session_id()
         fresh = self._fresh_fields(stamp)
         for key in ("memory_session_id", "session_started_at", "version"):
@@ -106,7 +106,7 @@ class MemoryCoreRepository:
         """
         core_id = require_id(core_id, "core_id")
         owner = require_id(lease_owner, "lease_owner")
-        stamp = optional_datetime(now, "now") or utc_now()
+        stamp = optional_recorded_time(now, "now") or utc_now()
         session = new_session_id()
         result = await self._cores.update_one(
             {"_id": core_id, "lease_owner": owner},
@@ -136,7 +136,7 @@ class MemoryCoreRepository:
         """
         core_id = require_id(core_id, "core_id")
         session_id = require_id(session_id, "session_id")
-        stamp = optional_datetime(now, "now") or utc_now()
+        stamp = optional_recorded_time(now, "now") or utc_now()
         current: Any = {"$ne": session_id} if expected is None else require_id(expected, "expected")
         if current == session_id:
             return False

@@ -47,7 +47,10 @@ def _when(value: object) -> object:
         parsed = datetime.fromisoformat(value.strip())
     except ValueError:
         raise ValueError(f"{value!r} is not an ISO 8601 date or date-time (e.g. 2026-11-16T09:30Z)") from None
-    return to_utc_ms(parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC))
+    try:
+        return to_utc_ms(parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC))
+    except OverflowError:  # year 1 east of UTC: no datetime holds it in UTC
+        raise ValueError(f"{value!r} is not a time in UTC (before year 1)") from None
 
 
 def _json_list(value: object) -> object:

@@ -34,7 +34,7 @@ from partner_repo.rolling._summarizer import Summarizer, as_async_summarizer
 from partner_repo.rolling._summarizing import Summary, SummaryAttempts
 from partner_repo.rolling._triggers import Trigger, due_query, trigger
 from partner_repo.units import MemoryUnitRepository, UnitSummaries
-from partner_repo.validation import Turn, optional_datetime, parse_messages, require_id
+from partner_repo.validation import Turn, optional_recorded_time, parse_messages, require_id
 
 logger = library_logger("partner_repo.rolling.service")
 
@@ -444,7 +444,7 @@ class RollingService:
 
     def _now(self, now: datetime | None) -> datetime:
         """``now`` as a caller gave it (checked), or the service's clock."""
-        return self._stamp(optional_datetime(now, "now"))
+        return self._stamp(optional_recorded_time(now, "now"))
 
     def _stamp(self, now: datetime | None) -> datetime:
         """A time already checked, or the service's clock."""

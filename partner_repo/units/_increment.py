@@ -18,7 +18,13 @@ from partner_repo.errors import InvalidInput, StaleIncrement
 from partner_repo.models import MemorySlice, Message
 from partner_repo.normalization import new_slice_id
 from partner_repo.units._heads import UnitHead
-from partner_repo.validation import optional_datetime, optional_id, parse_messages, require_count, require_id
+from partner_repo.validation import (
+    optional_id,
+    optional_recorded_time,
+    parse_messages,
+    require_count,
+    require_id,
+)
 
 
 @dataclass(frozen=True)
@@ -95,7 +101,7 @@ def append_request(
         raise InvalidInput(f"summary must be a string, got {type(summary).__name__}")
     require_encodable(summary, "summary")
     given_id = None if slice_id is None else require_id(slice_id, "slice_id")
-    stamp = optional_datetime(created_at, "created_at") or utc_now()
+    stamp = optional_recorded_time(created_at, "created_at") or utc_now()
     for name, value in (
         ("rolling_size", rolling_size),
         ("retain_divisor", retain_divisor),

@@ -51,6 +51,20 @@ async def test_a_turn_keeps_the_time_it_was_given(database: Any) -> None:
     assert stamps == {datetime(2026, 11, 16, 1, 30, tzinfo=UTC)}
 
 
+@pytest.mark.parametrize("at", ["0001-01-01T00:00:00Z", "0001-01-01T00:00:00+14:00"])
+async def test_a_turn_at_a_time_no_conversation_has_is_one_line_and_writes_nothing(
+    database: Any, at: str
+) -> None:
+    async with connected(database) as client:
+        refused = await client.call_tool(
+            "record_turn", {"core_id": "alice", "messages": turn("Hi", "Hi"), "at": at}
+        )
+
+    assert error_line(refused).startswith("InvalidInput: ")
+    assert "0001-01-01" in error_line(refused) and "\n" not in error_line(refused)
+    assert await MemoryCoreRepository(database).get("alice") is None
+
+
 async def test_a_roll_the_index_fails_on_is_still_answered_as_recorded(
     database: Any, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
