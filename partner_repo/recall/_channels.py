@@ -73,8 +73,8 @@ class Plan:
     days: list[int] | None = None
     vectors: bool = False
     newest: bool = False
-    """Nothing in the query to match (no words, no cues): the newest slices answer. A query whose words the
-    core never used finds nothing instead."""
+    """Nothing the query names is in the index (no word the core used, no topic, no date; an empty query or
+    one of stopwords included): the newest slices answer."""
     last_seq: int = 0
 
     def projection(self) -> dict[str, Any]:

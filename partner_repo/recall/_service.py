@@ -134,7 +134,6 @@ class MemoryRecall:
             until=asked.until,
             per_channel=max(CHANNEL_LIMIT_FLOOR, 2 * asked.limit),
             vectors=vector is not None and not support.vector,
-            newest=not query_terms and not asked.cues,
         )
         extra = self._search_channels(asked, vector, support, plan)
         names = _names(query_terms, asked.cues)
@@ -212,6 +211,7 @@ def _planned(plan: Plan, asked: Asked, query_terms: list[str], lookup: Lookup) -
         ranges=ranges,
         days=_days(ranges),
         last_seq=lookup.last_seq,
+        newest=not present and not topics and not ranges,
     )
 
 

@@ -217,8 +217,16 @@ async def test_a_core_with_nothing_indexed_recalls_nothing(history: History) -> 
     assert await history.recall().topics("somebody else") == []
 
 
-async def test_a_query_whose_words_the_core_never_used_finds_nothing(history: History) -> None:
-    assert await history.recall().recall("agent", "zebra quantum", limit=2) == []
+@pytest.mark.parametrize("query", ["zebra quantum", "what did we talk about?", "remind me", "zzzz"])
+async def test_a_query_naming_nothing_the_index_knows_returns_the_most_recent_slices(
+    history: History, query: str
+) -> None:
+    """docs/recall.md and ``recall search --help``: a query that names nothing the index knows (no word the
+    core used, no topic, no date) gets the newest slices, as an empty one does."""
+    found = await history.recall().recall("agent", query, limit=2)
+
+    assert [piece.summary for piece in found] == [PROJECT.summary, TRAVEL.summary]
+    assert all(piece.sources == ("recent",) for piece in found)
 
 
 async def test_a_query_of_stopwords_only_returns_the_most_recent_slices(history: History) -> None:
