@@ -33,7 +33,8 @@ from partner_repo.clock import to_utc_ms
 from partner_repo.errors import InvalidCursor, InvalidInput
 from partner_repo.models import MAX_ID_LENGTH
 
-CURSOR_VERSION = 1
+CURSOR_VERSION = 2
+"""2: the walk orders ties of creation time by position (1's cursors, ordered by id, start the walk again)."""
 DEFAULT_CURSOR_SECRET = b"partner-repo:slice-cursor:v1"
 """Used when no secret is configured: it detects edits and foreign cursors, not a determined forger."""
 
@@ -56,13 +57,16 @@ class ReadTime:
 
 @dataclass(frozen=True)
 class SliceKey:
-    """Where a slice sits in the walk order: creation time, then slice id, then unit id (the tie-breakers)."""
+    """Where a slice sits in the walk order: creation time, then its first message's position in the core,
+    then its start in its unit (-1 where a slice has none), then slice id, then unit id (the tie-breakers)."""
 
     created_at: datetime
     slice_id: str
     unit_id: str
     read_at: ReadTime | None = None
     """When the page ending here was read (None: the deployment reported no time)."""
+    position: int = -1
+    start: int = -1
 
     @property
     def resumable(self) -> bool:
@@ -95,6 +99,8 @@ class CursorCodec:
             "t": _epoch_ms(key.created_at),
             "s": key.slice_id,
             "u": key.unit_id,
+            "p": key.position,
+            "i": key.start,
         }
         if key.read_at is not None:
             fields.update(_read_time_fields(key.read_at))
@@ -128,6 +134,8 @@ class CursorCodec:
             slice_id=data["s"],
             unit_id=data["u"],
             read_at=_read_time(data),
+            position=data["p"],
+            start=data["i"],
         )
 
     def _mac(self, payload: bytes) -> bytes:
@@ -161,7 +169,7 @@ def _longest_cursor() -> int:
     padding = MAX_CLUSTER_TIME_BYTES - len(bson.encode({"p": b""}))
     read_at = ReadTime(latest, {"p": b"\x00" * padding})  # a cluster time of the largest size a cursor holds
     return max(
-        len(codec.encode(SliceKey(moment, widest, widest, read_at), "0" * 32))
+        len(codec.encode(SliceKey(moment, widest, widest, read_at, -(2**63), -(2**63)), "0" * 32))
         for moment in (datetime.min.replace(tzinfo=UTC), datetime.max.replace(tzinfo=UTC))
     )
 
@@ -195,7 +203,14 @@ def slice_key(document: Mapping[str, Any], read_at: ReadTime | None = None) -> S
     """The cursor key of a slice document of the slices aggregation (``slices`` unwound)."""
     piece = document["slices"]
     moment = to_utc_ms(piece["created_at"])
-    return SliceKey(created_at=moment, slice_id=piece["id"], unit_id=document["_id"], read_at=read_at)
+    return SliceKey(
+        created_at=moment,
+        slice_id=piece["id"],
+        unit_id=document["_id"],
+        read_at=read_at,
+        position=document.get("position", -1),
+        start=document.get("start", -1),
+    )
 
 
 def resumable_end(documents: Sequence[Mapping[str, Any]]) -> int:

@@ -1,7 +1,8 @@
 """The filters of a slice query, validated once, and the aggregation stages they become.
 
 ``find`` and ``count`` share them; the keyset bound of a page (``after``) and its time window only narrow
-the index range on ``slices.created_at``, so the exact keyset test follows the ``$unwind``.
+the index range on ``slices.created_at``, so the exact keyset test follows the ``$unwind``. The walk order is
+creation time, then position in the core, then position in the unit, then the ids (the last tie-breakers).
 """
 
 from __future__ import annotations
@@ -18,6 +19,14 @@ from partner_repo.validation import optional_datetime, require_id
 
 Order = Literal["asc", "desc"]
 MAX_TEXT_LENGTH = 1_000
+POSITION = "position"
+"""The walk's second key, added to each unwound slice: its first message's position in the core
+(``first_position``), so slices that share a creation time (a roll's time is raised to its unit's last
+slice's: a lagging clock makes ties) are in the order they were stored, never in the order of their random
+ids; :data:`NONE` for a slice not from a roll."""
+START = "start"
+"""The walk's third key: the slice's ``start_index`` in its unit (its order in a unit without positions)."""
+NONE = -1
 
 _DATE = "date"
 
@@ -85,6 +94,12 @@ class SliceFilter:
             {"$match": self.unit_match(element)},
             {"$project": {"core_id": 1, "slices": 1}},
             {"$unwind": "$slices"},
+            {
+                "$addFields": {
+                    POSITION: _number_or_none("first_position"),
+                    START: _number_or_none("start_index"),
+                }
+            },
             {"$match": slices},
         ]
 
@@ -122,7 +137,8 @@ class SliceFilter:
 
     def sort(self) -> dict[str, Any]:
         direction = -1 if self.order == "desc" else 1
-        return {"$sort": {"slices.created_at": direction, "slices.id": direction, "_id": direction}}
+        keys = ("slices.created_at", POSITION, START, "slices.id", "_id")
+        return {"$sort": dict.fromkeys(keys, direction)}
 
 
 def literal_pattern(text: str) -> dict[str, str]:
@@ -139,12 +155,23 @@ def _earliest(*moments: datetime | None) -> datetime | None:
     return min((m for m in moments if m is not None), default=None)
 
 
+def _number_or_none(field: str) -> dict[str, Any]:
+    """A slice's ``field`` where it is a number, else :data:`NONE` (a slice not from a roll has no position;
+    another tool's value of another type must not break the walk's comparisons)."""
+    return {"$cond": [{"$isNumber": f"$slices.{field}"}, f"$slices.{field}", NONE]}
+
+
 def _after(key: SliceKey, beyond: str) -> list[dict[str, Any]]:
-    """Strictly after ``key`` in walk order: by time, then slice id, then unit id."""
+    """Strictly after ``key`` in walk order: by time, then position in the core, then position in the unit,
+    then slice id, then unit id."""
+    same_time = {"slices.created_at": key.created_at}
+    same_place = {**same_time, POSITION: key.position, START: key.start}
     return [
         {"slices.created_at": {beyond: key.created_at}},
-        {"slices.created_at": key.created_at, "slices.id": {beyond: key.slice_id}},
-        {"slices.created_at": key.created_at, "slices.id": key.slice_id, "_id": {beyond: key.unit_id}},
+        {**same_time, POSITION: {beyond: key.position}},
+        {**same_time, POSITION: key.position, START: {beyond: key.start}},
+        {**same_place, "slices.id": {beyond: key.slice_id}},
+        {**same_place, "slices.id": key.slice_id, "_id": {beyond: key.unit_id}},
     ]
 
 

@@ -30,6 +30,9 @@ class SliceView(BaseModel):
     created_at: UtcDatetime | None
     rolling_size: int | None = None
     retain_divisor: int | None = None
+    first_position: int | None = None
+    """Where the slice's first message is among every message recorded into its core (None for a slice not
+    from a roll): the walk orders slices of one creation time by it."""
     message_count: int
 
     def memory_slice(self) -> MemorySlice:
@@ -65,6 +68,7 @@ def _view_fields(unit_id: Any, core_id: Any, piece: dict[str, Any]) -> dict[str,
         "created_at": created_at if isinstance(created_at, datetime) else None,  # validated to UTC ms
         "rolling_size": _int_or_none(get("rolling_size")),
         "retain_divisor": _int_or_none(get("retain_divisor")),
+        "first_position": _int_or_none(get("first_position")),
         "message_count": max(end - start, 0) if start is not None and end is not None else 0,
     }
 

@@ -79,7 +79,7 @@ async def test_a_page_aggregates_one_window_of_time_matching_units_before_unwind
     request = await receive(server)
     assert "aggregate" in request.doc and request.doc["maxTimeMS"] == 2500
     stages = [next(iter(stage)) for stage in request.doc["pipeline"]]
-    assert stages == ["$match", "$project", "$unwind", "$match", "$sort", "$limit"]
+    assert stages == ["$match", "$project", "$unwind", "$addFields", "$match", "$sort", "$limit"]
     first = plain(request.doc["pipeline"][0]["$match"])
     assert first["core_id"] == "c"
     created = first["slices"]["$elemMatch"]["created_at"]
@@ -89,7 +89,9 @@ async def test_a_page_aggregates_one_window_of_time_matching_units_before_unwind
         and "$lt" not in created
     )
     assert plain(request.doc["pipeline"][1]["$project"]) == {"core_id": 1, "slices": 1}
-    assert plain(request.doc["pipeline"][5]) == {"$limit": 11}
+    sort = plain(request.doc["pipeline"][5]["$sort"])
+    assert list(sort) == ["slices.created_at", "position", "start", "slices.id", "_id"]  # ties by position
+    assert plain(request.doc["pipeline"][6]) == {"$limit": 11}
     request.replies(cursor(*unwound(11, newest)))
 
     page = await call
@@ -113,7 +115,7 @@ async def test_a_window_too_sparse_for_the_page_is_followed_by_a_wider_one_where
     assert (
         to_utc_ms(created["$gte"]) == newest - INITIAL_WIDTH - INITIAL_WIDTH * 9
     )  # 2 found, 9 more wanted: 9x wider
-    assert plain(second.doc["pipeline"][5]) == {"$limit": 9}
+    assert plain(second.doc["pipeline"][6]) == {"$limit": 9}
     second.replies(cursor(*unwound(9, newest - timedelta(hours=2))))
 
     page = await call

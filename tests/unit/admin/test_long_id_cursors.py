@@ -15,7 +15,7 @@ from bson import Timestamp
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from partner_repo import InvalidInput, SliceQueries, in_memory_database, init_repository
+from partner_repo import InvalidCursor, InvalidInput, SliceQueries, in_memory_database, init_repository
 from partner_repo.admin._cursor import MAX_CURSOR_LENGTH, CursorCodec, ReadTime, SliceKey
 from partner_repo.models import MAX_ID_LENGTH
 from tests.unit.admin.support import T0, insert_raw, raw_unit, seed_unit
@@ -80,18 +80,30 @@ async def test_a_walk_over_slices_with_ids_up_to_the_limit_continues_through_eve
     assert after is None and len(walked) == 3 and set(walked) == expected
 
 
-def test_a_cursor_issued_before_ids_were_sent_unescaped_still_decodes() -> None:
-    # ASCII-escaped JSON naming slice "slïce-😀" of unit "漢字-unit" at 2024-03-01T09:00Z
+def test_a_cursor_of_the_walk_order_before_positions_is_refused_saying_to_start_again() -> None:
+    """A version-1 cursor names a place in the order by time then id; the walk now orders ties by position,
+    so resuming from it could skip slices: it is refused, never misread."""
+    # ASCII-escaped JSON naming slice "slïce-😀" of unit "漢字-unit" at 2024-03-01T09:00Z, version 1
     issued_by_an_earlier_release = (
         "eyJmIjoiZmZmZmZmZmZmZmZmZmZmZmZmZmZmZmZmZmZmZmZmZmYiLCJzIjoic2xcdTAwZWZjZS1cdWQ4M2RcdWRlMDAiLCJ0Ijo"
         "xNzA5MjgzNjAwMDAwLCJ1IjoiXHU2ZjIyXHU1YjU3LXVuaXQiLCJ2IjoxfQ.HBCuU9wKVi2x8biAS1_DlQ"
     )
 
-    key = CursorCodec("partner").decode(issued_by_an_earlier_release, FINGERPRINT)
+    with pytest.raises(InvalidCursor, match="start the walk again"):
+        CursorCodec("partner").decode(issued_by_an_earlier_release, FINGERPRINT)
 
-    assert key == SliceKey(
-        created_at=datetime(2024, 3, 1, 9, 0, tzinfo=UTC), slice_id="slïce-😀", unit_id="漢字-unit"
+
+def test_a_cursor_names_the_place_of_its_slice_in_the_walk() -> None:
+    key = SliceKey(
+        created_at=datetime(2024, 3, 1, 9, 0, tzinfo=UTC),
+        slice_id="slïce-😀",
+        unit_id="漢字-unit",
+        position=1_234,
+        start=12,
     )
+    codec = CursorCodec("partner")
+
+    assert codec.decode(codec.encode(key, FINGERPRINT), FINGERPRINT) == key
 
 
 def test_a_token_longer_than_any_cursor_is_refused_unread() -> None:

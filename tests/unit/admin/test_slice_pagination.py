@@ -33,13 +33,16 @@ async def walk(queries: SliceQueries, limit: int, **filters: Any) -> list[SliceV
             return seen
 
 
-def sort_key(view: SliceView) -> tuple[Any, str, str]:
-    return (view.created_at, view.id, view.unit_id)
+def sort_key(view: SliceView) -> tuple[Any, int, int, str, str]:
+    """The walk's order: time, then position in the core, then in the unit, then the ids."""
+    position = -1 if view.first_position is None else view.first_position
+    return (view.created_at, position, view.start_index or 0, view.id, view.unit_id)
 
 
 @pytest.fixture
 async def tied(database: Any) -> Any:
-    """Slices with many equal creation times, across and within units, so ties must be broken by id."""
+    """Slices with many equal creation times, across and within units, so ties must be broken by position
+    and then by id."""
     for unit in range(4):
         await seed_unit(
             database,

@@ -204,9 +204,14 @@ async def test_a_walk_returns_every_matching_slice_once_in_order_whatever_the_ti
         created_from, created_to = created_to, created_from
     expected = sorted(
         (
-            (created_at, slice_id, unit_id)
+            (
+                created_at,
+                2 * place,
+                slice_id,
+                unit_id,
+            )  # a tie of times is in the order of the unit's messages
             for unit_id, core_id, slices in layout
-            for slice_id, created_at, summary in slices
+            for place, (slice_id, created_at, summary) in enumerate(slices)
             if (core is None or core_id == core)
             and (text is None or text in summary)
             and (created_from is None or created_at >= created_from)
@@ -215,7 +220,7 @@ async def test_a_walk_returns_every_matching_slice_once_in_order_whatever_the_ti
         reverse=order == "desc",
     )
     queries = SliceQueries(database)
-    walked: list[tuple[datetime | None, str, str]] = []
+    walked: list[tuple[datetime | None, int | None, str, str]] = []
     after = None
     while True:
         page = await queries.find(
@@ -227,7 +232,7 @@ async def test_a_walk_returns_every_matching_slice_once_in_order_whatever_the_ti
             limit=limit,
             after=after,
         )
-        walked += [(item.created_at, item.id, item.unit_id) for item in page.items]
+        walked += [(item.created_at, item.start_index, item.id, item.unit_id) for item in page.items]
         after = page.next_cursor
         if after is None:
             break

@@ -65,6 +65,25 @@ async def test_a_turn_at_a_time_no_conversation_has_is_one_line_and_writes_nothi
     assert await MemoryCoreRepository(database).get("alice") is None
 
 
+async def test_context_is_newest_last_in_the_order_of_the_rolls_when_their_times_tie(database: Any) -> None:
+    """A roll's time is raised to its unit's last slice's, so rolls of a lagging clock (here: every turn at
+    one time) share one ``created_at``: the summaries still come in the order they were stored, not in the
+    order of their random ids."""
+    at = "2026-11-16T09:30:00Z"
+    turns = [turn(f"question {n}", f"answer {n}") for n in range(12)]
+
+    async with connected(database) as client:
+        rolls = []
+        for messages in turns:
+            arguments = {"core_id": "alice", "messages": messages, "at": at}
+            rolls.append(structured(await client.call_tool("record_turn", arguments)))
+        context = structured(await client.call_tool("context", {"core_id": "alice", "slices": 10}))
+
+    rolled = [result["slice_id"] for result in rolls if result["slice_id"] is not None]
+    assert len(rolled) >= 4
+    assert [summary["slice_id"] for summary in context["summaries"]] == rolled[-10:]
+
+
 async def test_a_roll_the_index_fails_on_is_still_answered_as_recorded(
     database: Any, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
