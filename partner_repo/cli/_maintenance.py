@@ -177,16 +177,22 @@ def _print_recall_index(out: Console, found: list[CoreIndexCheck], verb: str) ->
     for report in off:
         parts = []
         if report.core is not None:
-            parts.append(f"slice count {report.core.recorded} for {report.core.counted}")
+            recorded = "unreadable" if report.core.recorded is None else report.core.recorded
+            parts.append(f"slice count {recorded} for {report.core.counted}")
+        if report.sequence is not None:
+            recorded = "unreadable" if report.sequence.recorded is None else report.sequence.recorded
+            parts.append(f"last slice number {recorded} for {report.sequence.counted}")
         if report.nodes:
             parts.append(f"{len(report.nodes)} topic node count(s)")
+        if report.damaged:
+            parts.append(f"{len(report.damaged)} damaged topic node(s)")
         if report.unheld:
             parts.append(f"{len(report.unheld)} topic node(s) no slice holds")
         if report.orphans:
             parts.append(f"slices of {len(report.orphans)} unit(s) that are gone")
         out.print(f"recall index of core {report.core_id!r}: {', '.join(parts)} ({done})")
     slices = sum(report.slices for report in found)
-    out.print(f"recall index: {len(found)} core(s), {slices} slice(s), {len(off)} with counters off")
+    out.print(f"recall index: {len(found)} core(s), {slices} slice(s), {len(off)} with something off")
     if off and verb == "check":
         out.print("run `partner-repo repair` to set them from the index")
 

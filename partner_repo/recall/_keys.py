@@ -10,6 +10,8 @@ name the document (unambiguous whatever the ids hold).
 - a slice: ``["s", unit id, slice id]``;
 - a topic node: ``["n", core id, path]`` (the path as the extractor gave it, the key topics are matched by);
 - the core: ``["c", core id]``.
+
+Counters and numbers are read through :func:`stored_count`: a value of another type is none, never an error.
 """
 
 from __future__ import annotations
@@ -37,4 +39,46 @@ def _key(*parts: str) -> str:
     return json.dumps(list(parts), ensure_ascii=False, separators=(",", ":"))
 
 
-__all__ = ["CORE", "NODE", "SLICE", "core_key", "node_key", "slice_key"]
+_KINDS = {"s": SLICE, "n": NODE, "c": CORE}
+
+
+def key_kind(key: object) -> str | None:
+    """The kind of document ``key`` names (:data:`SLICE`, :data:`NODE`, :data:`CORE`), or None for an id
+    of no kind (another tool's document)."""
+    parts = _parts(key)
+    return _KINDS.get(parts[0]) if parts else None
+
+
+def node_path(key: object) -> str | None:
+    """The path a node's id names, or None when ``key`` is not a node's id."""
+    parts = _parts(key)
+    return parts[2] if parts and parts[0] == "n" and len(parts) == 3 else None
+
+
+def _parts(key: object) -> list[str] | None:
+    if not isinstance(key, str) or not key.startswith("["):
+        return None
+    try:
+        parts = json.loads(key)
+    except ValueError:
+        return None
+    return parts if isinstance(parts, list) and parts and all(isinstance(p, str) for p in parts) else None
+
+
+def stored_count(value: object) -> int | None:
+    """A counter or number as stored: an int, or None where it is missing or of another type (damage, or
+    another tool's write), so a reader never raises on it and ``check`` reports it."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+__all__ = [
+    "CORE",
+    "NODE",
+    "SLICE",
+    "core_key",
+    "key_kind",
+    "node_key",
+    "node_path",
+    "slice_key",
+    "stored_count",
+]

@@ -23,7 +23,8 @@ from typing import Any
 
 from partner_repo.mongo import RECALL_INDEX, driver
 from partner_repo.recall._channels import Plan, channel_pipelines
-from partner_repo.recall._keys import core_key
+from partner_repo.recall._keys import NODE, core_key, node_path, stored_count
+from partner_repo.recall._topics import SEPARATOR
 
 COMMON_TERM_SLICES = 512
 """A term in more slices of a core than this is too common to find candidates with (it still scores them),
@@ -77,8 +78,8 @@ class RecallQueries:
         counted = list(dict.fromkeys(query_terms))[:MAX_QUERY_TERMS]
         return Lookup(
             frequencies={term: count for term, count in zip(counted, counts, strict=True) if count},
-            slices=int(core.get("slices") or 0),
-            last_seq=int(core.get("last_seq") or 0),
+            slices=stored_count(core.get("slices")) or 0,
+            last_seq=stored_count(core.get("last_seq")) or 0,
             nodes=nodes,
         )
 
@@ -97,13 +98,20 @@ class RecallQueries:
     async def tree(self, core_id: str) -> list[dict[str, Any]]:
         """Every topic node of the core with slices under it (node, label, depth, slices), in path order."""
         rows = await self._index.find(
-            {"core_id": core_id, "depth": {"$gte": 1}}, {"node": 1, "label": 1, "depth": 1, "slices": 1}
+            {"core_id": core_id, "kind": NODE}, {"node": 1, "label": 1, "slices": 1}
         ).to_list(None)
-        return sorted((row for row in rows if int(row.get("slices") or 0) > 0), key=lambda row: row["node"])
+        nodes = []
+        for row in rows:  # read as it is: a node that lost a field still shows (check reports it)
+            path = row["node"] if isinstance(row.get("node"), str) else node_path(row.get("_id"))
+            slices = stored_count(row.get("slices")) or 0
+            if path and slices > 0:
+                label = row["label"] if isinstance(row.get("label"), str) and row["label"] else path
+                nodes.append({"node": path, "label": label, "slices": slices})
+        return sorted(nodes, key=lambda row: row["node"])
 
     async def count(self, core_id: str) -> int:
         """How many slices of the core are indexed (its counter)."""
-        return int((await self._core(core_id)).get("slices") or 0)
+        return stored_count((await self._core(core_id)).get("slices")) or 0
 
     async def _count(self, core_id: str, term: str) -> int:
         pipeline: list[dict[str, Any]] = [
@@ -128,16 +136,23 @@ class RecallQueries:
             {"$limit": NODE_SCAN},
             {"$project": {"node": 1, "label": 1, "words": 1, "depth": 1, "slices": 1}},
         ]
-        return [
-            NamedNode(
-                path=row["node"],
-                label=row.get("label") or row["node"],
-                words=tuple(row.get("words") or ()),
-                depth=int(row.get("depth") or 1),
-                slices=int(row.get("slices") or 0),
+        nodes = []
+        for row in await driver.aggregate_list(self._index, pipeline):  # read as it is (check reports it)
+            path = row["node"] if isinstance(row.get("node"), str) else node_path(row.get("_id"))
+            if not path:
+                continue
+            label = row.get("label")
+            words = row.get("words")
+            nodes.append(
+                NamedNode(
+                    path=path,
+                    label=label if isinstance(label, str) and label else path,
+                    words=tuple(w for w in words if isinstance(w, str)) if isinstance(words, list) else (),
+                    depth=path.count(SEPARATOR) + 1,
+                    slices=stored_count(row.get("slices")) or 0,
+                )
             )
-            for row in await driver.aggregate_list(self._index, pipeline)
-        ]
+        return nodes
 
 
 __all__ = ["COMMON_TERM_SLICES", "MAX_QUERY_TERMS", "NODE_SCAN", "Lookup", "NamedNode", "RecallQueries"]

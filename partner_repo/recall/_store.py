@@ -37,7 +37,7 @@ from typing import Any
 from partner_repo.mongo import RECALL_INDEX, BulkWriteError, DeleteMany, ReplaceOne, UpdateOne, driver
 
 # 0.4's names of this module that now live where the recall's reads are planned and made:
-from partner_repo.recall._keys import CORE, NODE, core_key, node_key, slice_key
+from partner_repo.recall._keys import CORE, NODE, core_key, node_key, slice_key, stored_count
 from partner_repo.recall._search import SearchSupport, probe
 from partner_repo.recall._terms import terms
 
@@ -89,10 +89,10 @@ class RecallStore:
         revision = piece.get("revision")
         return Stored(
             revision=int(revision) if isinstance(revision, int) else None,
-            seq=int(piece.get("seq") or 0),
+            seq=stored_count(piece.get("seq")) or 0,
             ancestors=tuple(piece.get("ancestors") or ()),
-            last_seq=int(core.get("last_seq") or 0),
-            slices=int(core.get("slices") or 0),
+            last_seq=stored_count(core.get("last_seq")) or 0,
+            slices=stored_count(core.get("slices")) or 0,
         )
 
     async def window(self, core_id: str, last_seq: int, slice_terms: Iterable[str]) -> Window:
