@@ -20,12 +20,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, get_args
 
 from partner_repo.clock import utc_now
 from partner_repo.errors import InvalidInput
 from partner_repo.events import Erasure, RollingResult
-from partner_repo.models import Message
+from partner_repo.models import Message, Role
 from partner_repo.recall._keys import SLICE, slice_key
 from partner_repo.recall._store import RecallStore, Stored
 from partner_repo.recall._terms import readable_words, terms
@@ -41,6 +41,10 @@ from partner_repo.recall._topics import (
 )
 from partner_repo.recall._vectors import Embedder, embed
 from partner_repo.recall._weights import Tokenizer, idf, message_text, slice_terms, stored_marks
+
+ROLES = get_args(Role)
+"""The roles a message may have: a summary prefixes sentences with them (``user: ...``), and a speaker's name
+labels what they said; neither is what a slice is about, so neither is a topic."""
 
 NAME = "recall-index"
 MAX_DAYS = 366
@@ -140,11 +144,13 @@ class RecallIndexer:
         window = await self._store.window(result.core_id, stored.last_seq, weights)
         weights_idf = {term: idf(window.frequencies.get(term, 0), window.slices + 1) for term in weights}
         texts = [result.summary, *(message_text(message) for message in messages)]
+        speakers = set(self._tokenizer(" ".join([*ROLES, *(m.name for m in messages if m.name)])))
+        topical = {term: weight for term, weight in weights.items() if term not in speakers}
         request = TopicRequest(
             core_id=result.core_id,
             summary=result.summary,
             messages=messages,
-            keywords=keywords(weights, weights_idf),
+            keywords=keywords(topical, weights_idf),
             roots=window.roots,
             words=readable_words(*texts) if self._tokenizer is terms else {},
         )

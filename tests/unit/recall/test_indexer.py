@@ -14,9 +14,18 @@ from typing import Any
 
 import pytest
 
-from partner_repo import InvalidInput, RollingResult
+from partner_repo import InvalidInput, Message, RollingConfig, RollingResult, RollingService
 from partner_repo.mongo import RECALL_INDEX, driver
-from partner_repo.recall import RecallIndexCheck, RecallIndexer, Topic, TopicNode, TopicProfile, TopicRequest
+from partner_repo.recall import (
+    MemoryRecall,
+    RecallIndexCheck,
+    RecallIndexer,
+    Topic,
+    TopicNode,
+    TopicProfile,
+    TopicRequest,
+)
+from partner_repo.rolling import extractive_summarizer
 from tests.erasure_support import Crash
 from tests.recall_support import (
     BREAD,
@@ -355,3 +364,31 @@ async def test_slices_of_a_chinese_conversation_are_found_by_any_two_characters_
     for query, expected in (("西湖", TRAVEL), ("高铁", TRAVEL), ("检索", PROJECT), ("原始消息", PROJECT)):
         [found, *_] = await history.recall().recall("agent", query)
         assert found.summary == expected.summary, query
+
+
+async def test_role_names_and_speaker_labels_are_never_topics(database: Any) -> None:
+    """The extractive summary prefixes each sentence with its role (``user: ...``) and a message may carry
+    its speaker's name: ``topics`` showed ``Lyon->user``."""
+    rolling = RollingService(database, extractive_summarizer, RollingConfig(trigger_limit=4))
+    indexer = RecallIndexer(database)
+    turns = [
+        ("My sister Mia lives in Lyon.", "Lyon is lovely in spring."),
+        ("She teaches piano there.", "A musical family!"),
+    ]
+    for question, answer in turns:
+        messages = [
+            Message(role="user", content=question, name="Alice"),
+            Message(role="assistant", content=answer, name="Partner"),
+        ]
+        result = await rolling.record_and_roll("alice", messages)
+        if result is not None:
+            await indexer.consume(result)
+
+    names = {
+        name.lower()
+        for node in await MemoryRecall(database).topics("alice")
+        for name in node.path.split("->")
+    }
+
+    assert names and names.isdisjoint({"user", "assistant", "system", "tool", "alice", "partner"})
+    assert "lyon" in names
