@@ -41,6 +41,7 @@ from partner_repo.recall._topics import (
 )
 from partner_repo.recall._vectors import Embedder, embed
 from partner_repo.recall._weights import Tokenizer, idf, message_text, slice_terms, stored_marks
+from partner_repo.units import MemoryUnitRepository
 
 ROLES = get_args(Role)
 """The roles a message may have: a summary prefixes sentences with them (``user: ...``), and a speaker's name
@@ -72,6 +73,7 @@ class RecallIndexer:
         self.name = name
         self._embedder = embedder
         self._store = RecallStore(database)
+        self._units = MemoryUnitRepository(database)
         self._topics: TopicExtractor = topics or KeywordTopics()
         self._tokenizer = tokenizer
 
@@ -79,12 +81,19 @@ class RecallIndexer:
         """Index the slice of ``result`` (again, when it is a newer revision of one already indexed).
 
         A revision already indexed is not indexed again (its topic would be asked for again, and an extractor
-        may answer differently), and an older revision than the one indexed is ignored."""
+        may answer differently), and an older revision than the one indexed is ignored.
+
+        Fenced against an erasure of the slice's unit that ran meanwhile, whoever calls it (a listener, or a
+        service indexing its own rolls in process, as the MCP server does): once written, the unit is looked
+        at, and if it holds an erasure's tombstone what was just written is removed again. An erasure
+        tombstones a unit before it removes the unit's index entries, so a write that lands after that removal
+        always finds the tombstone; a write that lands before it is removed by the erasure itself."""
         stored = await self._store.stored(result.core_id, result.unit_id, result.slice_id)
         if stored.revision is not None and stored.revision >= result.revision:
             return  # delivered again, or a late delivery of an older summary: what is indexed stays
         document, labels = await self._document(result, stored)
-        await self._store.put(document, stored, labels)
+        if await self._store.put(document, stored, labels) and await self._units.erased([result.unit_id]):
+            await self._store.remove_units(result.core_id, [result.unit_id])
 
     async def on_erased(self, erasure: Erasure) -> None:
         """Remove every indexed slice of the erased units."""

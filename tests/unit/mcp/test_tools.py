@@ -5,6 +5,7 @@ failures that are not the caller's, and what a tool error may show."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from datetime import UTC, datetime
 from typing import Any
@@ -15,6 +16,9 @@ from mcp import Client, MCPError
 from partner_repo import MemoryCoreRepository, MemoryUnitRepository, RollingConfig, RollingService
 from partner_repo.errors import ConnectionFailed, InvalidInput
 from partner_repo.mcp import MemoryTools, memory_server
+from partner_repo.mcp._arguments import ForgetArguments, RecordTurnArguments, TopicsArguments
+from partner_repo.mcp._results import TopicsResult
+from partner_repo.mongo import RECALL_INDEX
 from partner_repo.recall import RecallIndexer
 from partner_repo.rolling import extractive_summarizer
 from tests.unit.mcp.support import error_line, record_turns, structured, turn
@@ -82,6 +86,35 @@ async def test_context_is_newest_last_in_the_order_of_the_rolls_when_their_times
     rolled = [result["slice_id"] for result in rolls if result["slice_id"] is not None]
     assert len(rolled) >= 4
     assert [summary["slice_id"] for summary in context["summaries"]] == rolled[-10:]
+
+
+async def test_a_forget_landing_between_a_roll_and_its_indexing_leaves_nothing_erased_in_recall(
+    database: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The server indexes a roll in process after ``record_and_roll`` released the core; a ``forget`` that
+    lands in that gap (a slow topic extractor) must not be undone by the late index write: no listener runs
+    here to remove it afterwards."""
+    held, forgotten = asyncio.Event(), asyncio.Event()
+    consume = RecallIndexer.consume
+
+    async def slow(self: RecallIndexer, result: Any) -> None:
+        held.set()
+        await forgotten.wait()
+        await consume(self, result)
+
+    monkeypatch.setattr(RecallIndexer, "consume", slow)
+    tools = tools_on(database, cores=["alice"])
+    first, second = turn("My sister lives in Lyon.", "Nice"), turn("She plays piano.", "Lovely")
+    await tools.record_turn(RecordTurnArguments(core_id="alice", messages=first))
+    rolling = asyncio.create_task(tools.record_turn(RecordTurnArguments(core_id="alice", messages=second)))
+    await held.wait()  # rolled and stored: its index write is what waits
+
+    await tools.forget(ForgetArguments(core_id="alice", confirm=True))
+    forgotten.set()
+    await rolling
+
+    assert await tools.topics(TopicsArguments(core_id="alice")) == TopicsResult(nodes=[])
+    assert await database[RECALL_INDEX].count_documents({"core_id": "alice"}) == 0
 
 
 async def test_a_roll_the_index_fails_on_is_still_answered_as_recorded(
