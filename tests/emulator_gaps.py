@@ -44,17 +44,21 @@ OTHER_DIFFERENCES: tuple[str, ...] = (
     "IXSCAN after 513 keys (the `$limit` moves into the query), SecantusDB reads every slice holding the "
     "term, so a common term's count grows with the history there (docs/benchmarks.md, section 8, "
     "measures it). The answer is the same; only the cost differs.",
+    "Concurrent findAndModify upserts of one _id (with `new: true`) answer some of the racing processes with "
+    "a null value after updating the document. mongod answers each with the upserted or updated document: "
+    "it retries a losing insert as an update when the query is an equality on `_id`, and answers "
+    "DuplicateKeyError (11000, nothing written) when the query holds more (a core's counted window: "
+    "`{_id, window_size: {$type: 'number'}}`). A core is therefore created with an insert after an update "
+    "that matched nothing (every answer of the two says what happened), and the upserts keyed by `_id` alone "
+    "(a listener group's checkpoint, a dead letter) read the document back after a null answer "
+    "(`partner_repo.mongo.driver.upserted`). Before, the record path surfaced a `TypeError` on SecantusDB "
+    "(issue 37) with the turn stored.",
     "`explain` of an aggregation reports only its first `$match` (the stages after it, and the documents a "
     "`$limit` spared, are not in `executionStats`): recall's benchmark explains each command of a recall "
     "and reads `totalDocsExamined` as the documents that `$match` selects.",
 )
 """Differences found while testing that make no test fail on SecantusDB, recorded here with the gaps."""
 
-
-UPSERT_RACE = (
-    "concurrent findAndModify upserts of one new _id: some return a null value, where MongoDB returns the "
-    "upserted or matched document (it retries the losing insert as an update)"
-)
 
 PLANNER = "its query planner reports COLLSCAN or a blocking SORT stage where mongod uses the index"
 """test_get_finds_the_slice_through_the_slice_id_index passes there since the `slice_ids` index is a plain
@@ -82,21 +86,12 @@ SECANTUSDB_GAPS: tuple[Gap, ...] = (
         "its query planner scans the collection for `{slices.unsummarized: true, core_id}`, which mongod "
         "serves from the partial `unsummarized` index (or another index on `core_id`)",
     ),
-    Gap(
-        "tests/contract/test_unit_repository_contract.py::"
-        "test_concurrent_first_gets_of_new_cores_agree_on_one_session[mongodb]",
-        UPSERT_RACE,
-    ),
     *(
         Gap(f"tests/contract/test_protocol_findings.py::{test}[mongodb]", TOO_LARGE)
         for test in (
             "test_a_big_turn_after_a_roll_that_retained_a_big_message_is_recorded",
             "test_a_turn_too_large_waits_for_the_roll_holding_the_lease_then_is_recorded",
         )
-    ),
-    Gap(
-        "tests/contract/test_rolling_contract.py::test_concurrent_first_records_of_new_cores_lose_no_message[mongodb]",
-        f"{UPSERT_RACE}; test_concurrent_records_into_an_existing_core_lose_no_message runs the records",
     ),
 )
 

@@ -33,9 +33,10 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequenc
 from contextlib import asynccontextmanager
 from typing import Any, Literal, ParamSpec, TypeVar
 
+from pymongo import ReturnDocument
 from pymongo.errors import ConnectionFailure, PyMongoError
 
-from partner_repo.errors import ConnectionFailed, OperationTimedOut, PartnerRepoError
+from partner_repo.errors import ConflictError, ConnectionFailed, OperationTimedOut, PartnerRepoError
 
 Stack = Literal["pymongo", "motor"]
 
@@ -141,6 +142,27 @@ async def bulk_write(collection: Any, requests: Sequence[Any], *, ordered: bool 
 
         requests = mongomock_requests(requests)
     return await _resolved(collection.bulk_write(list(requests), ordered=ordered))
+
+
+async def upserted(collection: Any, key: Any, update: Mapping[str, Any]) -> dict[str, Any]:
+    """The document with ``_id`` ``key`` after an upsert of ``update`` (findAndModify, ``upsert: true``, the
+    new document returned): for writes that keep one document per key, such as a group's checkpoint or a
+    dead letter.
+
+    MongoDB answers it with the document, whoever wins a race to create it (an equality on ``_id`` alone: the
+    server retries a losing insert as an update). A server that answers with no document (SecantusDB does for
+    some racing upserts, after updating the document: tests/emulator_gaps.py) gets the document read back;
+    one that holds no document then is refused with :class:`ConflictError`, never a ``TypeError``."""
+    document = await collection.find_one_and_update(
+        {"_id": key}, dict(update), upsert=True, return_document=ReturnDocument.AFTER
+    )
+    if document is None:
+        document = await collection.find_one({"_id": key})
+    if document is None:
+        raise ConflictError(
+            f"{getattr(collection, 'name', 'a collection')}: the upsert of {key!r} stored nothing"
+        )
+    return dict(document)
 
 
 def _is_mongomock_motor(collection: Any) -> bool:
@@ -296,5 +318,6 @@ __all__ = [
     "transaction",
     "transaction_session",
     "unusable_with_installed_beanie",
+    "upserted",
     "watch",
 ]

@@ -22,6 +22,7 @@ from partner_repo import (
     resolve_chat_increment,
 )
 from partner_repo.cores import CoreLease
+from partner_repo.mongo import CORES
 from tests.contract.rolling_contract_support import T0, assert_tiles, numbered, summarize
 
 IDLE = timedelta(hours=1)
@@ -37,9 +38,9 @@ async def test_recorded_messages_form_the_window_in_order(database: Any) -> None
 
 
 async def test_concurrent_first_records_of_new_cores_lose_no_message(database: Any) -> None:
-    """Forty records at once into a core none of them finds (their upserts race to create it), thirty times:
-    every core holds all forty. Thirty rounds so that a server whose racing first upserts can lose
-    (tests/emulator_gaps.py) shows it on every run, not once in a while."""
+    """Forty records at once into a core none of them finds (their inserts race to create it), thirty times:
+    every core holds all forty, and every record is answered (thirty rounds, so that a race a server answers
+    oddly, tests/emulator_gaps.py, shows on every run)."""
     cores = MemoryCoreRepository(database)
     for round_ in range(30):
         core_id = f"agent-{round_}"
@@ -50,13 +51,35 @@ async def test_concurrent_first_records_of_new_cores_lose_no_message(database: A
 
 
 async def test_concurrent_records_into_an_existing_core_lose_no_message(database: Any) -> None:
-    """The same without racing first upserts (they also create the core: see tests/emulator_gaps.py)."""
+    """The same into a core that exists."""
     cores = MemoryCoreRepository(database)
     await cores.get_or_create("agent")
     await asyncio.gather(*(cores.record("agent", numbered(n, n + 1)) for n in range(40)))
     assert sorted(m.content for m in await cores.snapshot("agent")) == sorted(
         m.content for m in numbered(0, 40)
     )
+
+
+async def test_concurrent_records_into_a_core_stored_before_the_window_count_store_each_message_once(
+    database: Any,
+) -> None:
+    """A core of 0.2's shape (a window, no ``window_size``): five records at once, each answered with its
+    state, never a ``TypeError`` (SecantusDB answered the upserts this used to send with no document after
+    updating the core: tests/emulator_gaps.py), and every message stored once, twenty times over."""
+    cores = MemoryCoreRepository(database)
+    for round_ in range(20):
+        core_id = f"old-{round_}"
+        stored = {"_id": core_id, "memory_session_id": f"s{round_}", "session_started_at": T0}
+        await database[CORES].insert_one(
+            {**stored, "chat_messages": [m.model_dump() for m in numbered(0, 1)]}
+        )
+
+        states = await asyncio.gather(*(cores.record(core_id, numbered(n, n + 1)) for n in range(1, 6)))
+
+        assert sorted(state.window_size for state in states)[-1] == 6
+        assert sorted(m.content for m in await cores.snapshot(core_id)) == sorted(
+            m.content for m in numbered(0, 6)
+        )
 
 
 async def test_a_trim_keeps_what_was_recorded_after_the_snapshot(database: Any) -> None:

@@ -53,7 +53,7 @@ async def test_a_turn_below_the_limit_is_one_command_once_the_core_exists(
 
     first, *later = await turns(service, meter, 17)
 
-    assert first == (["findAndModify", "findAndModify"], False)  # a new core: the update, then the upsert
+    assert first == (["findAndModify", "find", "insert"], False)  # a new core: the update, a look, the insert
     for commands, rolled in later:
         assert rolled or commands == ["findAndModify"]
 

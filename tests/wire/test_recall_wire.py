@@ -196,7 +196,7 @@ async def test_search_false_never_probes(client: Any, server: MockupDB) -> None:
     assert len(await call) == 1
 
 
-async def test_an_index_write_is_three_commands_each_on_the_slices_core(
+async def test_an_index_write_is_four_commands_each_on_the_slices_core_or_unit(
     client: Any, server: MockupDB
 ) -> None:
     said = [Message(role="user", content="I adopted a puppy", at=T0)]
@@ -219,5 +219,9 @@ async def test_an_index_write_is_three_commands_each_on_the_slices_core(
     assert all(s["q"]["core_id"] == "c" and "_id" in s["q"] for s in statements)  # the full shard key
     assert statements[0]["q"]["revision"] == {"$exists": False} and statements[0]["upsert"] is True
     update.replies({"ok": 1, "n": len(statements), "nModified": 0, "upserted": [{"index": 0, "_id": "x"}]})
+    fence = await receive(server)  # the slice's unit: erased meanwhile? (by _id: one shard)
+    assert fence.command_name == "find" and fence.doc["find"] == "memory_units"
+    assert plain(fence.doc["filter"])["_id"] == {"$in": ["u1"]}
+    fence.replies(cursor())
 
     await write

@@ -76,21 +76,45 @@ async def test_record_is_one_update_that_pushes_stamps_counts_and_answers_withou
     assert recorded.window_size == 1 and recorded.memory_session_id == "s1"
 
 
-async def test_the_first_record_of_a_core_upserts_it_with_a_fresh_session(
+async def test_the_first_record_of_a_core_inserts_it_whole_with_a_fresh_session(
+    server: MockupDB, cores: MemoryCoreRepository
+) -> None:
+    """Not a findAndModify upsert: an update that matches nothing, a look for a core without its count, then
+    the core inserted whole (every answer of these says what happened)."""
+    pending = asyncio.ensure_future(cores.record("agent", [HELLO], at=T0))
+
+    update = await receive(server)
+    assert update.command_name == "findAndModify" and not update.doc.get("upsert")
+    assert update.doc["query"] == {"_id": "agent", "window_size": {"$type": "number"}}
+    update.ok(value=None)  # no core yet
+    look = await receive(server)
+    assert look.command_name == "find" and look.doc["filter"] == {"_id": "agent"}
+    look.ok(cursor={"id": 0, "firstBatch": [], "ns": NS})
+    insert = await receive(server)
+    assert insert.command_name == "insert"
+    [core] = insert.doc["documents"]
+    assert core["_id"] == "agent" and core["memory_session_id"] and core["window_size"] == 1
+    assert [message["content"] for message in core["chat_messages"]] == [HELLO.content]
+    assert core["window_bytes"] == messages_bytes([HELLO.model_dump() | {"at": T0}])
+    insert.ok(n=1)
+
+    assert (await pending).window_size == 1
+
+
+async def test_a_first_record_that_loses_the_race_to_create_the_core_records_into_it(
     server: MockupDB, cores: MemoryCoreRepository
 ) -> None:
     pending = asyncio.ensure_future(cores.record("agent", [HELLO], at=T0))
 
-    (await receive(server)).ok(value=None)  # no core yet
-    upsert = await receive(server)
-    assert upsert.command_name == "findAndModify" and upsert.doc["upsert"] is True
-    assert upsert.doc["query"] == {"_id": "agent", "window_size": {"$type": "number"}}
-    inserted = upsert.doc["update"]["$setOnInsert"]
-    assert inserted["memory_session_id"] and "chat_messages" not in inserted and "window_size" not in inserted
-    assert "window_bytes" not in inserted
-    upsert.ok(value=core_document(window_size=1, version=1))
+    (await receive(server)).ok(value=None)
+    (await receive(server)).ok(cursor={"id": 0, "firstBatch": [], "ns": NS})
+    insert = await receive(server)
+    insert.command_err(code=11000, errmsg="E11000 duplicate key error collection: partner.memory_cores")
+    again = await receive(server)
+    assert again.command_name == "findAndModify" and not again.doc.get("upsert")
+    again.ok(value=core_document(window_size=2, version=2))
 
-    assert (await pending).window_size == 1
+    assert (await pending).window_size == 2
 
 
 async def test_record_counts_a_core_written_before_the_window_count_once_then_records(
@@ -99,9 +123,6 @@ async def test_record_counts_a_core_written_before_the_window_count_once_then_re
     pending = asyncio.ensure_future(cores.record("agent", [HELLO], at=T0))
 
     (await receive(server)).ok(value=None)  # the core has no count: the update matches nothing
-    first = await receive(server)
-    assert first.command_name == "findAndModify" and first.doc["upsert"] is True
-    first.command_err(code=11000, errmsg="E11000 duplicate key error collection: partner.memory_cores")
     count = await receive(server)
     assert count.command_name == "find"
     assert count.doc["projection"] == {"chat_messages": 1, "window_size": 1, "window_bytes": 1}

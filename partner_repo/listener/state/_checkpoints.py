@@ -41,7 +41,7 @@ from partner_repo.mongo import (
     ERASED_AT,
     DuplicateKeyError,
     MongoDatabase,
-    ReturnDocument,
+    driver,
     insert_new,
     stored_datetime,
 )
@@ -163,8 +163,9 @@ class ListenerCheckpoints:
         group's erasure cursor starts at ``erasure_seq`` (the log's end: what was erased before it existed
         was gone before it could deliver any of it); a group from before erasures has none and starts at 0.
         """
-        document = await self._collection.find_one_and_update(
-            {"_id": self._group_key()},
+        document = await driver.upserted(
+            self._collection,
+            self._group_key(),
             {
                 "$setOnInsert": {
                     "kind": "group",
@@ -180,8 +181,6 @@ class ListenerCheckpoints:
                     "erasure_seq": erasure_seq,
                 }
             },
-            upsert=True,
-            return_document=ReturnDocument.AFTER,
         )
         return _group_from(document)
 

@@ -25,7 +25,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from partner_repo.clock import UtcDatetime, utc_now
-from partner_repo.mongo import DEAD_LETTERS, MongoDatabase, ReturnDocument, driver, library_logger, scrub
+from partner_repo.mongo import DEAD_LETTERS, MongoDatabase, driver, library_logger, scrub
 
 logger = library_logger("partner_repo.listener.dead_letters")
 
@@ -78,8 +78,9 @@ class DeadLetterRepository:
         """Write (or update) the letter for this consumer and slice (at ``revision``); returns what is
         stored."""
         stamp = at or utc_now()
-        document = await self._collection.find_one_and_update(
-            {"_id": _key(group, consumer, unit_id, slice_id, revision)},
+        document = await driver.upserted(
+            self._collection,
+            _key(group, consumer, unit_id, slice_id, revision),
             {
                 "$set": {
                     "error": describe(error),
@@ -96,8 +97,6 @@ class DeadLetterRepository:
                     **({"revision": revision} if revision > 0 else {}),
                 },
             },
-            upsert=True,
-            return_document=ReturnDocument.AFTER,
         )
         return _letter(document)
 
@@ -115,8 +114,9 @@ class DeadLetterRepository:
         """Write (or update) the letter for this consumer's failed ``on_erased`` of the erasure at
         ``erasure_seq``."""
         stamp = utc_now()
-        document = await self._collection.find_one_and_update(
-            {"_id": {"group": group, "consumer": consumer, "erasure_seq": erasure_seq}},
+        document = await driver.upserted(
+            self._collection,
+            {"group": group, "consumer": consumer, "erasure_seq": erasure_seq},
             {
                 "$set": {"error": describe(error), "failed_at": stamp, "core_id": core_id},
                 "$inc": {"attempts": attempts, "replays": 1 if replay else 0},
@@ -129,8 +129,6 @@ class DeadLetterRepository:
                     "first_failed_at": stamp,
                 },
             },
-            upsert=True,
-            return_document=ReturnDocument.AFTER,
         )
         return _letter(document)
 
