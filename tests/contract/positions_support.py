@@ -1,10 +1,11 @@
-"""What the position tests share: a database that logs its writes and can cut a roller off right after its
-append, monotonic clocks a test moves (or that jump at random), and the exactly-once oracle.
+"""What the position tests share besides the database that logs their writes (``observed.py``): monotonic
+clocks a test moves (or that jump at random), and the exactly-once oracle.
 
 The oracle (:func:`storage_problems`) knows, per core, every message recorded in record order (each with a
 unique content, so a content is a position), every clear (which positions it took out of the window, and
-where its window-emptying write sits among all writes) and every write to the units. From the stored units
-it checks, exactly:
+where its window-emptying write sits among all writes) and every write to the units (as an
+:class:`~tests.contract.observed.ObservedDatabase` logged them on its wire). From the stored units it checks,
+exactly:
 
 - slices tile their unit: sorted by start, ``[start_index, end_index)`` contiguous from 0 to its size;
 - a session is a unit and the units continuing it (``previous_unit_id``); within it, messages are in record
@@ -32,34 +33,12 @@ import asyncio
 import itertools
 import random
 from collections import defaultdict
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
-from pymongo.errors import ConnectionFailure
-
 from partner_repo import MemorySlice, MemoryUnit, Message
-
-CORES, UNITS = "memory_cores", "memory_units"
-STALL_S = 0.2
-"""A stall of an :class:`ObservedDatabase` call, in real seconds (``clear_window`` polls every 0.05 s)."""
-CURSOR_METHODS = frozenset({"find", "aggregate", "watch", "list_indexes"})
-WRITE_METHODS = frozenset(
-    {
-        "insert_one",
-        "insert_many",
-        "update_one",
-        "update_many",
-        "replace_one",
-        "delete_one",
-        "delete_many",
-        "find_one_and_update",
-        "find_one_and_replace",
-        "find_one_and_delete",
-        "bulk_write",
-    }
-)
-
+from tests.contract.observed import CORES, UNITS, Write
 
 # -- clocks ------------------------------------------------------------------------------------------------
 
@@ -81,227 +60,6 @@ class Ticks:
         if self._rng is not None and self._rng.random() < self._chance:
             self.now += self._rng.uniform(0, self._jump)
         return self.now
-
-
-# -- a database that logs its writes ---------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Write:
-    """One write as seen from the client: where it sits in the order of all observed calls (``start``: just
-    before it was sent, ``end``: just after its answer; on the in-memory backend nothing runs in between),
-    the unit or core it addressed, the message contents it carried, whether it named the chat window, and
-    whether it changed anything."""
-
-    collection: str
-    target: Any
-    contents: tuple[str, ...]
-    touches_window: bool
-    start: int = -1
-    end: int = -1
-    applied: bool = False
-
-
-WriteHook = Callable[[Write], Awaitable[None]]
-
-
-class Wire:
-    """One clock and one log of writes shared by every :class:`ObservedDatabase` of a test. The clock is a
-    counter, or ``clock`` (``time.monotonic_ns``: one clock for every process of a machine)."""
-
-    def __init__(self, clock: Callable[[], int] | None = None) -> None:
-        self._clock = clock if clock is not None else itertools.count().__next__
-        self.writes: list[Write] = []
-
-    def tick(self) -> int:
-        return self._clock()
-
-    def sending(self, write: Write) -> None:
-        """``write`` is about to be sent (its ``end`` not known yet): a process that may be killed logs it."""
-
-    def landed(self, write: Write) -> None:
-        self.writes.append(write)
-
-
-class ObservedDatabase:
-    """Pass it where a database is expected: every write is logged on ``wire``; with ``rng`` every call first
-    yields to the event loop a few times (mongomock answers without yielding, so without it concurrent tasks
-    would never interleave between a read and a write), and with ``stall_chance`` it sometimes stalls
-    (:data:`STALL_S`) as a paused process would.
-
-    :meth:`cut_after_next_append` simulates a connection that drops (or a process that dies) right after a
-    roll's append lands: once a write carrying messages lands in the units, every later call through this
-    database raises ``ConnectionFailure`` without reaching the server, until :meth:`reconnect`.
-    """
-
-    def __init__(
-        self, database: Any, wire: Wire, rng: random.Random | None = None, *, stall_chance: float = 0.0
-    ) -> None:
-        self._database = database
-        self.wire = wire
-        self._rng = rng
-        self._stall_chance = stall_chance
-        self._armed = False
-        self.cut = False
-        self.before: WriteHook | None = None
-        """Awaited before each write is sent (a process script stalls or hangs there)."""
-        self.after: WriteHook | None = None
-        """Awaited after each write's answer."""
-        self._collections: dict[str, ObservedCollection] = {}
-
-    def __getitem__(self, name: str) -> ObservedCollection:
-        if name not in self._collections:
-            self._collections[name] = ObservedCollection(self, self._database[name], name)
-        return self._collections[name]
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._database, name)
-
-    def cut_after_next_append(self) -> None:
-        self._armed = True
-
-    def reconnect(self) -> None:
-        self._armed = self.cut = False
-
-    async def pause(self) -> None:
-        if self._rng is None:
-            return
-        if self._rng.random() < self._stall_chance:
-            await asyncio.sleep(STALL_S)  # long enough for a waiting clear to look at the lease twice
-        for _ in range(self._rng.choice((0, 0, 1, 2, 3, 5))):
-            await asyncio.sleep(0)
-
-    def check_connected(self) -> None:
-        if self.cut:
-            raise ConnectionFailure("connection lost (injected by the test)")
-
-    def landed(self, write: Write) -> None:
-        self.wire.landed(write)
-        if self._armed and write.collection == UNITS and write.applied and write.contents:
-            self.cut = True
-
-
-class ObservedCollection:
-    """A collection of an :class:`ObservedDatabase`."""
-
-    def __init__(self, owner: ObservedDatabase, collection: Any, name: str) -> None:
-        self._owner = owner
-        self._collection = collection
-        self._name = name
-
-    def __getattr__(self, name: str) -> Any:
-        attribute = getattr(self._collection, name)
-        if not callable(attribute) or name == "with_options":
-            return attribute
-        if name in CURSOR_METHODS:
-
-            def cursor(*args: Any, **kwargs: Any) -> ObservedCursor:
-                return ObservedCursor(self._owner, attribute(*args, **kwargs))
-
-            return cursor
-        owner = self._owner
-
-        async def call(*args: Any, **kwargs: Any) -> Any:
-            await owner.pause()
-            owner.check_connected()
-            if name not in WRITE_METHODS:
-                result = await attribute(*args, **kwargs)
-                await owner.pause()
-                return result
-            write = self._write(name, args, kwargs)
-            if owner.before is not None:
-                await owner.before(write)
-            write = replace(write, start=owner.wire.tick())
-            owner.wire.sending(write)
-            try:
-                result = await attribute(*args, **kwargs)
-            except Exception:
-                owner.landed(replace(write, end=owner.wire.tick()))
-                raise
-            write = replace(write, end=owner.wire.tick(), applied=_applied(result))
-            owner.landed(write)
-            if owner.after is not None:
-                await owner.after(write)
-            await owner.pause()
-            return result
-
-        return call
-
-    def _write(self, method: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Write:
-        if method.startswith("insert"):
-            payload: Any = args[0] if args else kwargs.get("document", kwargs.get("documents"))
-            target = payload.get("_id") if isinstance(payload, dict) else None
-        else:
-            query = args[0] if args else kwargs.get("filter", {})
-            payload = [*args[1:], *(v for k, v in kwargs.items() if k in {"update", "replacement"})]
-            target = query.get("_id") if isinstance(query, dict) else None
-        return Write(
-            collection=self._name,
-            target=target,
-            contents=tuple(_contents(payload)),
-            touches_window=_names(payload, "chat_messages"),
-        )
-
-
-class ObservedCursor:
-    """A cursor that yields first and refuses to run once its database is cut off."""
-
-    def __init__(self, owner: ObservedDatabase, cursor: Any) -> None:
-        self._owner = owner
-        self._cursor = cursor
-
-    def __getattr__(self, name: str) -> Any:
-        attribute = getattr(self._cursor, name)
-        if name in {"sort", "skip", "limit", "max_time_ms", "batch_size", "hint"}:
-            return lambda *a, **k: ObservedCursor(self._owner, attribute(*a, **k))
-        return attribute
-
-    async def to_list(self, length: int | None = None) -> list[Any]:
-        await self._owner.pause()
-        self._owner.check_connected()
-        return list(await self._cursor.to_list(length))
-
-    def __aiter__(self) -> AsyncIterator[Any]:
-        return self._iterate()
-
-    async def _iterate(self) -> AsyncIterator[Any]:
-        await self._owner.pause()
-        self._owner.check_connected()
-        async for document in self._cursor:
-            yield document
-
-
-def _applied(result: Any) -> bool:
-    """Whether a write's answer says it changed (or inserted, or returned) a document."""
-    if result is None or isinstance(result, dict):  # find_one_and_*: the document, or None
-        return result is not None
-    if hasattr(result, "inserted_id") or hasattr(result, "inserted_ids"):
-        return True
-    if getattr(result, "upserted_id", None) is not None:
-        return True
-    return any(getattr(result, counter, 0) > 0 for counter in ("modified_count", "deleted_count"))
-
-
-def _contents(value: Any) -> Iterable[str]:
-    """The contents of every message (a ``{role, content}`` mapping) anywhere in ``value``."""
-    if isinstance(value, dict):
-        if isinstance(value.get("content"), str) and "role" in value:
-            yield value["content"]
-            return
-        for item in value.values():
-            yield from _contents(item)
-    elif isinstance(value, list | tuple):
-        for item in value:
-            yield from _contents(item)
-
-
-def _names(value: Any, key: str) -> bool:
-    """Whether ``key`` is a field name (or a dotted path's first part) anywhere in ``value``."""
-    if isinstance(value, dict):
-        return any(str(k).split(".")[0] == key or _names(v, key) for k, v in value.items())
-    if isinstance(value, list | tuple):
-        return any(_names(item, key) for item in value)
-    return False
 
 
 # -- what the test knows about each core ------------------------------------------------------------------

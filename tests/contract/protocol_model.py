@@ -72,7 +72,8 @@ from partner_repo import (
 from partner_repo.listener.delivery import Backoff
 from partner_repo.mongo import MAX_DOCUMENT_BYTES, RECALL_INDEX, bson_size, messages_bytes
 from partner_repo.recall import RecallIndexCheck, RecallIndexer
-from tests.contract.positions_support import CORES, UNITS, Clear, CoreHistory, Wire, storage_problems
+from tests.contract.observed import CORES, UNITS, Wire
+from tests.contract.positions_support import Clear, CoreHistory, storage_problems
 from tests.contract.protocol_support import (
     ProcessDatabase,
     ProcessDied,
@@ -677,7 +678,7 @@ async def with_its_rolls(process: Process, operation: Any) -> Any:
     result = await operation(process)
     while process.service._background.pending and not process.db.dead:  # noqa: ASYNC110
         await asyncio.sleep(0.001)
-    process.db.check_alive()  # died in a background roll: the step died
+    process.db.check()  # died in a background roll: the step died
     return result
 
 

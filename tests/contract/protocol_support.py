@@ -1,8 +1,9 @@
 """Simulated processes for the protocol tests (docs/protocol.md): a database as one process sees it.
 
-A :class:`ProcessDatabase` wraps the shared database for one simulated process. Every write it sends is
-logged on the shared :class:`~positions_support.Wire` (so the exactly-once oracle of ``positions_support``
-can judge the run), and two faults can be armed:
+A :class:`ProcessDatabase` is the shared database as one simulated process sees it: an
+:class:`~tests.contract.observed.ObservedDatabase` (every write it sends is logged on the shared
+:class:`~tests.contract.observed.Wire`, so the exactly-once oracle of ``positions_support`` can judge the
+run) whose hooks arm two faults:
 
 - **death** (:meth:`ProcessDatabase.die_after`): right after the write that matches (the Nth write, or the
   first write a predicate picks) has landed, the process is dead: that call raises :class:`ProcessDied`, and
@@ -19,21 +20,11 @@ catches a process that is gone.
 from __future__ import annotations
 
 import asyncio
-import inspect
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from tests.contract.positions_support import (
-    CORES,
-    UNITS,
-    WRITE_METHODS,
-    Wire,
-    Write,
-    _applied,
-    _contents,
-    _names,
-)
+from tests.contract.observed import CORES, UNITS, Call, ObservedDatabase, Wire, Write
 
 Pick = Callable[["Sent"], bool]
 """Which write a fault is armed for."""
@@ -44,13 +35,12 @@ class ProcessDied(BaseException):
 
 
 @dataclass(frozen=True)
-class Sent:
+class Sent(Call):
     """One write as the process sends it: the collection, the method, and its arguments."""
 
-    collection: str
-    method: str
-    args: tuple[Any, ...]
-    kwargs: dict[str, Any]
+    @classmethod
+    def of(cls, call: Call) -> Sent:
+        return cls(call.collection, call.method, call.args, call.kwargs)
 
     @property
     def update(self) -> dict[str, Any]:
@@ -101,27 +91,19 @@ def unit_write(sent: Sent) -> bool:
     return sent.collection == UNITS
 
 
-class ProcessDatabase:
-    """The database as one simulated process sees it; see the module docstring."""
+class ProcessDatabase(ObservedDatabase):
+    """The database as one simulated process sees it; see the module docstring. Every call is refused once
+    the process is dead (and a read's answer or a cursor's next document too: dead before and after)."""
 
     def __init__(self, database: Any, wire: Wire, name: str = "process") -> None:
-        self._database = database
-        self.wire = wire
+        super().__init__(database, wire)
         self.name = name
         self.dead = False
         self.faults = Faults()
         self.writes = 0
+        """Writes that landed (answered without an error)."""
         self.on_landed: Callable[[Sent, Any], None] | None = None
         """Told of every write that landed, before a death armed for it (the model's record order)."""
-        self._collections: dict[str, ProcessCollection] = {}
-
-    def __getitem__(self, name: str) -> ProcessCollection:
-        if name not in self._collections:
-            self._collections[name] = ProcessCollection(self, self._database[name], name)
-        return self._collections[name]
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._database, name)
 
     def die_after(self, pick: Pick | int) -> None:
         """Die right after the write ``pick`` chooses has landed (an int: the n-th write from now on)."""
@@ -141,137 +123,37 @@ class ProcessDatabase:
     def parked(self) -> bool:
         return self.faults.parked.is_set() and not self.faults.thawed.is_set()
 
-    def check_alive(self) -> None:
+    # -- the hooks of ObservedDatabase ---------------------------------------------------------------------
+
+    def check(self) -> None:
+        """Refused once the process is dead."""
         if self.dead:
             raise ProcessDied(self.name)
+        super().check()
 
-    async def before(self, sent: Sent) -> None:
-        self.check_alive()
-        if self.faults.stall is not None and self.faults.stall(sent):
+    async def before_sending(self, call: Call, write: Write | None) -> None:
+        """A write parks here if a stall is armed for it; every call then yields once (mongomock does not)."""
+        await super().before_sending(call, write)
+        if write is not None and self.faults.stall is not None and self.faults.stall(Sent.of(call)):
             self.faults.parked.set()
             await self.faults.thawed.wait()
-            self.check_alive()
+            self.check()
+        await asyncio.sleep(0)
 
-    def after(self, sent: Sent) -> None:
+    async def answered(self, call: Call, write: Write, result: Any) -> None:
+        """Counts the write, tells ``on_landed``, then dies if a death is armed for it."""
+        sent = Sent.of(call)
+        if self.on_landed is not None:
+            self.on_landed(sent, result)
         self.writes += 1
         if self.faults.die is not None and self.faults.die(sent):
             self.dead = True
             raise ProcessDied(self.name)
+        await super().answered(call, write, result)
 
-
-class ProcessCollection:
-    """A collection of a :class:`ProcessDatabase`: writes logged and faulted, every call refused once dead."""
-
-    def __init__(self, owner: ProcessDatabase, collection: Any, name: str) -> None:
-        self._owner = owner
-        self._collection = collection
-        self._name = name
-
-    def __getattr__(self, name: str) -> Any:
-        attribute = getattr(self._collection, name)
-        if not callable(attribute):
-            return attribute
-        if name == "with_options":  # a wrapper keeps what it wraps where the backend gives another kind back
-            return lambda *a, **k: self._with_options(attribute(*a, **k))
-        if name in {"find", "aggregate", "watch", "list_indexes"}:
-            return lambda *a, **k: self._cursor(attribute(*a, **k))
-        if name in WRITE_METHODS:
-            return self._writing(name, attribute)
-        owner = self._owner
-
-        async def call(*args: Any, **kwargs: Any) -> Any:
-            owner.check_alive()
-            await asyncio.sleep(0)
-            result = attribute(*args, **kwargs)
-            if inspect.isawaitable(result):
-                result = await result
-            owner.check_alive()
-            return result
-
-        return call
-
-    def _with_options(self, chosen: Any) -> Any:
-        if type(chosen) is not type(self._collection):
-            return self
-        return ProcessCollection(self._owner, chosen, self._name)
-
-    def _cursor(self, made: Any) -> Any:
-        if inspect.isawaitable(made):  # PyMongo's async aggregate: a coroutine that returns the cursor
-
-            async def opened() -> ProcessCursor:
-                self._owner.check_alive()
-                return ProcessCursor(self._owner, await made)
-
-            return opened()
-        return ProcessCursor(self._owner, made)
-
-    def _writing(self, method: str, attribute: Callable[..., Any]) -> Callable[..., Any]:
-        owner = self._owner
-
-        async def write(*args: Any, **kwargs: Any) -> Any:
-            sent = Sent(self._name, method, args, kwargs)
-            await owner.before(sent)
-            await asyncio.sleep(0)
-            logged = self._logged(method, args, kwargs)
-            start = owner.wire.tick()
-            try:
-                result = attribute(*args, **kwargs)
-                if inspect.isawaitable(result):
-                    result = await result
-            except Exception:
-                owner.wire.landed(Write(**{**logged, "start": start, "end": owner.wire.tick()}))
-                raise
-            owner.wire.landed(
-                Write(**{**logged, "start": start, "end": owner.wire.tick(), "applied": _applied(result)})
-            )
-            if owner.on_landed is not None:
-                owner.on_landed(sent, result)
-            owner.after(sent)
-            return result
-
-        return write
-
-    def _logged(self, method: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
-        if method.startswith("insert"):
-            payload: Any = args[0] if args else kwargs.get("document", kwargs.get("documents"))
-            target = payload.get("_id") if isinstance(payload, dict) else None
-        else:
-            query = args[0] if args else kwargs.get("filter", {})
-            payload = [*args[1:], *(v for k, v in kwargs.items() if k in {"update", "replacement"})]
-            target = query.get("_id") if isinstance(query, dict) else None
-        return {
-            "collection": self._name,
-            "target": target if isinstance(target, str) else None,  # one document's id, or none
-            "contents": tuple(_contents(payload)),
-            "touches_window": _names(payload, "chat_messages"),
-        }
-
-
-class ProcessCursor:
-    """A cursor of a :class:`ProcessDatabase`: refused once the process is dead."""
-
-    def __init__(self, owner: ProcessDatabase, cursor: Any) -> None:
-        self._owner = owner
-        self._cursor = cursor
-
-    def __getattr__(self, name: str) -> Any:
-        attribute = getattr(self._cursor, name)
-        if name in {"sort", "skip", "limit", "max_time_ms", "batch_size", "hint"}:
-            return lambda *a, **k: ProcessCursor(self._owner, attribute(*a, **k))
-        return attribute
-
-    async def to_list(self, length: int | None = None) -> list[Any]:
-        self._owner.check_alive()
-        return list(await self._cursor.to_list(length))
-
-    def __aiter__(self) -> AsyncIterator[Any]:
-        return self._iterate()
-
-    async def _iterate(self) -> AsyncIterator[Any]:
-        self._owner.check_alive()
-        async for document in self._cursor:
-            self._owner.check_alive()
-            yield document
+    def received(self) -> None:
+        """A dead process gets no answer."""
+        self.check()
 
 
 async def until_parked_or_done(task: asyncio.Task[Any], process: ProcessDatabase, within: float = 30) -> None:

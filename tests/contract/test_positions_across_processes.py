@@ -37,14 +37,8 @@ from partner_repo import (
     connect,
 )
 from tests.conftest import requires_mongodb
-from tests.contract.positions_support import (
-    CoreHistory,
-    ObservedDatabase,
-    Ticks,
-    Wire,
-    Write,
-    storage_problems,
-)
+from tests.contract.observed import ObservedDatabase, Wire, Write
+from tests.contract.positions_support import CoreHistory, Ticks, storage_problems
 from tests.contract.rolling_contract_support import T0, summarize
 from tests.contract.test_sharing_across_processes import Processes, eventually
 

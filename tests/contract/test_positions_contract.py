@@ -3,8 +3,8 @@
 Each test drives one finding through the public API, on every backend (in-memory always, a real server when
 MONGODB_URI is set), and asserts the promise: every recorded message is stored exactly once per session, in
 record order, plus only the retained context Partner repeats at a new session's start; nothing a clear erased
-comes back. Failures are injected at the wire (:class:`~positions_support.ObservedDatabase`), and lease
-takeovers are forced with a monotonic clock the test moves, never by waiting.
+comes back. Failures are injected at the wire (:class:`~observed.ObservedDatabase`), and lease takeovers are
+forced with a monotonic clock the test moves, never by waiting.
 """
 
 from __future__ import annotations
@@ -29,7 +29,8 @@ from partner_repo import (
     RollingService,
 )
 from tests.conftest import until
-from tests.contract.positions_support import ObservedDatabase, Ticks, Wire, Write
+from tests.contract.observed import ObservedDatabase, Wire, Write
+from tests.contract.positions_support import Ticks
 from tests.contract.rolling_contract_support import T0, numbered, summarize
 
 IDLE = timedelta(hours=1)

@@ -38,7 +38,8 @@ from partner_repo import (
     RollingConfig,
     RollingService,
 )
-from tests.contract.positions_support import CoreHistory, ObservedDatabase, Ticks, Wire, storage_problems
+from tests.contract.observed import ObservedDatabase, Wire
+from tests.contract.positions_support import CoreHistory, Ticks, storage_problems
 from tests.contract.rolling_contract_support import T0, summarize
 
 SEEDS = (1, 2, 3, 4)
@@ -49,12 +50,12 @@ TURNS, TURNS_ON_A_SERVER = 80, 40
 """Turns per writer; on a server a write takes milliseconds (SecantusDB: about 15): fewer keep runs short."""
 WRITER_PAUSE_S, ROLLER_PAUSE_S = 0.02, 0.003
 """At most this long (real seconds) between two turns of a writer, between two attempts of a roller: the
-tasks keep a pace in real time, as a roller's stall (positions_support.STALL_S) and a waiting clear do."""
+tasks keep a pace in real time, as a roller's stall (observed.STALL_S) and a waiting clear do."""
 CUT_CHANCE = 0.15
 """How often a roll loses its connection right after its append lands."""
 CLEARS = 8
 STALL_CHANCE = 0.01
-"""How often a roller's call to the database stalls (for positions_support.STALL_S)."""
+"""How often a roller's call to the database stalls (for observed.STALL_S)."""
 STEPS = {"count": 8, "idle": 2, "roll": 2, "refresh": 1}
 """What a roller does, by weight: a count roll, an idle roll (a new session), a roll, a roll and a refresh."""
 UNIT_LIMITS = (1, 800, 3000)

@@ -27,7 +27,7 @@ from partner_repo import (
     RollingService,
 )
 from partner_repo.mongo import MAX_DOCUMENT_BYTES, bson_size, messages_bytes
-from tests.contract.positions_support import Wire
+from tests.contract.observed import Wire
 from tests.contract.protocol_support import (
     ProcessDatabase,
     ProcessDied,

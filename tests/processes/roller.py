@@ -37,7 +37,7 @@ from partner_repo import (
     close_database,
     connect,
 )
-from tests.contract.positions_support import UNITS, ObservedDatabase, Wire, Write
+from tests.contract.observed import UNITS, ObservedDatabase, Wire, Write
 
 T0 = datetime(2024, 1, 1, 12, 0, tzinfo=UTC)
 IDLE = timedelta(hours=1)
