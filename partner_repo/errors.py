@@ -47,6 +47,18 @@ class ConflictError(PartnerRepoError):
     """Another writer changed the document first (a stale copy was saved); reload and try again."""
 
 
+class GroupLeaseLost(ConflictError):
+    """A listener's lease on its group lapsed (it stalled past its ttl) while it flushed: another listener
+    holds the group now and delivers what this one was asked to."""
+
+    def __init__(self, group: str) -> None:
+        super().__init__(
+            f"listener group {group!r}: this listener's lease lapsed while it flushed; "
+            "the group's holder delivers"
+        )
+        self.group = group
+
+
 class LeaseLost(ConflictError):
     """Another roller took over this roller's lease on a core (it expired while this one stalled)."""
 

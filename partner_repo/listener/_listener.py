@@ -13,7 +13,7 @@ import time
 from types import TracebackType
 from typing import Any
 
-from partner_repo.errors import InvalidInput, PartnerRepoError
+from partner_repo.errors import GroupLeaseLost, InvalidInput, PartnerRepoError
 from partner_repo.listener._options import ListenerOptions, SourceChoice, consumer_concurrency
 from partner_repo.listener.delivery import (
     AfterRolling,
@@ -38,7 +38,12 @@ from partner_repo.listener.state import (
     describe,
     new_owner_id,
 )
-from partner_repo.listener.stream import GroupSources, UnreadableUnits, take_history_as_delivered
+from partner_repo.listener.stream import (
+    GroupSources,
+    SourceStopped,
+    UnreadableUnits,
+    take_history_as_delivered,
+)
 from partner_repo.mongo import MongoDatabase, library_logger
 from partner_repo.units import MemoryUnitRepository
 
@@ -312,15 +317,30 @@ class RollingListener:
         """Wait until what the source has found is delivered; when polling, run a full pass first.
 
         Under a change stream, writes whose events have not arrived yet are not waited for. Bound the wait
-        with ``asyncio.timeout`` when a consumer may hang.
+        with ``asyncio.timeout`` when a consumer may hang. A listener whose lease on the group lapsed while it
+        flushed (it stalled past its ttl, and another listener holds the group now) raises
+        :class:`~partner_repo.errors.GroupLeaseLost`; one stopped meanwhile returns. Never a
+        ``CancelledError`` unless the flush itself was cancelled.
         """
         if self._pipeline is None:
             return
         pipeline = self._pipeline
-        if self._active:
-            await self._sources.ready.wait()
-            if self._sources.polling is not None:
-                await self._sources.polling.request_scan()
+        while self._active and not self._stopping.is_set():
+            term = self._term_over
+            await _first_of(self._sources.ready, term)  # a source follows the feed, or the term ended
+            if not term.is_set():
+                polling = self._sources.polling
+                if polling is None:
+                    break  # a change stream: what it found is in the pipeline
+                try:
+                    await polling.request_scan()
+                    break
+                except SourceStopped:
+                    if not term.is_set():
+                        continue  # the source failed and the group starts another: ask that one
+            if self._stopping.is_set():
+                return  # stopped by its owner meanwhile
+            raise GroupLeaseLost(self._group)
         await pipeline.wait_idle()
         if self._active and self._erasures is not None:
             await self._erasures.catch_up()  # and every erasure logged so far
@@ -393,6 +413,16 @@ class RollingListener:
         while True:
             self._watch.sampled(self._group, pipeline.lag())
             await asyncio.sleep(SAMPLE_INTERVAL)
+
+
+async def _first_of(*events: asyncio.Event) -> None:
+    """Wait until one of ``events`` is set."""
+    waiters = [asyncio.ensure_future(event.wait()) for event in events]
+    try:
+        await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for waiter in waiters:
+            waiter.cancel()
 
 
 __all__ = ["RollingListener"]

@@ -54,6 +54,7 @@ from pymongo.errors import OperationFailure
 from partner_repo import (
     AfterRollingRegistry,
     ConflictError,
+    GroupLeaseLost,
     MemoryCoreRepository,
     MemoryEraser,
     MemoryUnitRepository,
@@ -264,6 +265,12 @@ class World:
         if emptied and "window_start" in sent.update.get("$inc", {}) and self.wire.writes[-1].applied:
             self.emptying(process, sent.args[0]["_id"], sent.update["$inc"]["window_start"])
             return
+        if sent.method == "insert_one":  # a record that created the core: the window it inserted
+            created = sent.args[0] if sent.args else {}
+            if isinstance(created, dict) and created.get("_id") in self.generations:
+                recorded = [m["content"] for m in created.get("chat_messages") or []]
+                self.generations[created["_id"]].history.recorded += recorded
+            return
         pushed = (sent.update.get("$push") or {}).get("chat_messages")
         if not isinstance(pushed, dict) or not pushed.get("$each") or result is None:
             return
@@ -456,6 +463,13 @@ class _LimitedCores:
                 self._refused.add(query.get("_id"))
                 raise OperationFailure("BSONObjectTooLarge (the in-memory stand-in)", code=10334)
         return await self._collection.find_one_and_update(query, update, *args, **kwargs)
+
+    async def insert_one(self, document: Any, *args: Any, **kwargs: Any) -> Any:
+        window = document.get("chat_messages") if isinstance(document, dict) else None
+        if window and bson_size({"chat_messages": window}) > min(WINDOW_LIMIT, MAX_DOCUMENT_BYTES):
+            self._refused.add(document.get("_id"))
+            raise OperationFailure("BSONObjectTooLarge (the in-memory stand-in)", code=10334)
+        return await self._collection.insert_one(document, *args, **kwargs)
 
 
 # -- running one step -------------------------------------------------------------------------------------
@@ -719,7 +733,11 @@ async def _deliver(process: Process, consumer: Delivered, group: str, world: Wor
                 flushing.cancel()
                 raise ProcessDied(process.db.name)
             await asyncio.sleep(0.005)
-        await flushing
+        try:
+            await flushing
+        except GroupLeaseLost:  # it stalled past its lease while flushing: the group's new holder delivers
+            world.seen["lease lapsed while flushing"] += 1
+            return False
         return True
     finally:
         with contextlib.suppress(BaseException):

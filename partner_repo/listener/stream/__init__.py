@@ -10,8 +10,8 @@
 A source only reads and offers to delivery (:class:`~partner_repo.listener.delivery.DeliveryPipeline`).
 """
 
-from partner_repo.listener.stream._polling import take_history_as_delivered
+from partner_repo.listener.stream._polling import SourceStopped, take_history_as_delivered
 from partner_repo.listener.stream._sources import GroupSources
 from partner_repo.listener.stream._unreadable import UnreadableUnits
 
-__all__ = ["GroupSources", "UnreadableUnits", "take_history_as_delivered"]
+__all__ = ["GroupSources", "SourceStopped", "UnreadableUnits", "take_history_as_delivered"]

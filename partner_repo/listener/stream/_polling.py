@@ -171,6 +171,12 @@ async def take_history_as_delivered(
     )
 
 
+class SourceStopped(Exception):
+    """The polling source stopped before the pass a caller waited for: its term ended (the group's lease was
+    lost, or the listener is stopping), or it failed and the group started another. Never a
+    ``CancelledError``: the caller who waited was not cancelled."""
+
+
 class PollingSource:
     """Runs a :class:`UnitScanner` pass every ``interval`` seconds until stopped."""
 
@@ -190,19 +196,34 @@ class PollingSource:
         self._backoff = backoff
         self._wake = asyncio.Event()
         self._waiting: list[asyncio.Future[None]] = []
+        self._stopped = False
         self.got_going = False
         """Whether a pass ever completed (so a failure afterwards starts backoff afresh)."""
         self.position_at: datetime | None = None
         """When the newest pass whose finds are all delivered started: what a restart would resume from."""
 
     def request_scan(self) -> asyncio.Future[None]:
-        """A future resolved when a full pass that started after this call has offered what it found."""
+        """A future resolved when a full pass that started after this call has offered what it found; failed
+        with :class:`SourceStopped` when this source stops first (or has stopped)."""
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        if self._stopped:
+            future.set_exception(SourceStopped())
+            return future
         self._waiting.append(future)
         self._wake.set()
         return future
 
     async def run(self, stopping: asyncio.Event) -> None:
+        try:
+            await self._passes(stopping)
+        finally:  # however it ends (stopped, failed, cancelled): nobody waits for a pass that will not run
+            self._stopped = True
+            waiting, self._waiting = self._waiting, []
+            for future in waiting:
+                if not future.done():
+                    future.set_exception(SourceStopped())
+
+    async def _passes(self, stopping: asyncio.Event) -> None:
         last_full = time.monotonic()
         failures = 0
         while not stopping.is_set():
@@ -230,8 +251,6 @@ class PollingSource:
                 if not future.done():
                     future.set_result(None)
             await _sleep_until(stopping, self._wake, self._interval)
-        for future in self._waiting:
-            future.cancel()
 
     def _position_reached(self, at: datetime) -> CommitAction:
         async def advance() -> None:

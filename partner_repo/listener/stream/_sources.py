@@ -93,6 +93,8 @@ class GroupSources:
                 )
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(stopping.wait(), delay)
+            finally:
+                self.ready.clear()  # until the next source follows the feed (a flush waits for it)
         return use_stream
 
 

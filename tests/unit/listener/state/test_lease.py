@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
-from partner_repo import ListenerCheckpoints, MemoryUnitRepository
+import pytest
+
+from partner_repo import GroupLeaseLost, ListenerCheckpoints, MemoryUnitRepository
 from tests.conftest import until
 from tests.unit.listener.support import Recorder, append, quick_listener, registry_of
 
@@ -82,3 +85,85 @@ async def test_a_holder_that_lost_its_lease_stops_reading_until_it_gets_it_back(
         await listener.flush()
 
     assert recorder.slice_ids == [piece.id]
+
+
+class HeldReads:
+    """A database whose reads of the units wait at :attr:`gate` while :attr:`holding`: a polling pass stalls
+    in its read, as a process paused mid-pass would."""
+
+    def __init__(self, database: Any) -> None:
+        self._database = database
+        self.holding = False
+        self.gate = asyncio.Event()
+
+    def __getitem__(self, name: str) -> Any:
+        collection = self._database[name]
+        return _HeldCollection(collection, self) if name == "memory_units" else collection
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._database, name)
+
+    async def pass_(self) -> None:
+        if self.holding:
+            await self.gate.wait()
+
+
+class _HeldCollection:
+    def __init__(self, collection: Any, held: HeldReads) -> None:
+        self._collection = collection
+        self._held = held
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._collection, name)
+
+    def with_options(self, **options: Any) -> Any:
+        return _HeldCollection(self._collection.with_options(**options), self._held)
+
+    def find(self, *args: Any, **kwargs: Any) -> Any:
+        return _HeldCursor(self._collection.find(*args, **kwargs), self._held)
+
+    async def aggregate(self, *args: Any, **kwargs: Any) -> Any:
+        await self._held.pass_()
+        cursor = self._collection.aggregate(*args, **kwargs)
+        return await cursor if asyncio.iscoroutine(cursor) else cursor
+
+
+class _HeldCursor:
+    def __init__(self, cursor: Any, held: HeldReads) -> None:
+        self._cursor = cursor
+        self._held = held
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._cursor, name)
+
+    async def to_list(self, length: int | None = None) -> list[Any]:
+        await self._held.pass_()
+        return list(await self._cursor.to_list(length))
+
+    async def __aiter__(self) -> Any:
+        await self._held.pass_()
+        async for document in self._cursor:
+            yield document
+
+
+async def test_a_flush_whose_listener_loses_its_lease_meanwhile_says_so_and_is_not_cancelled(
+    memory_db: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The model check's long run (issue 37): a listener whose lease lapsed while it was stalled ended its
+    ``flush()`` in a bare ``CancelledError`` (the pass the flush asked for was cancelled with its source),
+    although nobody had cancelled the caller, who reads that as "I was cancelled" and stops."""
+    checkpoints = ListenerCheckpoints(memory_db, "default")
+    held = HeldReads(memory_db)
+    async with quick_listener(held, registry_of(Recorder()), lease_ttl=TTL) as listener:
+        await listener.flush()
+        held.holding = True
+        await asyncio.sleep(0.05)  # the next pass is held in its read of the units
+        flushing = asyncio.ensure_future(listener.flush())  # asks for the pass after it
+        await asyncio.sleep(0.05)
+        owner, beat = await checkpoints.lease_state()
+        assert await checkpoints.take_over("intruder", owner, beat)  # as a standby after a stall past the ttl
+        await until(lambda: "lost the lease to listener intruder" in caplog.text)
+        held.gate.set()
+
+        with pytest.raises(GroupLeaseLost, match="lease lapsed while it flushed"):
+            await flushing
