@@ -38,7 +38,7 @@ from hypothesis.stateful import (
     rule,
 )
 
-from partner_repo import RollingConfig
+from partner_repo import RecallIndexer, RollingConfig
 from tests.contract.positions_support import storage_problems
 from tests.contract.protocol_model import (
     ATTEMPTS,
@@ -64,6 +64,15 @@ SIZES = st.lists(st.sampled_from([0, 0, 0, 40, NEAR - 300, NEAR + 100]), min_siz
 PHASES = (Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink, Phase.explain)
 TOTALS: Counter[str] = Counter()
 """What the runs explored, summed (printed at the end)."""
+
+
+async def record_and_index(process: Any, core_id: str, messages: Any, at: Any) -> Any:
+    """A turn recorded and rolled, and the roll indexed for recall by the same process right after (the
+    MCP server's ``record_turn``): the index write races erasures with no ``on_erased`` to follow it."""
+    rolled = await process.service.record_and_roll(core_id, messages, at=at)
+    if rolled is not None:
+        await RecallIndexer(process.db).consume(rolled)
+    return rolled
 
 
 def traced(step: Any) -> Any:
@@ -127,7 +136,9 @@ class ProtocolMachine(RuleBasedStateMachine):
         core_id=CORE,
         count=st.integers(1, 3),
         sizes=SIZES,
-        how=st.sampled_from(["record", "record_and_roll", "record_and_roll", "record_and_roll_later"]),
+        how=st.sampled_from(
+            ["record", "record_and_roll", "record_and_roll", "record_and_roll_later", "record_and_index"]
+        ),
         fault=FAULT,
     )
     @traced
@@ -138,6 +149,10 @@ class ProtocolMachine(RuleBasedStateMachine):
             operation: Any = lambda process: process.cores.record(core_id, messages, at=at)  # noqa: E731
         elif how == "record_and_roll":
             operation = lambda process: process.service.record_and_roll(core_id, messages, at=at)  # noqa: E731
+        elif (
+            how == "record_and_index"
+        ):  # as the MCP server does: its own roll indexed in process, no listener
+            operation = lambda process: record_and_index(process, core_id, messages, at)  # noqa: E731
         else:
             operation = lambda process: process.service.record_and_roll_later(core_id, messages, at=at)  # noqa: E731
         self.do(steps.run(p, operation, fault))
