@@ -149,9 +149,7 @@ class ProtocolMachine(RuleBasedStateMachine):
             operation: Any = lambda process: process.cores.record(core_id, messages, at=at)  # noqa: E731
         elif how == "record_and_roll":
             operation = lambda process: process.service.record_and_roll(core_id, messages, at=at)  # noqa: E731
-        elif (
-            how == "record_and_index"
-        ):  # as the MCP server does: its own roll indexed in process, no listener
+        elif how == "record_and_index":  # the MCP server's: its own roll indexed in process
             operation = lambda process: record_and_index(process, core_id, messages, at)  # noqa: E731
         else:
             operation = lambda process: process.service.record_and_roll_later(core_id, messages, at=at)  # noqa: E731
