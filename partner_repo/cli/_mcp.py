@@ -9,6 +9,10 @@ id, an HTTP server reachable from other machines without a bearer token, a weak 
 from __future__ import annotations
 
 import asyncio
+import json
+import os
+import sys
+from pathlib import Path
 from typing import Any
 
 import click
@@ -19,7 +23,7 @@ from partner_repo.cli._roll_idle import load_summarizer, summarizer_option
 from partner_repo.cli._runtime import connection, fail, run_async
 from partner_repo.cli._signals import end_at_once_on_signals, stop_on_signals
 from partner_repo.mcp import DEFAULT_MAX_TURN_BYTES, TOKEN_VARIABLE, McpUnavailable, require_sdk
-from partner_repo.mongo import MAX_MESSAGE_BYTES, library_logger
+from partner_repo.mongo import MAX_MESSAGE_BYTES, library_logger, mask_uri
 from partner_repo.rolling import RollingService, extractive_summarizer
 from partner_repo.settings import load_settings
 from partner_repo.validation import id_problem
@@ -74,6 +78,12 @@ HTTP_ONLY = ("host", "port", "token")
     show_default=True,
     help="The largest turn record_turn takes (BSON bytes of its messages); a larger one is a tool error.",
 )
+@click.option(
+    "--print-config",
+    is_flag=True,
+    help="Print the JSON block a desktop host's configuration takes to start this server as given "
+    "(absolute paths of this installation; a password is never printed), then exit.",
+)
 @click.pass_context
 def mcp_command(
     ctx: click.Context,
@@ -84,6 +94,7 @@ def mcp_command(
     core_ids: tuple[str, ...],
     summarizer_path: str | None,
     max_turn_bytes: int,
+    print_config: bool,
 ) -> None:
     """Serve the memory to agents over the Model Context Protocol (needs the mcp extra).
 
@@ -92,6 +103,9 @@ def mcp_command(
     client closes its end; over http, on SIGINT/SIGTERM.
     """
     _check_options(ctx, transport, core_ids)
+    if print_config:
+        _print_config(ctx, core_ids, summarizer_path, max_turn_bytes)
+        return
     try:
         require_sdk()
     except McpUnavailable as exc:
@@ -137,6 +151,39 @@ async def _serve_http(server: Any, **where: Any) -> None:
     stop = asyncio.Event()
     with stop_on_signals(stop):
         await serve_http(server, stop, **where)
+
+
+def _print_config(
+    ctx: click.Context, core_ids: tuple[str, ...], summarizer_path: str | None, max_turn_bytes: int
+) -> None:
+    """The ``mcpServers`` entry that starts this very server over stdio from a host started outside any
+    virtualenv: the absolute path of this installation's ``partner-repo`` (or of its Python, ``-m
+    partner_repo``), the options given, the working directory a summarizer named by import path is found
+    from, and the connection in ``env`` with its password masked (never printed: put it in yourself)."""
+    target = connection(ctx, "write")  # as running it would: no implicit in-memory server
+    script = Path(sys.executable).with_name("partner-repo")
+    command, prefix = (str(script), []) if script.exists() else (sys.executable, ["-m", "partner_repo"])
+    args = [*prefix, "mcp"]
+    env: dict[str, str] = {}
+    if target.uri is not None:
+        env["MONGODB_URI"] = mask_uri(target.uri)
+        if not target.db_from_uri:
+            env["PARTNER_REPO_DB"] = target.db_name
+    else:
+        args.insert(len(prefix), "--in-memory")
+    for core_id in core_ids:
+        args += ["--core", core_id]
+    if summarizer_path:
+        args += ["--summarizer", summarizer_path]
+        env["PYTHONPATH"] = os.getcwd()  # a summarizer of the working directory, as this command found it
+    if max_turn_bytes != DEFAULT_MAX_TURN_BYTES:
+        args += ["--max-turn-bytes", str(max_turn_bytes)]
+    server: dict[str, Any] = {"command": command, "args": args}
+    if env:
+        server["env"] = env
+    click.echo(json.dumps({"mcpServers": {"partner-memory": server}}, indent=2))
+    if target.uri is not None and "***" in env["MONGODB_URI"]:
+        click.echo("note: put the password in place of *** in MONGODB_URI (it is never printed)", err=True)
 
 
 def _check_options(ctx: click.Context, transport: str, core_ids: tuple[str, ...]) -> None:

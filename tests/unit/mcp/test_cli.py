@@ -5,6 +5,7 @@ over stdio a signal ends the server at once, even while its client keeps the pip
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -129,3 +130,29 @@ def test_over_stdio_sigterm_ends_the_server_at_once_while_its_client_keeps_the_p
 
     assert code == -signal.SIGTERM
     assert "SIGTERM: ending at once; a client ends the server cleanly by closing its stdin" in said
+
+
+def test_print_config_gives_the_block_that_starts_this_server_with_absolute_paths_and_no_password() -> None:
+    uri = "mongodb://app:pa55w0rd@db.example:27017/agents?replicaSet=rs0"
+    result = CliRunner().invoke(main, ["--uri", uri, "mcp", "--core", "alice", "--print-config"])
+
+    server = json.loads(result.stdout)["mcpServers"]["partner-memory"]
+    assert result.exit_code == 0
+    assert os.path.isabs(server["command"]) and os.path.exists(server["command"])
+    assert server["args"][-3:] == ["mcp", "--core", "alice"]
+    assert server["env"] == {"MONGODB_URI": "mongodb://app:***@db.example:27017/agents?replicaSet=rs0"}
+    assert "pa55w0rd" not in result.output and "in place of ***" in result.stderr
+
+
+def test_print_config_of_an_in_memory_server_says_so_in_its_arguments() -> None:
+    result = CliRunner().invoke(main, ["--in-memory", "mcp", "--print-config"])
+
+    server = json.loads(result.stdout)["mcpServers"]["partner-memory"]
+    assert "--in-memory" in server["args"] and "env" not in server
+
+
+def test_print_config_without_a_database_is_refused_as_serving_would_be() -> None:
+    result = CliRunner().invoke(main, ["mcp", "--print-config"], env={"MONGODB_URI": ""})
+
+    assert result.exit_code == 2 and result.stdout == ""
+    assert "neither --uri nor MONGODB_URI is set" in result.stderr
