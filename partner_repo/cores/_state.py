@@ -21,9 +21,10 @@ from partner_repo.mongo import OperationFailure, messages_bytes
 
 
 def state_projection() -> dict[str, Any]:
-    """Everything on a core but its window (the other fields are bounded in size). A new dict at every call:
-    mongomock adds ``_id`` to the projection it is given."""
-    return {"chat_messages": 0}
+    """Everything on a core but its window (the other fields are bounded in size) and the head the last roll
+    left (only a roller reads it, with the window, when it takes the lease): what every turn is answered
+    with. A new dict at every call: mongomock adds ``_id`` to the projection it is given."""
+    return {"chat_messages": 0, "last_unit_id": 0, "last_unit_version": 0}
 
 
 def is_count(value: object) -> bool:
