@@ -55,7 +55,7 @@ async def test_record_is_one_update_that_pushes_stamps_counts_and_answers_withou
     assert request.command_name == "findAndModify"
     assert request.doc["query"] == {"_id": "agent", "window_size": {"$type": "number"}}
     assert not request.doc.get("upsert")
-    assert request.doc["fields"] == {"chat_messages": 0}
+    assert request.doc["fields"] == {"chat_messages": 0, "last_unit_id": 0, "last_unit_version": 0}
     update = request.doc["update"]
     stamp = T0.replace(tzinfo=None)  # the message carries the turn's time as its own
     assert update["$push"] == {

@@ -105,7 +105,7 @@ async def test_record_is_one_write_and_no_read(memory_db: Any) -> None:
             return getattr(collection, name)
 
     await MemoryCoreRepository(Spy()).record("agent", [message(0)])
-    assert calls == ["find_one_and_update", "find_one_and_update"]  # a new core: the update, then the upsert
+    assert calls == ["find_one_and_update", "find_one", "insert_one"]  # a new core: update, look, insert
     calls.clear()
 
     await MemoryCoreRepository(Spy()).record("agent", [message(1)])
