@@ -202,7 +202,12 @@ class ObservedCollection:
         if inspect.isawaitable(made):  # PyMongo's async aggregate: a coroutine that returns the cursor
 
             async def opened() -> ObservedCursor:
-                self._owner.check()
+                try:
+                    self._owner.check()
+                except BaseException:
+                    if inspect.iscoroutine(made):  # never sent: closed, not left unawaited
+                        made.close()
+                    raise
                 return ObservedCursor(self._owner, await made)
 
             return opened()
