@@ -17,6 +17,7 @@ Counters and numbers are read through :func:`stored_count`: a value of another t
 from __future__ import annotations
 
 import json
+import re
 
 SLICE = "slice"
 NODE = "node"
@@ -33,6 +34,12 @@ def node_key(core_id: str, path: str) -> str:
 
 def core_key(core_id: str) -> str:
     return _key("c", core_id)
+
+
+def node_ids(core_id: str) -> dict[str, str]:
+    """A filter on ``_id`` matching every node id of ``core_id`` (an anchored prefix: with ``core_id`` it is
+    a range of the ``{core_id, _id}`` index), whatever else a node document holds or lost."""
+    return {"$regex": "^" + re.escape(_key("n", core_id)[:-1] + ",")}
 
 
 def _key(*parts: str) -> str:
@@ -78,6 +85,7 @@ __all__ = [
     "core_key",
     "key_kind",
     "node_key",
+    "node_ids",
     "node_path",
     "slice_key",
     "stored_count",

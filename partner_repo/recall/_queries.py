@@ -23,7 +23,7 @@ from typing import Any
 
 from partner_repo.mongo import RECALL_INDEX, driver
 from partner_repo.recall._channels import Plan, channel_pipelines
-from partner_repo.recall._keys import NODE, core_key, node_path, stored_count
+from partner_repo.recall._keys import core_key, node_ids, node_path, stored_count
 from partner_repo.recall._topics import SEPARATOR
 
 COMMON_TERM_SLICES = 512
@@ -98,7 +98,7 @@ class RecallQueries:
     async def tree(self, core_id: str) -> list[dict[str, Any]]:
         """Every topic node of the core with slices under it (node, label, depth, slices), in path order."""
         rows = await self._index.find(
-            {"core_id": core_id, "kind": NODE}, {"node": 1, "label": 1, "slices": 1}
+            {"core_id": core_id, "_id": node_ids(core_id)}, {"node": 1, "label": 1, "slices": 1}
         ).to_list(None)
         nodes = []
         for row in rows:  # read as it is: a node that lost a field still shows (check reports it)

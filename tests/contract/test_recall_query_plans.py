@@ -86,3 +86,14 @@ async def test_every_read_of_an_index_write_starts_from_an_index(
     assert len(indexing) == 2  # the slice and its core, then the core's last slices
     for command in indexing:
         assert_index_served(await explained(database, command))
+
+
+async def test_the_topic_tree_is_read_from_an_index(recorded: tuple[Any, Reads, History]) -> None:
+    """Every node of the core, a node that lost its depth or kind included, by its id's prefix on the
+    ``{core_id, _id}`` index (the documented shard key's): never a scan of the core's slices."""
+    database, reads, history = recorded
+
+    await history.recall(search=False).topics("agent")
+
+    [command] = reads.sent
+    assert_index_served(await explained(database, command))
