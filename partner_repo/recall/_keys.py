@@ -17,7 +17,6 @@ Counters and numbers are read through :func:`stored_count`: a value of another t
 from __future__ import annotations
 
 import json
-import re
 
 SLICE = "slice"
 NODE = "node"
@@ -37,9 +36,11 @@ def core_key(core_id: str) -> str:
 
 
 def node_ids(core_id: str) -> dict[str, str]:
-    """A filter on ``_id`` matching every node id of ``core_id`` (an anchored prefix: with ``core_id`` it is
-    a range of the ``{core_id, _id}`` index), whatever else a node document holds or lost."""
-    return {"$regex": "^" + re.escape(_key("n", core_id)[:-1] + ",")}
+    """A filter on ``_id`` matching every node id of ``core_id``, whatever else a node document holds or
+    lost: the ids that start with ``["n",<core id>,``, as a range (with ``core_id``, a range of the
+    ``{core_id, _id}`` index on every server: ``,`` and the next character, ``-``, bound it)."""
+    prefix = _key("n", core_id)[:-1] + ","
+    return {"$gte": prefix, "$lt": prefix[:-1] + "-"}
 
 
 def _key(*parts: str) -> str:
