@@ -118,7 +118,17 @@ async def _resolved(value: Any) -> Any:
 
 
 async def aggregate(collection: Any, pipeline: Sequence[Mapping[str, Any]], **options: Any) -> Any:
-    """The cursor of an aggregation (iterate it with ``async for`` or read it with ``to_list``)."""
+    """The cursor of an aggregation (iterate it with ``async for`` or read it with ``to_list``).
+
+    mongomock-motor's collection runs mongomock's ``aggregate`` as it is; it gets the embedded backend's
+    leading-``$match`` read, as the PyMongo stack's does (:func:`partner_repo.mongo._embedded.aggregate`),
+    so the two stacks' in-memory backends cost the same."""
+    if any(base.__module__.startswith("mongomock_motor") for base in type(collection).__mro__):
+        from partner_repo.mongo._embedded import EmbeddedCursor
+        from partner_repo.mongo._embedded import aggregate as embedded_aggregate
+
+        mongomock_collection = collection.database.delegate[collection.name]
+        return EmbeddedCursor(embedded_aggregate(mongomock_collection, list(pipeline)))
     return await _resolved(collection.aggregate(list(pipeline), **options))
 
 

@@ -21,6 +21,12 @@ The shims, each over mongomock's public API, the same on both stacks:
 - **PyMongo's bulk requests** (:func:`mongomock_requests`): PyMongo 4.9+'s requests add themselves to a bulk
   with a ``sort`` argument that mongomock's bulk builder does not take, so each is handed to mongomock's
   ``bulk_write`` in a form that drops it (the driver adapter does this on both stacks).
+- **a leading ``$match`` read through ``find``** (:func:`aggregate`): mongomock's ``aggregate`` is
+  ``find()`` of the whole collection (every document copied) and its pipeline run over that; with the
+  pipeline's leading ``$match`` given to ``find`` instead, only what the match selects is copied, and the
+  rest of the pipeline runs as mongomock runs it. The same answer (a ``$match`` is ``find``'s filter there),
+  at the cost of what a read selects rather than of the collection: a recall reads a few dozen slices of
+  thousands. Every library read is such an aggregation (it names the core first).
 - **buildInfo**: mongomock has no such command; Beanie asks for it (:data:`BUILD_INFO`).
 
 No private member of mongomock is used (a test reads every module of the package for one).
@@ -32,6 +38,7 @@ from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequenc
 from typing import Any
 
 import mongomock
+from mongomock.aggregate import process_pipeline
 from pymongo.errors import InvalidOperation
 
 _COLLECTION_COROUTINES = frozenset(
@@ -63,11 +70,19 @@ _COLLECTION_COROUTINES = frozenset(
 _CURSOR_CHAIN = frozenset(
     {"sort", "skip", "limit", "hint", "max_time_ms", "batch_size", "collation", "comment", "allow_disk_use"}
 )
-_SERVER_ONLY_OPTIONS = ("session", "maxTimeMS", "hint", "allowDiskUse", "comment", "batchSize")
-"""Options of ``aggregate`` that mongomock refuses and that change nothing about its answer."""
 
 BUILD_INFO = {"ok": 1.0, "version": "7.0.0", "versionArray": [7, 0, 0, 0], "maxBsonObjectSize": 16 * 1024**2}
 """What ``buildInfo`` answers (mongomock has no such command; Beanie asks for it)."""
+
+
+def aggregate(collection: Any, pipeline: list[Any]) -> list[Any]:
+    """mongomock's ``aggregate`` of ``pipeline`` on the mongomock ``collection``, a leading ``$match`` read
+    through ``find`` (see the module)."""
+    pipeline = plain(pipeline)
+    if pipeline and set(pipeline[0]) == {"$match"}:
+        found = list(collection.find(pipeline[0]["$match"]))
+        return list(process_pipeline(found, collection.database, pipeline[1:], None))  # type: ignore[no-untyped-call]
+    return list(collection.aggregate(pipeline))
 
 
 def plain(value: Any) -> Any:
@@ -225,9 +240,7 @@ class EmbeddedCollection:
         return EmbeddedCursor(self._mongomock.find(*plain(args), **plain(kwargs)))
 
     async def aggregate(self, pipeline: list[Any], **kwargs: Any) -> EmbeddedCursor:
-        for option in _SERVER_ONLY_OPTIONS:
-            kwargs.pop(option, None)
-        return EmbeddedCursor(self._mongomock.aggregate(plain(pipeline), **kwargs))
+        return EmbeddedCursor(aggregate(self._mongomock, pipeline))
 
     async def bulk_write(self, requests: Sequence[Any], ordered: bool = True, **options: Any) -> Any:
         options.pop("session", None)
@@ -320,6 +333,7 @@ class EmbeddedClient:
 
 
 __all__ = [
+    "aggregate",
     "BUILD_INFO",
     "EmbeddedClient",
     "EmbeddedCollection",

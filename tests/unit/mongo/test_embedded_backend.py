@@ -256,3 +256,22 @@ def test_no_module_of_the_library_reads_a_private_member_of_mongomock() -> None:
     }
 
     assert reads == {}
+
+
+async def test_an_aggregation_reads_only_what_its_leading_match_selects() -> None:
+    """mongomock's own aggregate copies the whole collection before its first stage; the embedded backend
+    gives the leading ``$match`` to mongomock's ``find``, so a read costs what it selects."""
+    embedded, _ = await collections()
+    await embedded.insert_many([{"_id": n, "core": "a" if n < 3 else "b"} for n in range(100)])
+    asked: list[Any] = []
+    find = embedded._mongomock.find
+
+    def recorded(*args: Any, **kwargs: Any) -> Any:
+        asked.append(args[0] if args else None)
+        return find(*args, **kwargs)
+
+    embedded._mongomock.find = recorded
+
+    rows = await (await embedded.aggregate([{"$match": {"core": "a"}}, {"$count": "n"}])).to_list(None)
+
+    assert rows == [{"n": 3}] and asked == [{"core": "a"}]
