@@ -23,9 +23,10 @@ The shims, each over mongomock's public API, the same on both stacks:
   ``bulk_write`` in a form that drops it (the driver adapter does this on both stacks).
 - **a leading ``$match`` read through ``find``** (:func:`aggregate`): mongomock's ``aggregate`` is
   ``find()`` of the whole collection (every document copied) and its pipeline run over that; with the
-  pipeline's leading ``$match`` given to ``find`` instead, only what the match selects is copied, and the
-  rest of the pipeline runs as mongomock runs it. The same answer (a ``$match`` is ``find``'s filter there),
-  at the cost of what a read selects rather than of the collection: a recall reads a few dozen slices of
+  pipeline's leading ``$match`` given to ``find`` instead (a ``$limit`` right after it as the find's limit,
+  and only ids for a pipeline that ends in ``$count``), only what the match selects is copied, and the rest
+  of the pipeline runs as mongomock runs it. The same answer (a ``$match`` is ``find``'s filter there), at
+  the cost of what a read selects rather than of the collection: a recall reads a few dozen slices of
   thousands. Every library read is such an aggregation (it names the core first).
 - **buildInfo**: mongomock has no such command; Beanie asks for it (:data:`BUILD_INFO`).
 
@@ -79,10 +80,17 @@ def aggregate(collection: Any, pipeline: list[Any]) -> list[Any]:
     """mongomock's ``aggregate`` of ``pipeline`` on the mongomock ``collection``, a leading ``$match`` read
     through ``find`` (see the module)."""
     pipeline = plain(pipeline)
-    if pipeline and set(pipeline[0]) == {"$match"}:
-        found = list(collection.find(pipeline[0]["$match"]))
-        return list(process_pipeline(found, collection.database, pipeline[1:], None))  # type: ignore[no-untyped-call]
-    return list(collection.aggregate(pipeline))
+    if not pipeline or set(pipeline[0]) != {"$match"}:
+        return list(collection.aggregate(pipeline))
+    rest = pipeline[1:]
+    counting = bool(rest) and set(rest[-1]) == {"$count"} and all(set(s) == {"$limit"} for s in rest[:-1])
+    cursor = collection.find(
+        pipeline[0]["$match"], {"_id": 1} if counting else None
+    )  # a count needs no field
+    if rest and set(rest[0]) == {"$limit"}:  # a read stopped at a bound: only that many copied
+        cursor, rest = cursor.limit(rest[0]["$limit"]), rest[1:]
+    found = list(cursor)
+    return list(process_pipeline(found, collection.database, rest, None))  # type: ignore[no-untyped-call]
 
 
 def plain(value: Any) -> Any:
