@@ -1,9 +1,14 @@
 """The backends a benchmark runs on, each opened the way a service would open it.
 
-- ``memory``: the embedded mongomock-motor database (``partner_repo.in_memory_database``).
-- ``wire``: the real Motor driver over a socket to :mod:`benchmarks.wire_server`, a scripted standalone
-  MongoDB running in a child process (so this process's CPU time is the library's and the driver's only).
-- ``mongodb``: the server named by ``MONGODB_URI`` (a fresh database, dropped afterwards).
+- ``memory``: the embedded in-memory database (``partner_repo.in_memory_database``: mongomock). Only counts
+  are reported there (calls, documents, bytes): mongomock tests every document and copies what it answers, so
+  its times say nothing about the library (the in-memory section times it as a usability bound only).
+- ``wire``: the real driver over a socket to :mod:`benchmarks.wire_server`, a scripted standalone MongoDB
+  running in a child process (so this process's CPU time is the library's and the driver's only): it counts
+  commands and bytes exactly.
+- ``mongodb``: the server every latency and scale figure is measured on, a fresh database each time, dropped
+  afterwards: the one named by ``--uri`` or ``MONGODB_URI``, else the throwaway SecantusDB that
+  ``python -m benchmarks`` starts (:func:`started_server`, unless ``--no-server``).
 """
 
 from __future__ import annotations
@@ -13,7 +18,7 @@ import os
 import subprocess
 import sys
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
@@ -22,13 +27,55 @@ from pymongo import monitoring
 
 from partner_repo import in_memory_database, init_repository, mask_uri
 from partner_repo.mongo import driver
+from partner_repo.testing import server
 
 ROOT = Path(__file__).resolve().parent.parent
 T = TypeVar("T")
+SECANTUS = "SecantusDB " + server.SERVER_PACKAGE.split("==")[-1]
+_started: dict[str, str] = {}
+"""The server :func:`started_server` started for this run: its URI and how the tables name it."""
+
+
+def given_uri() -> str | None:
+    """The server named by ``--uri`` or ``MONGODB_URI`` (None: none was)."""
+    return os.environ.get("MONGODB_URI") or None
 
 
 def mongodb_uri() -> str | None:
-    return os.environ.get("MONGODB_URI") or None
+    """The server the latency and scale figures are measured on: the one given, else the one this run started
+    (None: neither, with ``--no-server`` or when a section is called on its own, as the smoke test does; the
+    section then measures in memory, counts only)."""
+    return given_uri() or _started.get("uri")
+
+
+@contextmanager
+def started_server() -> Iterator[str]:
+    """Start the throwaway SecantusDB of ``scripts/test-server`` for this run and yield its URI; stopped on
+    exit.
+
+    The same server, venv and options as ``scripts/test-server`` (``partner_repo.testing.server``: the pinned
+    package installed on first use into ``$PARTNER_REPO_TEST_SERVER_VENV`` or ``.test-server/venv``, a free
+    port on 127.0.0.1, in-memory storage); :func:`mongodb_uri` names it while it runs."""
+    environment = Path(os.environ.get("PARTNER_REPO_TEST_SERVER_VENV") or ROOT / ".test-server" / "venv")
+    environment = environment.absolute()
+    executable = server.install(environment)
+    port = server.free_port()
+    log_path = environment.parent / f"secantusd-{port}.log"
+    uri = f"mongodb://127.0.0.1:{port}/?{server.URI_OPTIONS}"
+    with open(log_path, "wb") as log:
+        process = subprocess.Popen(
+            [str(executable), "--host", "127.0.0.1", "--port", str(port), "--storage-path", ":memory:"],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    try:
+        server.wait_ready(environment, uri, process, log_path)
+        _started.update(uri=uri, label=f"{SECANTUS} (started by python -m benchmarks, 127.0.0.1)")
+        yield uri
+    finally:
+        _started.clear()
+        server.stop(process)
 
 
 @contextmanager
@@ -83,20 +130,33 @@ DRIVER_NAME = "Motor" if driver.STACK == "motor" else "PyMongo async"
 
 def describe(backend: str, uri: str | None = None) -> str:
     if backend == "memory":
-        shape = "mongomock-motor" if driver.STACK == "motor" else "partner_repo.mongo's embedded mongomock"
+        shape = "mongomock-motor" if driver.STACK == "motor" else "mongomock in PyMongo async's shape"
         return f"embedded ({shape}, in process)"
     if backend == "wire":
-        server = "scripted standalone MongoDB (mockupdb + mongomock store, separate process)"
-        return f"{DRIVER_NAME} driver -> {server}"
+        scripted = "scripted standalone MongoDB (mockupdb + mongomock store, separate process)"
+        return f"{DRIVER_NAME} driver -> {scripted}"
+    if uri is not None and uri == _started.get("uri"):
+        return _started["label"]
     return f"MongoDB at {mask_uri(uri or '')}"
 
 
+def server_description(
+    none: str = "none (--no-server): in memory, counts only; the scripted server counts commands and bytes",
+) -> str:
+    """Which server this run measures its latency and scale figures on, as its output says (``none``: what
+    it says when there is none)."""
+    uri = mongodb_uri()
+    return none if uri is None else describe("mongodb", uri)
+
+
 async def on_servers(measure: Callable[[str, str], Awaitable[T]]) -> list[T]:
-    """``measure(uri, backend)`` on the scripted server, then on ``MONGODB_URI`` when set."""
+    """``measure(uri, backend)`` on the scripted server, then on the server given (``--uri``,
+    ``MONGODB_URI``): the sections that count commands and bytes leave a SecantusDB this run started alone,
+    as the scripted server counts them exactly and a second count would only make the run longer."""
     results = []
     with scripted_server() as uri:
         results.append(await measure(uri, describe("wire")))
-    real = mongodb_uri()
+    real = given_uri()
     if real is not None:
         results.append(await measure(real, describe("mongodb", real)))
     return results

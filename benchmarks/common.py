@@ -7,7 +7,7 @@ import math
 import statistics
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
@@ -25,6 +25,10 @@ class Scale:
     overhead_unit_messages: int
     overhead_page_units: int
     overhead_slices_per_unit: int
+    share: int
+    """The listener's sizes on a server, and the admin section's everywhere, are divided by this: SecantusDB
+    (the test server) answers one command at a time and mongomock scans every unit, so the full sizes would
+    take most of an hour there."""
     listener_backfill_slices: int
     listener_live_slices: int
     listener_rate_per_s: float
@@ -37,6 +41,8 @@ class Scale:
     parallel_live_rate_per_s: float
     parallel_live_concurrency: int
     concurrency_appends_per_writer: int
+    concurrency_server_appends_per_writer: int
+    """On a server: every lost race costs it a read and an update (SecantusDB answers one at a time)."""
     concurrency_writers: tuple[int, ...]
     admin_units: int
     admin_slices_per_unit: int
@@ -48,13 +54,22 @@ class Scale:
     """LoCoMo conversations to run (0: all)."""
     locomo_questions: int
     """Questions asked per conversation (0: all)."""
+    locomo_server_conversations: int
+    """LoCoMo conversations whose ingest and recall are timed on the server (0: all)."""
     recall_scale_sizes: tuple[int, ...]
-    """Slices of one core the in-memory backend is measured at."""
+    """Slices of one core whose calls are counted in memory (``--no-server``)."""
     recall_scale_server_sizes: tuple[int, ...]
-    """Slices of one core a server (``MONGODB_URI``) is measured at."""
+    """Slices of one core a server is measured at."""
     recall_scale_queries: int
     recall_scale_writes: int
     """Rolls (each indexed) measured at each size."""
+    in_memory_sizes: tuple[int, ...]
+    """Slices of one core the in-memory section times the embedded backend at."""
+    in_memory_queries: int
+    """Few: in memory a recall at 5,000 slices takes most of a minute."""
+    in_memory_rolls: int
+    import_repeats: int
+    """Fresh interpreters per import measured (the median is reported)."""
 
 
 FULL = Scale(
@@ -67,6 +82,7 @@ FULL = Scale(
     overhead_unit_messages=5_000,
     overhead_page_units=40,
     overhead_slices_per_unit=25,
+    share=10,
     listener_backfill_slices=2_000,
     listener_live_slices=500,
     listener_rate_per_s=100.0,
@@ -79,6 +95,7 @@ FULL = Scale(
     parallel_live_rate_per_s=100.0,
     parallel_live_concurrency=32,
     concurrency_appends_per_writer=25,
+    concurrency_server_appends_per_writer=5,
     concurrency_writers=(1, 8, 32),
     admin_units=2_000,
     admin_slices_per_unit=50,
@@ -88,10 +105,15 @@ FULL = Scale(
     peer_sizes=(10, 100, 1_000, 5_000),
     locomo_conversations=0,
     locomo_questions=0,
-    recall_scale_sizes=(1_000, 5_000, 10_000),
+    locomo_server_conversations=1,
+    recall_scale_sizes=(1_000, 5_000),
     recall_scale_server_sizes=(1_000, 10_000),
     recall_scale_queries=20,
     recall_scale_writes=10,
+    in_memory_sizes=(100, 1_000, 5_000),
+    in_memory_queries=5,
+    in_memory_rolls=3,
+    import_repeats=9,
 )
 
 QUICK = Scale(
@@ -104,6 +126,7 @@ QUICK = Scale(
     overhead_unit_messages=200,
     overhead_page_units=10,
     overhead_slices_per_unit=5,
+    share=1,
     listener_backfill_slices=10,
     listener_live_slices=10,
     listener_rate_per_s=200.0,
@@ -116,6 +139,7 @@ QUICK = Scale(
     parallel_live_rate_per_s=200.0,
     parallel_live_concurrency=4,
     concurrency_appends_per_writer=3,
+    concurrency_server_appends_per_writer=3,
     concurrency_writers=(1, 4),
     admin_units=20,
     admin_slices_per_unit=5,
@@ -125,11 +149,31 @@ QUICK = Scale(
     peer_sizes=(10, 40),
     locomo_conversations=1,
     locomo_questions=6,
+    locomo_server_conversations=1,
     recall_scale_sizes=(50, 100),
     recall_scale_server_sizes=(50, 100),
     recall_scale_queries=5,
     recall_scale_writes=2,
+    in_memory_sizes=(50,),
+    in_memory_queries=3,
+    in_memory_rolls=2,
+    import_repeats=1,
 )
+
+
+def divided(scale: Scale) -> Scale:
+    """``scale`` with the listener's and the admin section's sizes divided by ``share`` (see there)."""
+    share = scale.share
+    return replace(
+        scale,
+        listener_backfill_slices=scale.listener_backfill_slices // share,
+        listener_live_slices=scale.listener_live_slices // share,
+        parallel_slices=scale.parallel_slices // share,
+        parallel_units=max(scale.parallel_units // share, 1),
+        parallel_live_slices=scale.parallel_live_slices // share,
+        admin_units=max(scale.admin_units // share, 1),
+        admin_depth=scale.admin_depth // share,
+    )
 
 
 @dataclass

@@ -1,12 +1,15 @@
-"""Section 3: the listener's throughput and latency through the polling path, on the embedded backend.
+"""Section 3: the listener's polling path: throughput and latency on a server, its calls counted in memory.
 
 - Throughput: slices already stored in several units (appended while no listener ran) delivered to a no-op
   consumer by a new listener group (a backfill): slices per second from ``start()`` to the last delivery.
 - Latency: slices appended at a steady rate while a listener runs; for each, the time from the append's
   return to the consumer's call. The polling interval bounds it, so it is reported with the figures.
 
-The embedded backend runs every database call synchronously on the event loop, so appender, poller and
-consumer share one thread: the figures include that contention, as a single-process service would see it.
+Both run on the server (``--uri``, ``MONGODB_URI``, or the SecantusDB ``python -m benchmarks`` starts; its
+sizes divided by the scale's ``share``), through the polling source (the change stream is
+:mod:`benchmarks.listener_parallel`'s). In memory (``--no-server``) the backfill is counted, never timed:
+every slice delivered, and the collection calls the listener made per delivered slice (a wrapper of the
+database counts them).
 """
 
 from __future__ import annotations
@@ -14,16 +17,20 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from typing import Any
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from typing import Any, Protocol
 
 from benchmarks import listener_parallel
-from benchmarks.backends import describe, memory_database
-from benchmarks.common import Row, Scale, SectionResult, percentile
+from benchmarks.backends import describe, memory_database, mongodb_uri, motor_database
+from benchmarks.common import Row, Scale, SectionResult, divided, percentile
+from benchmarks.recall_explain import CallCounter, CommandLog
 from benchmarks.workload import conversation
 from partner_repo import MemoryUnitRepository
 from partner_repo.events import RollingResult
 from partner_repo.listener import AfterRollingRegistry, RollingListener
 
+TITLE = "3. Listener throughput and latency (polling)"
 UNITS = 10
 DELIVERY_TIMEOUT_S = 120.0
 
@@ -45,15 +52,20 @@ class Stopwatch:
 
 
 async def run(scale: Scale) -> list[SectionResult]:
-    result = SectionResult(
-        key="listener", title="3. Listener throughput and latency (polling)", backend=describe("memory")
-    )
-    throughput = await _throughput(scale)
-    latency = await _latency(scale)
+    uri = mongodb_uri()
+    result = await (_on_server(divided(scale), uri) if uri is not None else _in_memory(scale))
+    return [result, *await listener_parallel.run(scale)]
+
+
+async def _on_server(scale: Scale, uri: str) -> SectionResult:
+    result = SectionResult(key="listener", title=TITLE, backend=describe("mongodb", uri))
+    throughput = await _throughput(scale, lambda: _server(uri))
+    latency = await _latency(scale, lambda: _server(uri))
     result.rows.append(
         Row(
             f"backfill of {throughput['slices']:,} slices in {UNITS} units",
-            f"{throughput['slices_per_s']:,.0f} slices/s",
+            f"{throughput['slices_per_s']:,.0f} slices/s; "
+            f"{throughput['calls_per_slice']:.2f} commands a slice",
         )
     )
     result.rows.append(
@@ -65,15 +77,58 @@ async def run(scale: Scale) -> list[SectionResult]:
         )
     )
     result.raw = {"throughput": throughput, "latency": latency}
-    result.notes.append(
-        "no-op consumer; one process: appender, poller and consumer share the event loop (mongomock-motor "
-        "answers synchronously)"
+    result.notes.append("no-op consumer; the polling source; appender, poller and consumer in one process")
+    return result
+
+
+async def _in_memory(scale: Scale) -> SectionResult:
+    result = SectionResult(key="listener", title=TITLE, backend=describe("memory"))
+    throughput = await _throughput(scale, _memory)
+    result.rows.append(
+        Row(
+            f"backfill of {throughput['slices']:,} slices in {UNITS} units: collection calls a slice",
+            f"{throughput['calls_per_slice']:.2f} ({throughput['delivered']:,}/{throughput['slices']:,} "
+            "delivered)",
+            "every slice delivered",
+            throughput["delivered"] == throughput["slices"],
+        )
     )
-    return [result, *await listener_parallel.run(scale)]
+    counted = ("slices", "delivered", "units", "calls", "calls_per_slice")
+    result.raw = {"throughput": {key: throughput[key] for key in counted}}
+    result.notes.append(
+        "in memory: counts only, through a wrapper of the database that counts each collection call"
+    )
+    return result
 
 
-async def _throughput(scale: Scale) -> dict[str, Any]:
+class Meter(Protocol):
+    """What counts an operation's database calls: ``CallCounter`` in memory, ``CommandLog`` on a server."""
+
+    def start(self) -> None: ...
+
+    def stop(self) -> Sequence[Any]: ...
+
+
+Opened = Callable[[], AbstractAsyncContextManager[tuple[Any, Meter]]]
+"""Opens a fresh database and the meter of its calls."""
+
+
+@asynccontextmanager
+async def _server(uri: str) -> AsyncIterator[tuple[Any, Meter]]:
+    log = CommandLog()
+    async with motor_database(uri, listeners=[log]) as database:
+        yield database, log
+
+
+@asynccontextmanager
+async def _memory() -> AsyncIterator[tuple[Any, Meter]]:
     async with memory_database() as database:
+        counter = CallCounter(database)
+        yield counter, counter
+
+
+async def _throughput(scale: Scale, opened: Opened) -> dict[str, Any]:
+    async with opened() as (database, meter):
         units = MemoryUnitRepository(database)
         turn = [m.model_dump() for m in conversation(2, seed=8)]
         for number in range(scale.listener_backfill_slices):
@@ -88,24 +143,30 @@ async def _throughput(scale: Scale) -> dict[str, Any]:
             source="polling",
             start_from="beginning",
         )
+        meter.start()
         started = time.perf_counter()
         await listener.start()
         try:
-            await asyncio.wait_for(consumer.everything.wait(), DELIVERY_TIMEOUT_S)
+            with contextlib.suppress(TimeoutError):  # reported below as delivered < slices
+                await asyncio.wait_for(consumer.everything.wait(), DELIVERY_TIMEOUT_S)
         finally:
             await listener.stop()
-        elapsed = max(consumer.arrived.values()) - started
+            calls = len(meter.stop())
+        elapsed = max(consumer.arrived.values(), default=started) - started
     return {
         "slices": scale.listener_backfill_slices,
+        "delivered": len(consumer.arrived),
         "units": UNITS,
+        "calls": calls,
+        "calls_per_slice": calls / max(len(consumer.arrived), 1),
         "seconds": elapsed,
-        "slices_per_s": scale.listener_backfill_slices / elapsed,
+        "slices_per_s": len(consumer.arrived) / elapsed if elapsed > 0 else 0.0,
         "poll_interval_s": scale.listener_poll_s,
     }
 
 
-async def _latency(scale: Scale) -> dict[str, Any]:
-    async with memory_database() as database:
+async def _latency(scale: Scale, opened: Opened) -> dict[str, Any]:
+    async with opened() as (database, _):
         units = MemoryUnitRepository(database)
         turn = [m.model_dump() for m in conversation(2, seed=9)]
         consumer = Stopwatch()

@@ -14,9 +14,10 @@ CPU time with their spread over the rounds; wall-time ratios are recorded in the
   (the library's page reads one window of time near its start; where the scope's slices start is asked once
   and remembered for a minute); the cold row asks it every time.
 
-Backends: the embedded mongomock-motor database (the backend's own work is in-process CPU, counted on both
-sides); the real Motor driver against the scripted server in a child process (this process's CPU is only the
-library's and the driver's, as with a real server); ``MONGODB_URI`` when set.
+Backends: the real driver against the scripted server in a child process (this process's CPU is only the
+library's and the driver's, as with a real server), and the server given with ``--uri`` or ``MONGODB_URI``.
+Not in memory: there mongomock's own work is in-process CPU on both sides, and its scans and copies would
+make the ratio mongomock's, not the library's.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from contextlib import AbstractAsyncContextManager
 from datetime import UTC, datetime
 from typing import Any
 
-from benchmarks.backends import describe, memory_database, motor_database, on_servers
+from benchmarks.backends import motor_database, on_servers
 from benchmarks.common import Row, Scale, SectionResult, interleaved, ratio_text
 from benchmarks.workload import conversation, seed_unit, unit_with_slices
 from partner_repo import MemoryUnitRepository
@@ -39,9 +40,7 @@ PAGE = 50
 
 
 async def run(scale: Scale) -> list[SectionResult]:
-    results = [await _measure(scale, memory_database(), describe("memory"))]
-    results += await on_servers(lambda uri, backend: _measure(scale, motor_database(uri), backend))
-    return results
+    return await on_servers(lambda uri, backend: _measure(scale, motor_database(uri), backend))
 
 
 async def _measure(scale: Scale, opened: AbstractAsyncContextManager[Any], backend: str) -> SectionResult:
@@ -207,7 +206,7 @@ async def _page_query(database: Any, scale: Scale, *, cold: bool = False) -> dic
         )
         documents.append(unit_document(unit))
     await collection.insert_many(documents)
-    pipeline = [
+    pipeline: list[dict[str, Any]] = [
         {"$match": {"core_id": core_id}},
         {"$project": {"core_id": 1, "slices": 1}},
         {"$unwind": "$slices"},

@@ -1,4 +1,5 @@
-"""Section 8's figures: what one history size cost (:class:`Point`), and the tables they make."""
+"""Section 8's figures: what one history size cost (:class:`Point`), and the tables they make (the in-memory
+section reads the same points)."""
 
 from __future__ import annotations
 
@@ -10,15 +11,9 @@ from benchmarks.common import Row, Scale, SectionResult, percentile
 
 WRITE_CALLS = 4
 """The most collection calls an index write may make (issue 31)."""
-WRITE_VS_ROLL = 2.0
-"""An index write may take at most this many times the roll that produced it (in memory)."""
 LARGEST = 64 * 1024
-RECALL_P95_MS = 150.0
-"""Recall p95 at the smallest size, in memory."""
 FLAT = 1.3
 """On a server: the largest size's cost over the smallest's, at most."""
-BUILD_MINUTES = 30.0
-"""Indexing 10,000 slices of history: minutes, not hours."""
 
 
 @dataclass
@@ -28,6 +23,7 @@ class Point:
     slices: int
     build_seconds: float
     roll_ms: list[float] = field(default_factory=list)
+    roll_calls: list[int] = field(default_factory=list)
     write_ms: list[float] = field(default_factory=list)
     write_calls: list[int] = field(default_factory=list)
     write_examined: list[int] = field(default_factory=list)
@@ -58,52 +54,34 @@ def mean(values: Sequence[float]) -> float:
     return sum(values) / len(values) if values else 0.0
 
 
-def _each(points: Sequence[Point], figure: Callable[[Point], str]) -> str:
+def each(points: Sequence[Point], figure: Callable[[Point], str]) -> str:
     return "; ".join(f"{point.slices:,}: {figure(point)}" for point in points)
 
 
 def memory_result(scale: Scale, points: list[Point], backend: str) -> SectionResult:
+    """In memory: counts only (collection calls, the largest document), never a time (the in-memory section
+    times the same operations, as a usability bound of the demo backend)."""
     result = SectionResult(
         key="recall-scale", title="8. Recall cost vs history: slices per core", backend=backend
     )
     calls = max(max(point.write_calls, default=0) for point in points)
-    ratios = [p50(point.write_ms) / max(p50(point.roll_ms), 1e-9) for point in points]
-    first = points[0]
-    built = points[-1].build_seconds / 60
     result.rows += [
         Row(
             "index write (RecallIndexer.consume of a real roll): collection calls",
-            _each(points, lambda p: f"{mean(p.write_calls):.1f} (most {max(p.write_calls, default=0)})"),
+            each(points, lambda p: f"{mean(p.write_calls):.1f} (most {max(p.write_calls, default=0)})"),
             f"<= {WRITE_CALLS}",
             calls <= WRITE_CALLS,
         ),
         Row(
-            "index write latency p50 vs the roll that produced it (RollingService.roll) p50",
-            _each(points, lambda p: f"{p50(p.write_ms):.1f} vs {p50(p.roll_ms):.1f} ms")
-            + f"; most {max(ratios):.2f}x",
-            f"<= {WRITE_VS_ROLL:.0f}x",
-            max(ratios) <= WRITE_VS_ROLL,
+            "collection calls per recall (limit 10, max_messages 40) / per roll (RollingService.roll)",
+            each(points, lambda p: f"{mean(p.recall_calls):.1f} / {mean(p.roll_calls):.1f}"),
         ),
-        Row(
-            f"recall latency p50 / p95 (limit 10, max_messages 40, {len(first.recall_ms)} queries)",
-            _each(points, lambda p: f"{p50(p.recall_ms):,.1f} / {p95(p.recall_ms):,.1f} ms"),
-            f"p95 < {RECALL_P95_MS:.0f} ms at {first.slices:,}",
-            p95(first.recall_ms) < RECALL_P95_MS,
-        ),
-        Row("collection calls per recall (three round trips)", _each(points, _recall_calls)),
         _largest(points),
-        Row(
-            "history indexed through RecallIndexer.consume, one slice at a time (cumulative)",
-            _each(points, lambda p: f"{p.build_seconds / 60:,.1f} min ({_per_slice(p):.1f} ms a slice)"),
-            f"{points[-1].slices:,} in <= {BUILD_MINUTES:.0f} min",
-            built <= BUILD_MINUTES,
-        ),
     ]
     result.raw = _raw(scale, points)
     result.notes.append(
-        "in memory: the embedded backend reads through the indexes the library declares "
-        "(partner_repo.mongo._mongomock_store), so its latency follows what each read selects; calls are "
-        "counted through a wrapper of the database"
+        "in memory: counts only, through a wrapper of the database that counts each collection call; the "
+        "index is built by benchmarks.recall_scale.MemoryHistory (every slice through RecallIndexer.consume)"
     )
     return result
 
@@ -115,13 +93,15 @@ def server_result(scale: Scale, points: list[Point], backend: str) -> SectionRes
     first, last = points[0], points[-1]
     span = f"{first.slices:,} -> {last.slices:,}"
 
+    judged = scale.name != "quick"  # 50 and 100 slices sit in one window of the index: nothing to judge
+
     def flat(measurement: str, figure: Callable[[Point], float], unit: str) -> Row:
         ratio = figure(last) / max(figure(first), 1e-9)
         return Row(
             measurement,
-            _each(points, lambda p: f"{figure(p):,.1f}{unit}") + f"; {span} = {ratio:.2f}x",
-            f"<= {FLAT}x",
-            ratio <= FLAT,
+            each(points, lambda p: f"{figure(p):,.1f}{unit}") + f"; {span} = {ratio:.2f}x",
+            f"<= {FLAT}x" + ("" if judged else " (not judged at the quick scale)"),
+            ratio <= FLAT if judged else None,
         )
 
     result.rows += [
@@ -131,17 +111,22 @@ def server_result(scale: Scale, points: list[Point], backend: str) -> SectionRes
         ),
         flat("recall: documents examined by the other reads (channels, core, nodes, messages)", _others, ""),
         flat("recall latency p50", lambda p: p50(p.recall_ms), " ms"),
-        Row("recall latency p95", _each(points, lambda p: f"{p95(p.recall_ms):,.1f} ms")),
+        Row("recall latency p95", each(points, lambda p: f"{p95(p.recall_ms):,.1f} ms")),
         flat("index write: documents examined (explain of its reads)", _write_examined, ""),
         flat("index write latency p50 (consume of a real roll)", lambda p: p50(p.write_ms), " ms"),
         Row(
             "the roll's latency p50 (RollingService.roll, which reads and writes no recall data)",
-            _each(points, lambda p: f"{p50(p.roll_ms):,.1f} ms")
+            each(points, lambda p: f"{p50(p.roll_ms):,.1f} ms")
             + f"; {span} = {p50(last.roll_ms) / max(p50(first.roll_ms), 1e-9):.2f}x",
         ),
         Row(
-            "commands per recall / per index write",
-            _each(points, lambda p: f"{mean(p.recall_calls):.1f} / {mean(p.write_calls):.1f}"),
+            "commands per recall / per index write / per roll",
+            each(
+                points,
+                lambda p: (
+                    f"{mean(p.recall_calls):.1f} / {mean(p.write_calls):.1f} / {mean(p.roll_calls):.1f}"
+                ),
+            ),
         ),
         Row(
             "reads planned as a collection scan (explain)",
@@ -152,15 +137,11 @@ def server_result(scale: Scale, points: list[Point], backend: str) -> SectionRes
         _largest(points),
         Row(
             "history indexed through RecallIndexer.consume (cumulative)",
-            _each(points, lambda p: f"{p.build_seconds / 60:,.1f} min"),
+            each(points, lambda p: f"{p.build_seconds / 60:,.1f} min"),
         ),
     ]
     result.raw = _raw(scale, points)
     return result
-
-
-def _recall_calls(point: Point) -> str:
-    return f"{mean(point.recall_calls):.1f}"
 
 
 def _recall_examined(point: Point) -> float:
@@ -179,14 +160,10 @@ def _write_examined(point: Point) -> float:
     return mean(point.write_examined)
 
 
-def _per_slice(point: Point) -> float:
-    return point.build_seconds / max(point.slices, 1) * 1000
-
-
 def _largest(points: Sequence[Point]) -> Row:
     return Row(
         "largest document of recall_index (BSON)",
-        _each(points, lambda p: f"{p.largest / 1024:,.1f} KiB"),
+        each(points, lambda p: f"{p.largest / 1024:,.1f} KiB"),
         "< 64 KiB at every size",
         all(point.largest < LARGEST for point in points),
     )
@@ -200,4 +177,4 @@ def _raw(scale: Scale, points: Sequence[Point]) -> dict[str, Any]:
     }
 
 
-__all__ = ["Point", "memory_result", "server_result"]
+__all__ = ["Point", "each", "mean", "memory_result", "p50", "p95", "server_result"]

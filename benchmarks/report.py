@@ -6,6 +6,7 @@ import os
 import platform
 import re
 import sys
+from collections import Counter
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -64,110 +65,175 @@ HEADLINES = (
     Headline("overhead", r"^append: "),  # the CPU the library adds to the driver's append
     Headline("listener", r"^backfill .*, concurrency 32$"),  # parallel delivery to an I/O-bound consumer
     Headline("concurrency", r"^32 writers, 1 unit$", "-> scripted"),  # racing writers lose nothing
-    Headline("admin", r"^find, page of"),  # a deep admin page costs what the first does
+    Headline("admin", r"^find, page of"),  # a deep admin page costs what the first does (on a server)
     Headline("peers", r"^turn write"),  # a turn's write against the stores a service could pick instead
     Headline("recall-locomo", r"^evidence recall at \d+ messages: partner-repo", "embedded"),  # LoCoMo
-    Headline("recall-scale", r"^(index write \(|recall: documents examined|recall latency p50 / p95)"),
+    Headline(
+        "recall-scale",
+        r"^(index write \(|recall: documents examined|recall latency p50$|index write latency p50)",
+    ),
+    Headline("import", r"^`import partner_repo`"),  # importing the package against its driver stack
 )
 """The headline figures: the README shows these rows, docs/benchmarks.md every row."""
 
+_INTRO = """\
+# Benchmarks
+
+The suite measures the library's cost claims, each where it can be measured for what it is:
+
+- **On a server**: every latency, throughput and scale figure (the listener, concurrent appends, admin
+  pages at depth and at scale, recall's cost as a core's history grows, LoCoMo's ingest and recall
+  latency). The server is the one given with `--uri` or `MONGODB_URI`; without one, `python -m benchmarks`
+  starts a throwaway SecantusDB for the run (the server of `scripts/test-server`: MongoDB-compatible, a
+  single-node replica set on 127.0.0.1, in memory) and stops it at the end. SecantusDB is written in
+  Python and shares the machine's CPUs with the benchmark, so its absolute times are far above a
+  MongoDB's: the ratios between sizes, the documents examined and the command counts are the claim.
+- **On the scripted server**: commands and bytes, counted exactly: the real driver with pymongo command
+  monitoring against `benchmarks/wire_server.py` (mockupdb on the socket, each command answered from an
+  in-memory store in MongoDB's reply shapes): the per-turn cost, the wire cost against the unit's size, the
+  peers (langchain-mongodb, LangGraph and the raw driver; `pip install -e '.[bench]'` installs them), and
+  the library's CPU over the raw driver (this process's CPU is the library's and the driver's only).
+- **In memory**: counts only (collection calls, documents, the largest document), never a latency or a
+  throughput; and LoCoMo's evidence recall, which is quality, not speed. The embedded backend is
+  mongomock, which tests every document and copies what it answers: it is there for the demo, trying the
+  CLI and the MCP server, and tests. The in-memory section times it only to say up to which size it stays
+  comfortable (a usability bound, not a performance claim).
+
+From the repository root:
+
+```bash
+python -m benchmarks              # full run on a throwaway SecantusDB; writes benchmarks/results/*.json
+python -m benchmarks --quick      # tiny sizes, seconds: every path, no meaningful figures
+python -m benchmarks --no-server  # no server: in memory (counts only) and the scripted server
+python -m benchmarks --uri mongodb://...   # that server instead (or MONGODB_URI=...)
+python -m benchmarks --quick-sections recall-scale   # those sections quick, the others full
+python -m benchmarks --sections wire,overhead --output out.json --check  # 1 if a target is missed
+python -m benchmarks --sections recall-locomo --check   # LoCoMo; --locomo PATH: read it there
+python -m benchmarks --sections recall-locomo --recall-doc docs/recall.md  # its table, there
+```
+
+The output names the server it measured on. A server given with `--uri` is also measured beside the
+scripted server by the sections that count commands and bytes; a started SecantusDB is left to the
+sections that time. `--markdown docs/benchmarks.md --readme README.md` rewrites this page and the README's
+headline table (a few rows of the table below). The default test command does not run the benchmarks;
+`tests/test_benchmarks_smoke.py` runs each section once at the tiny size without a server (counts only, and
+the scripted server), so they do not rot.""".splitlines()
+"""The page's opening: what is measured where, and how to run it."""
+
 _SECTION_TEXT = """\
-1. **Wire cost vs unit size**: the real Motor driver with pymongo command monitoring, against a scripted
-   standalone MongoDB (`benchmarks/wire_server.py`: mockupdb on the socket, replies computed by running
-   each command on an in-memory store, in MongoDB's reply shapes; commands it cannot answer faithfully
-   are refused) and against `MONGODB_URI` when set. Units of 10, 1,000 and 10,000 messages; per
-   operation the command sequence and the BSON bytes of commands and replies. `get` is a control: it
+Where: **server** = the server of the run (`--uri`, `MONGODB_URI`, or the throwaway SecantusDB the command
+starts); **scripted** = the real driver against the scripted server of `benchmarks/wire_server.py`, which
+counts commands and bytes exactly; **in memory** = the embedded backend (mongomock), counts only.
+
+0. **Per turn of a conversation, rolls included** (scripted; and a server given with `--uri`): one session
+   holds 10, 100, 1,000 and 5,000 stored messages and the window its last roll kept; turns of two
+   200-character messages are recorded until whole roll cycles have passed (default `trigger_limit` 36),
+   through `RollingService.record_and_roll` (recommended) and through `record` + `maybe_roll` (0.2's two
+   calls): round trips and BSON bytes per turn, and a roll's commands. Targets (issue 19): at most 1.25 round
+   trips and 2,500 bytes per turn at every size, flat within 1.1x; a roll in at most 3 commands (4 for the
+   first roll of a process, which reads the unit's head first).
+1. **Wire cost vs unit size** (scripted; and a server given with `--uri`): pymongo command monitoring, units
+   of 10, 1,000 and 10,000 messages; per operation the command sequence and the BSON bytes of commands and
+   replies (the scripted server refuses what its store cannot answer faithfully). `get` is a control: it
    reads the whole unit on purpose, so its bytes must grow, which shows the meter would catch an O(unit)
-   operation.
-2. **Library CPU vs the raw driver**: library call and hand-written Motor call alternated in batches,
-   ratio of process CPU time per round, median and interquartile range. Backends: the embedded
-   mongomock-motor database (its own work is in-process CPU and counts on both sides), the real driver
-   against the scripted server in a child process (the closest to a real server here: this process's CPU
-   is only library and driver) and `MONGODB_URI` when set. `append` is optimistic (a push guarded by the
-   unit's version: no lock); a repository remembers the heads it saw, so its writer's append is one
-   guarded push. The *append* row measures that steady state: before each round (untimed) the unit is
-   deleted through the repository, seeded again, and its head read once, as a previous append leaves it.
-   The row *append, first from a new repository* is the cold path (head read, then push) against a raw
-   side doing the same two round trips, isolating the library's own CPU (validation, slice building,
-   size accounting). `get` validates every message as strictly as a write does (role, strict string, no
-   unknown key): its cost over `find_one` is building the validated objects. A `Message` is a slotted,
-   frozen pydantic dataclass (no per-instance dict or fields-set: about half the build time of a
-   `BaseModel` and a fraction of its memory), and the library pauses the garbage collector while it
-   builds a unit of 1,000+ messages (otherwise collector passes rescan the new objects, a cost that grows
-   with the process heap); the diagnostic row *unit load, collector paused* pauses it for the whole timed
-   batches. On a 2-CPU machine the scripted server shares the CPUs with the measured process, and its
-   medians move by up to about 0.1 between runs: read a PASS or FAIL near the line across several runs.
-3. **Listener**: polling path on the embedded backend with a no-op consumer: backfill throughput of a
-   new group, and append-to-consume latency at a steady append rate with the stated poll interval.
-   *Parallel delivery*: a consumer that sleeps 50 ms per slice (an I/O-bound consumer), 2,000 slices
-   over 200 units, on the embedded backend and on `MONGODB_URI` when set (its change stream): backfill
-   throughput of a new group at concurrency 1, 8, 32 and 128 and the ratio to concurrency 1 (target:
-   >= 20x at 32; one slice at a time, 50 ms caps a consumer at 20 slices/s), and append-to-consume
-   latency (from the append's call) at a steady 100 slices/s with concurrency 32. Every row checks in
-   the run that each slice was delivered exactly once, each unit's slices in append order and never two
-   of a unit at once, and fails otherwise. Each concurrency runs on a fresh database. On the embedded
-   backend every database call runs on the event loop (mongomock scans whole collections), and
-   SecantusDB answers one command at a time, so at high concurrency the listener's own reads and
-   writes (about two commands a slice), not the consumer, bound the throughput.
-4. **Concurrency**: 1, 8 and 32 writers appending to one unit, each through its own repository (as
-   separate processes would: only the version guard orders them), the same 32 writers as tasks sharing
-   one repository (which queues appends to a unit, so they never race), and 32 writers on 32 units;
-   retries = update commands - appends. On the embedded backend every call yields to the event loop (as a
-   round trip would), otherwise writers could not interleave. Each run checks that every message is
-   stored once and the slices tile the unit. Rows of one unit are not comparable in absolute terms: the
-   unit grows with the number of writers, and both test backends copy the whole document on each update.
-5. **Admin query scale**: 100,000 slices in 2,000 units of 100 cores, seeded in bulk, one slice a second
-   overall, in two layouts: *sessions* (each core's units follow one another, as Partner's sessions do) and
-   *interleaved* (every unit holds slices of the whole period: the worst case). A walk to depth 10,000
-   checks every slice comes once and in order; first page vs the page at depth 10,000 (target: deep/first
-   <= 1.5x), and the first page when the collection held only the oldest tenth of the units (how a page's
-   cost grows with history). `MONGODB_URI` when set, the embedded backend otherwise (no indexes; mongomock
-   scans every unit for each `$match` and copies every unwound document, so its absolute times are slow
-   and say nothing about a server). A page reads windows of creation time next to where it starts and
-   unwinds only the units holding slices there: in the sessions layout that is a few units whatever the
-   history; in the interleaved layout every unit holds slices of every window, so every page still unwinds
-   all of them.
-6. **Peers**: the same scripted server and meter as section 1, one session through each store a service
-   could pick instead: partner-repo's recommended per-turn call, langchain-mongodb's
-   `MongoDBChatMessageHistory`, a LangGraph `MessagesState` graph checkpointed by `MongoDBSaver` (one
-   `invoke` a turn: the user's message in, a node answering with the assistant's) and raw Motor (one
-   document, `$push`/`$each`). Turns of 2 messages of 200 characters; the session grows to about 10, 100,
-   1,000 and 5,000 messages: partner-repo leads to its first roll at or after each size (its unit then holds
-   the whole history), the others store the same turns. There the whole-history and last-20 reads are
-   measured, then the next whole roll cycle, the same turns for every peer, divided by its turns. Per
-   operation: round trips, BSON bytes sent and received, client process CPU, and each over partner-repo's.
-   The peers install with `pip install -e '.[bench]'`; one that is not installed is skipped with the reason.
-7. **Recall on LoCoMo** (Maharana et al., "Evaluating Very Long-Term Conversational Memory of LLM Agents",
-   ACL 2024; read from `../shared/data/locomo/`, `--locomo PATH` or `PARTNER_REPO_LOCOMO`, never copied into
-   the repository): each conversation is recorded through the public API into a core of its own, on a fresh
-   database (in memory: mongomock scans whole collections, so one database per conversation keeps each scan
-   to one conversation), each session's turns at that session's date (`speaker_a` as the user, `speaker_b`
-   as the assistant, named; a shared photo's caption appended; the turn's `dia_id` in the metadata, for
-   scoring only), `RollingService.record_and_roll` with the `ExtractiveSummarizer` and `trigger_limit` 36,
-   an idle roll at each session gap (when the idle scheduler would run) and one after the last session,
-   every roll through `RecallIndexer.consume`. Every question of categories 1-4 that names evidence is asked
-   with `recall(limit=10, max_messages=20 or 60)`; evidence recall is the share of its evidence turns among
-   the returned messages (targets: >= 0.70 at 20, >= 0.85 at 60). The baselines run in the same process on
-   the same turn texts with the same tokenizer: the last N turns, BM25 over single turns, BM25 over 12-turn
-   windows (k1 1.2, b 0.75). `--recall-doc docs/recall.md` writes the table into that page. Without the data
-   the quick scale runs a tiny synthetic conversation instead (and says so); the full scale fails its targets.
-8. **Recall cost vs history**: one core grown, in place, to 1,000, 5,000 and 10,000 slices in memory (1,000
-   and 10,000 on a server: `--uri`, or `scripts/test-server -- python -m benchmarks --sections recall-scale`),
-   8 messages of Zipf-vocabulary words a slice, units stored with `insert_many` and **every slice indexed
-   through `RecallIndexer.consume`, one at a time** (the build time is itself the measure of indexing a
-   history). At each size, 10 real rolls of the core (`RollingService.roll` of 8 recorded messages), each
-   indexed: the roll's and the index write's latency, the index write's collection calls (in memory, through
-   a wrapper of the database) or commands (on a server); then 20 recalls of the same queries (two rare words
-   of the first unit, two of the 50 most common, a filler): latency p50/p95 and calls or commands; and the
-   largest document of `recall_index`. On a server every read of each recall and index write is asked again
-   as `explain` (`executionStats`): the documents examined, and any collection scan. Targets (issue 31): in
-   memory an index write makes at most 4 calls and takes at most twice its roll, recall p95 under 150 ms at
-   1,000 slices, no document reaches 64 KiB, 10,000 slices indexed in under 30 minutes; on a server the
-   documents examined and the p50 latency of a recall and of an index write within 1.3x from the smallest
-   size to the largest; the roll's own latency is shown beside them (it reads and writes no recall data, so
-   its growth is the server's). SecantusDB (the test server) plans every one of those reads from an index,
-   but does not stop an index scan at a `$limit`: a common query term's count reads every slice holding it
-   there, where MongoDB stops at 513 (`tests/emulator_gaps.py`).
+   operation. Target: the same commands at every size, bytes within 1.1x.
+2. **Library CPU vs the raw driver** (scripted; and a server given with `--uri`): library call and
+   hand-written driver call alternated in batches, ratio of this process's CPU time per round, median and
+   interquartile range; against the scripted server in a child process this process's CPU is only library
+   and driver. Not in memory: there mongomock's scans and copies are in-process CPU on both sides and would
+   make the ratio mongomock's. `append` is optimistic (a push guarded by the unit's version: no lock); a
+   repository remembers the heads it saw, so its writer's append is one guarded push: the *append* row
+   measures that steady state (before each round, untimed, the unit is deleted, seeded again, and its head
+   read once). *append, first from a new repository* is the cold path (head read, then push) against a raw
+   side doing the same two round trips. `get` validates every message as strictly as a write does; the
+   library pauses the garbage collector while it builds a unit of 1,000+ messages, and *unit load, collector
+   paused* pauses it for the whole timed batches. On a 2-CPU machine the scripted server shares the CPUs
+   with the measured process: read a PASS or FAIL near the line across several runs.
+3. **Listener** (server, the sizes below divided by 10 at the full scale, as SecantusDB answers one command
+   at a time; in memory, counts): the polling path with a no-op consumer: backfill throughput of
+   a new group (2,000 slices in 10 units) and its commands a slice, and append-to-consume latency at 100
+   slices/s polling every 100 ms. *Parallel delivery*: a consumer that sleeps 50 ms a slice (an I/O-bound
+   consumer), 2,000 slices over 200 units: backfill throughput at concurrency 1, 8, 32 and 128 and the ratio
+   to concurrency 1 (target: >= 20x at 32; one slice at a time, 50 ms caps a consumer at 20 slices/s), and
+   append-to-consume latency at a steady 100 slices/s with concurrency 32, through the server's change
+   stream. Every row checks that each slice was delivered exactly once, each unit's slices in append order
+   and never two of a unit at once, and fails otherwise. SecantusDB answers one command at a time, so at
+   high concurrency the listener's own reads and writes (about two commands a slice), not the consumer,
+   bound the throughput. In memory: the backfill's collection calls a slice, and the parallel backfill at
+   the largest concurrency, checked; nothing timed.
+4. **Concurrency** (scripted and server; in memory, counts): 1, 8 and 32 writers appending to one unit, each
+   through its own repository (as separate processes would: only the version guard orders them), the same
+   32 writers as tasks sharing one repository (which queues appends to a unit, so they never race), and 32
+   writers on 32 units: appends per second and retries (update commands - appends); each writer appends 25
+   turns (5 on the server: every lost race costs it a read and an update). In memory every call yields to
+   the event loop (as a round trip would, otherwise writers could not interleave) and only the retries are
+   counted. Each run checks that every message is stored once and the slices tile the unit; an append that
+   kept losing for the library's patience (10 s) is refused with `ConflictError` and fails its row. Rows of
+   one unit are not comparable in absolute terms: the unit grows with the number of writers.
+5. **Admin query scale** (server; in memory, counts; the sizes below divided by 10 at the full scale:
+   10,000 slices in 200 units, depth 1,000): 100,000 slices in 2,000 units of 100 cores, seeded in bulk, one
+   slice a second overall, in two layouts: *sessions* (each core's units follow one another, as
+   Partner's sessions do) and *interleaved* (every unit holds slices of the whole period: the worst case). A
+   walk to depth 10,000 checks every slice comes once and in order; first page vs the page at depth 10,000
+   (target: deep/first <= 1.5x), and the first page when the collection held only the oldest tenth of the
+   units (how a page's cost grows with history); the unit documents a page's aggregations select (what a
+   server reads). A page reads windows of creation time next to where it starts and unwinds only the units
+   holding slices there: in the sessions layout that is a few units whatever the history; in the
+   interleaved layout every unit holds slices of every window. In memory: the walk, checked, and the unit
+   documents selected; nothing timed.
+6. **Peers** (scripted): the same meter as section 1, one session through each store a service could pick
+   instead: partner-repo's recommended per-turn call, langchain-mongodb's `MongoDBChatMessageHistory`, a
+   LangGraph `MessagesState` graph checkpointed by `MongoDBSaver` (one `invoke` a turn) and the raw driver
+   (one document, `$push`/`$each`). Turns of 2 messages of 200 characters; the session grows to about 10,
+   100, 1,000 and 5,000 messages: partner-repo leads to its first roll at or after each size, the others
+   store the same turns. There the whole-history and last-20 reads are measured, then the next whole roll
+   cycle, the same turns for every peer, divided by its turns. Per operation: round trips, BSON bytes sent
+   and received, client process CPU, and each over partner-repo's. The peers install with
+   `pip install -e '.[bench]'`; one that is not installed is skipped with the reason.
+7. **Recall on LoCoMo** (in memory, quality; server, latency; Maharana et al., "Evaluating Very Long-Term
+   Conversational Memory of LLM Agents", ACL 2024; read from `../shared/data/locomo/`, `--locomo PATH` or
+   `PARTNER_REPO_LOCOMO`, never copied into the repository): each conversation is recorded through the
+   public API into a core of its own, on a fresh database, each session's turns at that session's date
+   (`speaker_a` as the user, `speaker_b` as the assistant, named; a shared photo's caption appended; the
+   turn's `dia_id` in the metadata, for scoring only), `RollingService.record_and_roll` with the
+   `ExtractiveSummarizer` and `trigger_limit` 36, an idle roll at each session gap and one after the last
+   session, every roll through `RecallIndexer.consume`. Every question of categories 1-4 that names evidence
+   is asked with `recall(limit=10, max_messages=20 or 60)`; evidence recall is the share of its evidence turns
+   among the returned messages (targets: >= 0.70 at 20, >= 0.85 at 60), measured in memory. The baselines
+   run in the same process on the same turn texts with the same tokenizer: the last N turns, BM25 over single
+   turns, BM25 over 12-turn windows (k1 1.2, b 0.75). On the server the first conversation is ingested and
+   asked again, timed: ingest per turn, recall p50/p95. `--recall-doc docs/recall.md` writes the table into
+   that page. Without the data the quick scale runs a tiny synthetic conversation instead (and says so);
+   the full scale fails its targets.
+8. **Recall cost vs history** (server; in memory, counts): one core grown, in place, to 1,000 and 10,000
+   slices, 8 messages of Zipf-vocabulary words a slice, units stored with `insert_many` and every slice
+   indexed through `RecallIndexer.consume`, one at a time. At each size, 10 real rolls of the core
+   (`RollingService.roll` of 8 recorded messages), each indexed: the roll's and the index write's latency and
+   commands; then 20 recalls of the same queries (two rare words of the first unit, two of the 50 most
+   common, a filler): latency p50/p95 and commands; and the largest document of `recall_index`. Every read
+   of each recall and index write is asked again as `explain` (`executionStats`): the documents examined, and
+   any collection scan. Targets (issue 31): the documents examined and the p50 latency of a recall and of an
+   index write within 1.3x from the smallest size to the largest, no collection scan, no document reaching
+   64 KiB; the roll's own latency is shown beside them (it reads and writes no recall data, so its growth is
+   the server's). SecantusDB plans every one of those reads from an index, but does not stop an index scan
+   at a `$limit`: a common query term's count reads every slice holding it there, where MongoDB stops at
+   513 (`tests/emulator_gaps.py`). In memory (1,000 and 5,000 slices): the collection calls of an index
+   write (target: at most 4), of a recall and of a roll, and the largest document; the history is built by
+   `MemoryHistory` (each slice still indexed by `consume`, on a scratch database holding what an index write
+   reads: mongomock copies a whole collection to answer an aggregation, so indexing in place would take
+   hours).
+9. **The in-memory default** (in memory: a usability bound of the demo backend, not a performance claim):
+   the history of section 8 at 100, 1,000 and 5,000 slices of one core, in a fresh in-memory database each:
+   a recall's latency p50/p95 (the same recall as section 8), a roll's latency (`RollingService.roll` after
+   recording 8 messages) and its index write's (`RecallIndexer.consume`), and the collection calls of each.
+   Target: a recall's p95 under 1 s at 1,000 slices. docs/operations.md ("The in-memory default") quotes it.
+10. **Import time** (fresh interpreters): `python -X importtime -c "import partner_repo"` against
+   `python -X importtime -c "import beanie, pymongo"` in the same run, interleaved, medians of several
+   interpreters of the cumulative import time of each statement's top-level entries (the modules a bare
+   interpreter imports at startup left out; the driver stack counts its `beanie` and `pymongo` entries):
+   target at most 1.3x; and the same ratio, no target, for the everyday API (`from partner_repo import
+   MemoryCoreRepository, MemoryRecall, RollingListener, RollingService, connect`), with how many
+   `partner_repo` modules each loads.
 """.splitlines()
 
 
@@ -186,8 +252,11 @@ def versions() -> dict[str, str | None]:
     return package_versions(PACKAGES)
 
 
-def document(results: list[SectionResult], scale: str, started: datetime, seconds: float) -> dict[str, Any]:
-    """The JSON file: every raw figure, with what and where it was measured."""
+def document(
+    results: list[SectionResult], scales: dict[str, str], server: str, started: datetime, seconds: float
+) -> dict[str, Any]:
+    """The JSON file: every raw figure, with what and where it was measured (``scales``: the scale each
+    section ran at; ``server``: the server of the run, or none)."""
     sections: dict[str, list[dict[str, Any]]] = {}
     for result in results:
         sections.setdefault(result.key, []).append(result.as_dict())
@@ -195,7 +264,9 @@ def document(results: list[SectionResult], scale: str, started: datetime, second
     return {
         "generated_at": started.isoformat(),
         "duration_seconds": seconds,
-        "scale": scale,
+        "scale": _scale_text(scales),
+        "scales": scales,
+        "server": server,
         "note": NOTE,
         "command": " ".join(["python -m benchmarks", *sys.argv[1:]]),
         "machine": machine(),
@@ -207,6 +278,22 @@ def document(results: list[SectionResult], scale: str, started: datetime, second
         },
         "sections": sections,
     }
+
+
+def _scale_text(scales: dict[str, str]) -> str:
+    """``full scale``, or ``full scale; in-memory at the quick scale`` when some sections ran at another."""
+    counted = Counter(scales.values())
+    if not counted:
+        return "full scale"
+    most = counted.most_common(1)[0][0]
+    others = {
+        scale: [key for key, chosen in scales.items() if chosen == scale]
+        for scale in counted
+        if scale != most
+    }
+    return f"{most} scale" + "".join(
+        f"; {', '.join(keys)} at the {scale} scale" for scale, keys in others.items()
+    )
 
 
 def print_tables(console: Console, results: list[SectionResult]) -> None:
@@ -231,26 +318,7 @@ def markdown(results: list[SectionResult], data: dict[str, Any]) -> str:
     """The whole docs/benchmarks.md page: how to run, the latest table, how each figure is measured."""
     missed = data["targets"]["missed"]
     lines = [
-        "# Benchmarks",
-        "",
-        "The suite measures the library's cost claims: an operation costs O(increment) on the wire, never",
-        "O(unit); the CPU the library adds to the driver; the listener's throughput and latency; concurrent",
-        "writers; admin pages at depth and at scale; the per-turn path and reads against langchain-mongodb,",
-        "LangGraph and raw Motor (`pip install -e '.[bench]'` installs those). From the repository root:",
-        "",
-        "```bash",
-        "python -m benchmarks            # full run; prints the tables, writes benchmarks/results/*.json",
-        "python -m benchmarks --quick    # tiny sizes, seconds: every path, no meaningful figures",
-        "python -m benchmarks --sections wire,overhead --output out.json --check  # 1 if a target is missed",
-        "MONGODB_URI=mongodb://... python -m benchmarks   # adds a real server where a section supports it",
-        "python -m benchmarks --sections recall-locomo --check   # LoCoMo; --locomo PATH: read it there",
-        "python -m benchmarks --sections recall-locomo --recall-doc docs/recall.md  # its table, there",
-        "python -m benchmarks --sections recall-scale --uri mongodb://...   # recall latency on a server",
-        "```",
-        "",
-        "`--markdown docs/benchmarks.md --readme README.md` rewrites this page and the README's headline",
-        "table (a few rows of the table below). The default test command does not run the benchmarks;",
-        "`tests/test_benchmarks_smoke.py` runs each once at the tiny size so they do not rot.",
+        *_INTRO,
         "",
         "## Latest run",
         "",
@@ -360,10 +428,14 @@ def replace_locomo_table(text: str, table: str) -> str:
 
 def summary_line(data: dict[str, Any]) -> str:
     info = data["machine"]
+    scale = str(data["scale"])
+    scale = scale if "scale" in scale else f"{scale} scale"  # a file written before the scales per section
+    server = f" Server: {data['server']}." if data.get("server") else ""
     return (
-        f"Measured {data['generated_at'][:10]} with `{data['command']}` ({data['scale']} scale, "
+        f"Measured {data['generated_at'][:10]} with `{data['command']}` ({scale}, "
         f"{_duration(data['duration_seconds'])}) on {info['cpu'] or info['machine']} "
         f"({info['cpu_count']} CPUs shared with other work, {info['memory_gib']} GiB), {info['python']}."
+        + server
     )
 
 

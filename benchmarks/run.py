@@ -1,8 +1,14 @@
 """Run the benchmark suite: ``python -m benchmarks`` (``--quick`` for a tiny run, ``--help`` for the rest).
 
-Prints one rich table per section and writes every raw figure, the machine, the backends and the versions to
-a JSON file (``benchmarks/results/`` by default, which git ignores). Exit status 0, or 1 with ``--check`` when
-a target was missed.
+Where each figure is measured: latencies, throughputs and scale on a server (``--uri``, ``MONGODB_URI``, or
+else a throwaway SecantusDB this command starts for the run, as ``scripts/test-server`` does, and stops at
+the end); commands and bytes on the scripted server (:mod:`benchmarks.wire_server`); in memory, counts only
+(the in-memory section times the embedded backend as a usability bound, not a performance claim).
+``--no-server`` starts nothing and measures in memory only. The output says which server was measured.
+
+Prints one rich table per section and writes every raw figure, the machine, the server, the backends and the
+versions to a JSON file (``benchmarks/results/`` by default, which git ignores). Exit status 0, or 1 with
+``--check`` when a target was missed.
 """
 
 from __future__ import annotations
@@ -12,9 +18,11 @@ import asyncio
 import json
 import logging
 import os
+import signal
 import sys
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
+from contextlib import ExitStack, contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -23,6 +31,8 @@ from rich.console import Console
 from benchmarks import (
     admin_scale,
     concurrency,
+    import_time,
+    in_memory,
     listener_bench,
     overhead,
     peers,
@@ -31,6 +41,7 @@ from benchmarks import (
     turn_cost,
     wire_cost,
 )
+from benchmarks.backends import given_uri, server_description, started_server
 from benchmarks.common import FULL, QUICK, Scale, SectionResult
 from benchmarks.locomo_data import ENVIRONMENT
 from benchmarks.report import (
@@ -56,6 +67,8 @@ SECTIONS: dict[str, Callable[[Scale], Awaitable[list[SectionResult]]]] = {
     "peers": peers.run,
     "recall-locomo": recall_locomo.run,
     "recall-scale": recall_scale.run,
+    "in-memory": in_memory.run,
+    "import": import_time.run,
 }
 
 
@@ -66,6 +79,12 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
         "--sections",
         default=",".join(SECTIONS),
         help=f"comma-separated subset of: {', '.join(SECTIONS)} (default: all)",
+    )
+    parser.add_argument(
+        "--quick-sections",
+        default="",
+        help="comma-separated sections to run at the quick scale while the rest run at the full one (a full "
+        "run on a slow server); the page says which scale each ran at",
     )
     parser.add_argument("--output", type=Path, help="JSON file to write (default: benchmarks/results/...)")
     parser.add_argument(
@@ -79,7 +98,14 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--check", action="store_true", help="exit with status 1 when a target is missed")
     parser.add_argument(
-        "--uri", help="a MongoDB server for the sections that support one (the same as MONGODB_URI=...)"
+        "--uri",
+        help="the server to measure on (the same as MONGODB_URI=...; default: a throwaway SecantusDB started "
+        "for the run)",
+    )
+    parser.add_argument(
+        "--no-server",
+        action="store_true",
+        help="start no server and ignore MONGODB_URI: in memory only, counts only (and the scripted server)",
     )
     parser.add_argument(
         "--locomo",
@@ -93,22 +119,62 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
         help="also put the LoCoMo table between the locomo-table markers of this page (e.g. docs/recall.md)",
     )
     arguments = parser.parse_args(argv)
-    chosen = [name.strip() for name in arguments.sections.split(",") if name.strip()]
-    unknown = [name for name in chosen if name not in SECTIONS]
+    chosen = _names(arguments.sections)
+    quick = _names(arguments.quick_sections)
+    unknown = [name for name in [*chosen, *quick] if name not in SECTIONS]
     if unknown or not chosen:
         parser.error(f"unknown sections {unknown}; choose from {', '.join(SECTIONS)}")
+    if arguments.no_server and arguments.uri:
+        parser.error("--no-server and --uri exclude each other")
     arguments.sections = chosen
+    arguments.quick_sections = quick
     return arguments
 
 
-async def run_sections(names: Sequence[str], scale: Scale, console: Console) -> list[SectionResult]:
+def _names(text: str) -> list[str]:
+    return [name.strip() for name in text.split(",") if name.strip()]
+
+
+async def run_sections(
+    names: Sequence[str], scales: dict[str, Scale], console: Console
+) -> list[SectionResult]:
     results: list[SectionResult] = []
     for name in names:
-        with console.status(f"running {name} ({scale.name})..."):
+        with console.status(f"running {name} ({scales[name].name})..."):
             started = time.perf_counter()
-            results.extend(await SECTIONS[name](scale))
-        console.log(f"{name}: {time.perf_counter() - started:.1f} s")
+            results.extend(await SECTIONS[name](scales[name]))
+        console.log(f"{name} ({scales[name].name}): {time.perf_counter() - started:.1f} s")
     return results
+
+
+TIMED_ON_A_SERVER = frozenset({"listener", "concurrency", "admin", "recall-locomo", "recall-scale"})
+"""The sections that measure latency, throughput or scale on the run's server (a started one too); the
+others count (in memory, on the scripted server) and measure a server only when one is given."""
+
+
+@contextmanager
+def server(no_server: bool, sections: Sequence[str], console: Console) -> Iterator[str]:
+    """The server of the run, and how the output names it: none with ``--no-server``, the one given
+    (``--uri``, ``MONGODB_URI``), else a throwaway SecantusDB started here (when a section measures on a
+    server) and stopped when the run ends."""
+    if no_server:
+        os.environ.pop("MONGODB_URI", None)
+        yield server_description()
+    elif given_uri() is not None or not TIMED_ON_A_SERVER.intersection(sections):
+        yield server_description(none="none: no section of this run measures on a server")
+    else:
+        with ExitStack() as stack:
+            with console.status("starting a throwaway SecantusDB (the server of scripts/test-server)..."):
+                stack.enter_context(started_server())
+            # SIGTERM ends the run like Ctrl-C, through the exit that stops the server (which runs in a
+            # session of its own and would otherwise be left behind)
+            previous = signal.signal(signal.SIGTERM, _interrupted)
+            stack.callback(signal.signal, signal.SIGTERM, previous)
+            yield server_description()
+
+
+def _interrupted(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -118,6 +184,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if arguments.locomo is not None:
         os.environ[ENVIRONMENT] = str(arguments.locomo)
     scale = QUICK if arguments.quick else FULL
+    scales = {name: QUICK if name in arguments.quick_sections else scale for name in arguments.sections}
     console = Console() if sys.stdout.isatty() else Console(width=130)
     logging.basicConfig(level=logging.WARNING)
     if arguments.from_json is not None:
@@ -131,9 +198,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     else:
         started_at = datetime.now(UTC)
         started = time.perf_counter()
-        results = asyncio.run(run_sections(arguments.sections, scale, console))
-        data = document(results, scale.name, started_at, time.perf_counter() - started)
+        with server(arguments.no_server, arguments.sections, console) as measured_on:
+            console.print(f"server: {measured_on}")
+            results = asyncio.run(run_sections(arguments.sections, scales, console))
+        scale_of = {name: chosen.name for name, chosen in scales.items()}
+        data = document(results, scale_of, measured_on, started_at, time.perf_counter() - started)
         print_tables(console, results)
+        console.print(f"server: {measured_on}")
         output = arguments.output or default_output(started_at)
         write(output, json.dumps(data, indent=2, default=str) + "\n")
         console.print(f"raw figures: {output}")

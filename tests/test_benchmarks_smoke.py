@@ -1,15 +1,20 @@
 """Every benchmark runs once at a tiny size, so the suite cannot rot between full runs.
 
-Times are not asserted (performance claims live in the benchmark output, not in tests). What the benchmarks
-check that is not a timing is asserted: an operation's command sequence and bytes do not grow with the unit,
-and concurrent writers leave every message stored once. The scripted server the wire benchmarks talk to is
-checked to answer as MongoDB does, and to refuse what its store cannot answer faithfully.
+No server is started or used here: each section runs as with ``--no-server`` (in memory, counts only, and
+the scripted server), whatever ``MONGODB_URI`` says. Times are not asserted (performance claims live in the
+benchmark output, not in tests). What the benchmarks check that is not a timing is asserted: an operation's
+command sequence and bytes do not grow with the unit, concurrent writers leave every message stored once, an
+index write makes three calls whatever the history, and the in-memory history builder leaves the index that
+indexing in place leaves. The scripted server the wire benchmarks talk to is checked to answer as MongoDB
+does, and to refuse what its store cannot answer faithfully.
 """
 
 from __future__ import annotations
 
 import importlib
 import json
+import os
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -20,20 +25,28 @@ from typing import Any
 import pytest
 from pymongo.errors import DuplicateKeyError, OperationFailure
 
-from benchmarks import peers, recall_locomo
-from benchmarks.backends import scripted_server
+from benchmarks import import_time, peers, recall_locomo, recall_scale
+from benchmarks.backends import memory_database, scripted_server
 from benchmarks.common import QUICK, SectionResult
 from benchmarks.locomo_data import ENVIRONMENT, data_path, files
 from benchmarks.peer_drivers import PartnerRepoPeer, RawDriverPeer, Stores
 from benchmarks.peers_report import markdown_tables
 from benchmarks.report import locomo_table, replace_locomo_table
 from benchmarks.run import SECTIONS
-from partner_repo.mongo import driver
+from partner_repo.mongo import RECALL_INDEX, UNITS, driver
+from partner_repo.recall import RecallIndexer
+from partner_repo.recall import _store as recall_store
 
 pytestmark = pytest.mark.benchmark_smoke
 
 ROOT = Path(__file__).resolve().parent.parent
 _RUNS: dict[str, list[SectionResult]] = {}
+
+
+@pytest.fixture(autouse=True)
+def no_server(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The sections measure in memory and on the scripted server only, as with ``--no-server``."""
+    monkeypatch.delenv("MONGODB_URI", raising=False)
 
 
 async def run_once(section: str) -> list[SectionResult]:
@@ -74,22 +87,28 @@ def test_one_command_prints_the_table_and_writes_the_json(tmp_path: Path) -> Non
 
     completed = subprocess.run(
         [
-            *(sys.executable, "-m", "benchmarks", "--quick", "--sections", "listener,admin"),
+            *(sys.executable, "-m", "benchmarks", "--quick", "--no-server", "--sections", "admin,import"),
             *("--output", str(output), "--markdown", str(page), "--readme", str(readme)),
         ],
         cwd=ROOT,
+        env={**os.environ, "MONGODB_URI": "mongodb://127.0.0.1:9/?serverSelectionTimeoutMS=100"},
         capture_output=True,
         text=True,
         timeout=120,
     )
 
     assert completed.returncode == 0, completed.stderr
-    assert "Listener throughput" in completed.stdout and "Admin find" in completed.stdout
+    assert "Admin find" in completed.stdout and "Import time" in completed.stdout
+    # --no-server: no server started, MONGODB_URI ignored, and the output says so
+    assert "server: none (--no-server)" in completed.stdout and "SecantusDB" not in completed.stdout
     data = json.loads(output.read_text())
     assert {"machine", "versions", "backends", "sections", "targets", "generated_at"} <= set(data)
     assert data["versions"]["partner-repo"] and data["machine"]["python"]
-    assert set(data["sections"]) == {"listener", "admin"}
+    assert set(data["sections"]) == {"admin", "import"}
+    assert data["scales"] == {"admin": "quick", "import": "quick"} and data["server"].startswith("none")
+    assert not [backend for backend in data["backends"] if "SecantusDB" in backend or "MongoDB at" in backend]
     assert "| Section |" in page.read_text() and "ratios" in page.read_text()
+    assert "Server: none (--no-server)" in page.read_text()
     # the README gets the headline rows of the page's full table, and a link to the page
     headline = [line for line in readme.read_text().splitlines() if line.startswith("| ")]
     full = [line for line in page.read_text().splitlines() if line.startswith("| ")]
@@ -271,3 +290,55 @@ async def test_recall_scale_indexes_every_write_in_three_calls_whatever_the_hist
     assert {calls for point in points for calls in point["write_calls"]} == {3}
     assert len({round(sum(point["recall_calls"]) / len(point["recall_calls"]), 1) for point in points}) == 1
     assert all(point["largest"] < 64 * 1024 for point in points)
+
+
+async def test_in_memory_only_counts_are_reported_outside_the_in_memory_section() -> None:
+    """In memory, no row of a section other than the in-memory one (a usability bound) and the import one
+    shows a time or a rate: ``--no-server`` measures counts."""
+    timed = re.compile(r"\d\s*(ms|s|us/op|/s)\b|slices/s|appends/s|latency")
+    for section in SECTIONS:
+        if section in ("in-memory", "import"):
+            continue
+        for result in await run_once(section):
+            if not result.backend.startswith("embedded"):
+                continue
+            shown = [f"{row.measurement} {row.value} {row.target}" for row in result.rows]
+            assert [line for line in shown if timed.search(line)] == [], (section, result.backend)
+
+
+async def test_the_memory_history_leaves_the_index_that_indexing_in_place_leaves(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """MemoryHistory indexes each slice on a scratch database holding only what an index write reads (the
+    core's document and its last WINDOW slices): the index it copies out is the one indexing every slice in
+    place leaves. A window of 8 makes 50 slices move slices out as well as nodes."""
+    monkeypatch.setattr(recall_store, "WINDOW", 8)
+    monkeypatch.setattr(recall_scale, "WINDOW", 8)
+    async with memory_database() as scratch, memory_database() as copied, memory_database() as in_place:
+        built = recall_scale.MemoryHistory(scratch)
+        await built.grow(50)
+        await built.copy_into(copied)
+        await recall_scale.grow(in_place, RecallIndexer(in_place), recall_scale.History(), 0, 50)
+
+        def index(documents: list[dict[str, Any]]) -> list[dict[str, Any]]:
+            kept = [{k: v for k, v in document.items() if k != "indexed_at"} for document in documents]
+            return sorted(kept, key=lambda document: document["_id"])
+
+        expected = index(await in_place[RECALL_INDEX].find({}).to_list(None))
+        assert index(await copied[RECALL_INDEX].find({}).to_list(None)) == expected
+        assert await copied[UNITS].count_documents({}) == await in_place[UNITS].count_documents({}) == 1
+        assert len(expected) > 50 + 1  # the slices, the core, and nodes that were moved out and back
+
+
+def test_the_import_report_counts_the_statements_own_top_level_entries() -> None:
+    report = import_time.parse(
+        "import time: self [us] | cumulative | imported package\n"
+        "import time:       100 |        100 | site\n"
+        "import time:        50 |         50 |     pymongo.errors\n"
+        "import time:       300 |        400 |   pymongo\n"
+        "import time:       200 |       1000 | beanie\n"
+        "import time:        10 |         10 | partner_repo.cores\n"
+    )
+
+    assert report.cost_us({"site"}) == 1010 and report.package_modules() == 1
+    assert report.top_level == {"site": 100, "beanie": 1000, "partner_repo.cores": 10}
