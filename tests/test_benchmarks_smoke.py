@@ -282,12 +282,13 @@ async def test_the_locomo_table_goes_between_its_markers() -> None:
     assert "LoCoMo (Maharana et al., " in written
 
 
-async def test_recall_scale_indexes_every_write_in_three_calls_whatever_the_history() -> None:
+async def test_recall_scale_indexes_every_write_in_four_calls_whatever_the_history() -> None:
+    """The slice and its core, the core's last slices, the bulk, the unit's erasure fence."""
     [result] = await run_once("recall-scale")
 
     points = result.raw["points"]
     assert [point["slices"] for point in points] == list(QUICK.recall_scale_sizes)
-    assert {calls for point in points for calls in point["write_calls"]} == {3}
+    assert {calls for point in points for calls in point["write_calls"]} == {4}
     assert len({round(sum(point["recall_calls"]) / len(point["recall_calls"]), 1) for point in points}) == 1
     assert all(point["largest"] < 64 * 1024 for point in points)
 
