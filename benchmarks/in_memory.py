@@ -1,7 +1,8 @@
 """Section 9: how comfortable the in-memory default stays as one core's history grows.
 
 The embedded backend is mongomock as it is: it answers a read by testing every document of the collection
-and copies what it answers (an aggregation copies the whole collection first). It is there for the demo, for
+and copies what it answers (an aggregation's leading ``$match`` is read the same way, through its find, so
+only the matching documents are copied). It is there for the demo, for
 trying the CLI and the MCP server, and for tests. This section says up to which size that stays comfortable;
 it is a usability bound of the demo backend, **not a performance claim** (every latency the library claims is
 measured on a server: the other sections).
@@ -71,8 +72,8 @@ def result(points: Sequence[Point]) -> SectionResult:
     ]
     section.raw = {"points": [point.as_dict() for point in points]}
     section.notes.append(
-        "a usability bound of the embedded backend (mongomock: every read tests every document, an "
-        "aggregation copies the whole collection), for the demo, trying the CLI and the MCP server, and "
+        "a usability bound of the embedded backend (mongomock: every read tests every document of its "
+        "collection), for the demo, trying the CLI and the MCP server, and "
         "tests; the library's latencies are measured on a server"
     )
     return section

@@ -147,9 +147,12 @@ async def run_sections(
     return results
 
 
-TIMED_ON_A_SERVER = frozenset({"listener", "concurrency", "admin", "recall-locomo", "recall-scale"})
-"""The sections that measure latency, throughput or scale on the run's server (a started one too); the
-others count (in memory, on the scripted server) and measure a server only when one is given."""
+MEASURED_ON_A_SERVER = frozenset(
+    {"turn", "listener", "concurrency", "admin", "recall-locomo", "recall-scale"}
+)
+"""The sections that measure on the run's server (a started one too): latency, throughput, scale, and a
+turn's bytes on a replica set (its cluster time gossip included); the others count (in memory, on the
+scripted server) and measure a server only when one is given."""
 
 
 @contextmanager
@@ -160,7 +163,7 @@ def server(no_server: bool, sections: Sequence[str], console: Console) -> Iterat
     if no_server:
         os.environ.pop("MONGODB_URI", None)
         yield server_description()
-    elif given_uri() is not None or not TIMED_ON_A_SERVER.intersection(sections):
+    elif given_uri() is not None or not MEASURED_ON_A_SERVER.intersection(sections):
         yield server_description(none="none: no section of this run measures on a server")
     else:
         with ExitStack() as stack:

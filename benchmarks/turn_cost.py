@@ -21,7 +21,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from benchmarks.backends import motor_database, on_servers, server_version
+from benchmarks.backends import describe, given_uri, mongodb_uri, motor_database, on_servers, server_version
 from benchmarks.common import Row, Scale, SectionResult
 from benchmarks.monitor import WireMeter
 from benchmarks.workload import conversation, seed_unit, turn
@@ -29,6 +29,8 @@ from partner_repo import MemoryCoreRepository, Message, RollingConfig, RollingSe
 from partner_repo.mongo import mark_size_change
 from partner_repo.rolling import ExtractiveSummarizer
 
+PER_TURN_GOAL = 2_000
+"""Issue 37's goal on a server, gossip included (the floor: one command a turn, three per roll)."""
 ROUND_TRIPS_TARGET = 1.25
 BYTES_TARGET = 2_500
 FLAT_TARGET = 1.1
@@ -50,6 +52,11 @@ class PathCost:
     commands: int = 0
     bytes: int = 0
     roll_commands: list[list[str]] = field(default_factory=list)
+    parts: dict[str, int] = field(default_factory=dict)
+    """Bytes by part (:func:`benchmarks.monitor.split`) over every turn."""
+    plain_turns: int = 0
+    plain_parts: dict[str, int] = field(default_factory=dict)
+    """The same over the turns that did not roll: what a turn costs by itself."""
 
     @property
     def round_trips(self) -> float:
@@ -64,7 +71,11 @@ Step = Callable[[str, list[Message]], Awaitable[Any]]
 
 
 async def run(scale: Scale) -> list[SectionResult]:
-    return await on_servers(lambda uri, backend: _measure(scale, uri, backend))
+    results = await on_servers(lambda uri, backend: _measure(scale, uri, backend))
+    started = mongodb_uri()
+    if started is not None and started != given_uri():  # a replica set's bytes: its gossip and sessions
+        results.append(await _measure(scale, started, describe("mongodb", started)))
+    return results
 
 
 async def _measure(scale: Scale, uri: str, backend: str) -> SectionResult:
@@ -118,9 +129,48 @@ async def _turns(meter: WireMeter, step: Step, core_id: str, cycles: int) -> Pat
         cost.turns += 1
         cost.commands += wire.command_count
         cost.bytes += wire.total_bytes
-        if rolled is not None:
+        for part, size in wire.parts.items():
+            cost.parts[part] = cost.parts.get(part, 0) + size
+            if rolled is None:
+                cost.plain_parts[part] = cost.plain_parts.get(part, 0) + size
+        if rolled is None:
+            cost.plain_turns += 1
+        else:
             cost.roll_commands.append(wire.commands)
     return cost
+
+
+PARTS = ("messages", "library", "envelope")
+
+
+def _parts_row(cost: PathCost, size: int) -> Row:
+    """Where a turn's bytes go, and why each part is needed (issue 37's goal: at most 2,000 bytes a turn on a
+    server, gossip included). A turn that does not roll is one command; the rolls' share is what every roll
+    costs (reading the window, appending to the unit, trimming), spread over the turns of its cycle."""
+    per_turn = {part: cost.parts.get(part, 0) / cost.turns for part in PARTS}
+    record = {part: cost.plain_parts.get(part, 0) / max(cost.plain_turns, 1) for part in PARTS}
+    share = {part: per_turn[part] - record[part] for part in PARTS}  # a rolling turn records the same way
+
+    def parts(figures: dict[str, float]) -> str:
+        return ", ".join(f"{name} {figures[name]:,.0f}" for name in PARTS)
+
+    figures = (
+        f"at {size:,}: {cost.bytes_per_turn:,.0f} B = a turn's record, one command "
+        f"({sum(record.values()):,.0f} B: {parts(record)}) + the rolls' share a turn "
+        f"({sum(share.values()):,.0f} B: {parts(share)}). messages: a turn's two as stored, on the wire "
+        "three times (recorded; read by the roll that summarizes them; written into the unit, which is what "
+        "keeps them); library: the core's id and window-count guard, $push/$set/$inc of the window, its "
+        "count, bytes and version, the projection, and the state a turn is answered with (session, lease, "
+        "counters, times: what decides a roll without reading the window); the roll's lease, unit head, "
+        "summary and trim; envelope: the session id, the replica set's cluster time gossip, the write "
+        "concern and the acknowledgement, on every command and answer"
+    )
+    return Row(
+        "recommended: bytes per turn by part",
+        figures,
+        f"<= {PER_TURN_GOAL:,} B, else every part named",
+        cost.bytes_per_turn <= PER_TURN_GOAL,
+    )
 
 
 def _report(
@@ -169,12 +219,18 @@ def _report(
                     worst <= limit if path == "recommended" else None,
                 )
             )
+        if path == "recommended":
+            result.rows.append(_parts_row(by_size[largest], largest))
         raw["paths"][path] = {
             str(size): {
                 "turns": cost.turns,
                 "round_trips_per_turn": cost.round_trips,
                 "bytes_per_turn": cost.bytes_per_turn,
                 "roll_commands": cost.roll_commands,
+                "bytes_per_turn_by_part": {part: size / cost.turns for part, size in cost.parts.items()},
+                "bytes_of_a_turn_that_does_not_roll_by_part": {
+                    part: size / max(cost.plain_turns, 1) for part, size in cost.plain_parts.items()
+                },
             }
             for size, cost in by_size.items()
         }
