@@ -27,7 +27,7 @@ The shims, each over mongomock's public API, the same on both stacks:
   and only ids for a pipeline that ends in ``$count``), only what the match selects is copied, and the rest
   of the pipeline runs as mongomock runs it. The same answer (a ``$match`` is ``find``'s filter there), at
   the cost of what a read selects rather than of the collection: a recall reads a few dozen slices of
-  thousands. Every library read is such an aggregation (it names the core first).
+  thousands. Every aggregation of the library begins with such a ``$match`` (it names the core).
 - **buildInfo**: mongomock has no such command; Beanie asks for it (:data:`BUILD_INFO`).
 
 No private member of mongomock is used (a test reads every module of the package for one).

@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import json
 import os
 import tempfile
@@ -718,7 +719,8 @@ async def _deliver(process: Process, consumer: Delivered, group: str, world: Wor
     )
     loop = asyncio.get_running_loop()
     previous = loop.get_task_factory()
-    created = _recording_tasks(loop)
+    delivery = _DELIVERY.set(object())
+    created = _recording_tasks(loop, delivery)
     try:
         await listener.start()
         deadline = loop.time() + 2
@@ -743,6 +745,7 @@ async def _deliver(process: Process, consumer: Delivered, group: str, world: Wor
         with contextlib.suppress(BaseException):
             await asyncio.wait_for(listener.stop(drain_timeout=0 if process.db.dead else 5), 10)
         loop.set_task_factory(previous)
+        _DELIVERY.reset(delivery)
         left = [task for task in created if _of_the_listener(task)]
         for task in left:
             task.add_done_callback(_death_taken)
@@ -762,16 +765,28 @@ def _death_taken(task: asyncio.Task[Any]) -> None:
         asyncio.get_running_loop().call_exception_handler(context)
 
 
-def _recording_tasks(loop: asyncio.AbstractEventLoop) -> list[asyncio.Task[Any]]:
-    """Every task made on ``loop`` from now until its task factory is put back (done ones included, which
-    ``asyncio.all_tasks`` no longer lists); a factory already in place still makes them."""
-    created: list[asyncio.Task[Any]] = []
+_DELIVERY: contextvars.ContextVar[object] = contextvars.ContextVar("delivery")
+"""Which delivery pass a task works for: a task inherits it from the task that made it."""
 
+
+def _recording_tasks(
+    loop: asyncio.AbstractEventLoop, delivery: contextvars.Token[object]
+) -> list[asyncio.Task[Any]]:
+    """Every task this delivery pass makes on ``loop`` (done ones included, which ``asyncio.all_tasks`` no
+    longer lists) until its task factory is put back; a factory already in place still makes them.
+
+    Only the pass's own: the factory is the loop's, and the passes of other processes run meanwhile (one
+    stalled here, thawed later), each with a factory of its own around this one, so a task counts here only
+    when made in this pass's context (``delivery``, inherited by every task made from it). A dead process's
+    pass cancels what it left; another process's flush is not among it."""
+    created: list[asyncio.Task[Any]] = []
+    mine = delivery.var.get()
     previous = loop.get_task_factory()
 
     def factory(loop: asyncio.AbstractEventLoop, coro: Any, **options: Any) -> asyncio.Task[Any]:
         task = previous(loop, coro, **options) if previous else asyncio.Task(coro, loop=loop, **options)
-        created.append(task)  # type: ignore[arg-type]
+        if delivery.var.get(None) is mine:
+            created.append(task)  # type: ignore[arg-type]
         return task  # type: ignore[return-value]
 
     loop.set_task_factory(factory)
