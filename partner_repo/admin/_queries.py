@@ -27,14 +27,17 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from partner_repo.admin._check import CheckReport, RepairReport, UnitChecker
+from partner_repo.admin._cores import core_page, unit_counts
 from partner_repo.admin._cursor import CursorCodec, ReadTime, SliceKey, resumable_end, slice_key
 from partner_repo.admin._filters import Order, SliceFilter
 from partner_repo.admin._views import (
+    CorePage,
     DayCount,
     MemoryStats,
     SliceDetail,
     SlicePage,
     SliceView,
+    UnitCounts,
     UnitSize,
     UnitView,
 )
@@ -377,6 +380,21 @@ class SliceQueries:
             largest_units=await self._largest(units, largest),
             generated_at=stamp,
         )
+
+    async def cores(
+        self, *, prefix: str | None = None, after: str | None = None, limit: int = DEFAULT_LIMIT
+    ) -> CorePage:
+        """One page of cores in id order (those whose id starts with ``prefix``, taken literally), each with
+        its window's size, current unit, last roll and lease, never its messages; ``after`` is a previous
+        page's ``next_cursor``. Two index-backed queries a page (``admin/_cores.py``)."""
+        return await core_page(
+            self._database, prefix=prefix, after=after, limit=_page_size(limit), max_time_ms=self._max_time_ms
+        )
+
+    async def unit_counts(self, unit_ids: list[str]) -> dict[str, UnitCounts]:
+        """The message and slice counts of these units by id (from an index alone; absent units left out)."""
+        ids = [require_id(unit_id, "unit_id") for unit_id in unit_ids]
+        return await unit_counts(self._database, ids[:MAX_LIMIT], self._max_time_ms)
 
     async def check(self, core_id: str | None = None) -> CheckReport:
         """Every unit breaking the invariants; see :meth:`partner_repo.UnitChecker.check`."""

@@ -5,7 +5,7 @@
 counters. ``docs/recall.md`` has the model, the API, its costs and limits, and the LoCoMo measurements.
 """
 
-from partner_repo.recall._answers import ActivatedSlice, TopicNode
+from partner_repo.recall._answers import ActivatedSlice, TopicNode, TopicPage
 from partner_repo.recall._arguments import MAX_LIMIT, MAX_MESSAGES, Cue, TopicCue
 from partner_repo.recall._checking import CoreIndexCheck, CounterOff, RecallIndexCheck
 from partner_repo.recall._cues import DateCue, date_cues
@@ -41,6 +41,7 @@ __all__ = [
     "TopicCue",
     "TopicExtractor",
     "TopicNode",
+    "TopicPage",
     "TopicProfile",
     "TopicRequest",
     "date_cues",

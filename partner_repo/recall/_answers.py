@@ -35,6 +35,15 @@ class TopicNode:
 
 
 @dataclass(frozen=True)
+class TopicPage:
+    """One page of a core's topic tree in path order; ``after`` names the last node's path (pass it for the
+    next page), None on the last page."""
+
+    nodes: list[TopicNode]
+    after: str | None
+
+
+@dataclass(frozen=True)
 class ActivatedSlice:
     """A recalled slice: where it is, what it says, when, why it was found, and its raw messages.
 
@@ -160,4 +169,12 @@ def _activated(
     )
 
 
-__all__ = ["ActivatedSlice", "TopicNode", "activated", "candidates", "tree_nodes", "wanted_positions"]
+__all__ = [
+    "ActivatedSlice",
+    "TopicNode",
+    "TopicPage",
+    "activated",
+    "candidates",
+    "tree_nodes",
+    "wanted_positions",
+]

@@ -23,7 +23,7 @@ from typing import Any
 
 from partner_repo.mongo import RECALL_INDEX, driver
 from partner_repo.recall._channels import Plan, channel_pipelines
-from partner_repo.recall._keys import NODE, core_key, node_path, stored_count
+from partner_repo.recall._keys import NODE, core_key, node_key, node_path, stored_count
 from partner_repo.recall._topics import SEPARATOR
 
 COMMON_TERM_SLICES = 512
@@ -108,6 +108,36 @@ class RecallQueries:
                 label = row["label"] if isinstance(row.get("label"), str) and row["label"] else path
                 nodes.append({"node": path, "label": label, "slices": slices})
         return sorted(nodes, key=lambda row: row["node"])
+
+    async def tree_page(
+        self, core_id: str, after: str | None, limit: int
+    ) -> tuple[list[dict[str, Any]], bool]:
+        """Up to ``limit`` topic nodes of the core with slices under it, in id order, after the node whose
+        path is ``after``, and whether more follow: a keyset page over the ``{core_id, _id}`` index (every
+        node id of a core starts with the same prefix, :func:`node_key`), so a page reads ``limit`` nodes
+        however large the tree is."""
+        first = node_key(core_id, "")[: -len('""]')]  # ["n","<core>",  (every node id of the core)
+        bounds: dict[str, Any] = {"$gte": first, "$lt": first[:-1] + chr(ord(",") + 1)}
+        if after is not None:
+            del bounds["$gte"]
+            bounds["$gt"] = node_key(core_id, after)
+        rows = await (
+            self._index.find(
+                {"core_id": core_id, "_id": bounds, "kind": NODE}, {"node": 1, "label": 1, "slices": 1}
+            )
+            .sort("_id", 1)
+            .limit(limit + 1)
+            .to_list(None)
+        )
+        more = len(rows) > limit
+        nodes = []
+        for row in rows[:limit]:  # read as it is, as tree() does
+            path = row["node"] if isinstance(row.get("node"), str) else node_path(row.get("_id"))
+            slices = stored_count(row.get("slices")) or 0
+            if path:
+                label = row["label"] if isinstance(row.get("label"), str) and row["label"] else path
+                nodes.append({"node": path, "label": label, "slices": slices})
+        return nodes, more
 
     async def count(self, core_id: str) -> int:
         """How many slices of the core are indexed (its counter)."""

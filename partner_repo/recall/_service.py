@@ -24,6 +24,7 @@ from partner_repo.recall import _arguments as arguments
 from partner_repo.recall._answers import (
     ActivatedSlice,
     TopicNode,
+    TopicPage,
     activated,
     candidates,
     tree_nodes,
@@ -41,6 +42,9 @@ from partner_repo.recall._vectors import Embedder, embed, nearest
 from partner_repo.recall._weights import Tokenizer, idf
 from partner_repo.units import messages_at
 from partner_repo.validation import require_id
+
+TOPIC_PAGE_LIMIT = 1000
+"""The most topic nodes :meth:`MemoryRecall.topic_page` reads at once."""
 
 
 @driver.timeouts_surface_as_project_errors
@@ -118,6 +122,19 @@ class MemoryRecall:
         path, its slice count and (when it differs) the path the index matches it by."""
         core_id = require_id(core_id, "core_id")
         return tree_nodes(await self._queries.tree(core_id))
+
+    async def topic_page(self, core_id: str, *, after: str | None = None, limit: int = 100) -> TopicPage:
+        """A page of the core's topic tree, as :meth:`topics` has it but at most ``limit`` nodes (in the
+        order of their ids, which is path order), after the node whose path (its key) is ``after``: what a
+        page showing a core reads, the same ``limit`` nodes however large the tree has grown."""
+        core_id = require_id(core_id, "core_id")
+        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= TOPIC_PAGE_LIMIT:
+            raise InvalidInput(f"limit must be an integer from 1 to {TOPIC_PAGE_LIMIT}, got {limit!r}")
+        if after is not None and not isinstance(after, str):
+            raise InvalidInput(f"after must be a topic path, got {type(after).__name__}")
+        rows, more = await self._queries.tree_page(core_id, after, limit)
+        nodes = tree_nodes([row for row in rows if row["slices"] > 0])
+        return TopicPage(nodes=nodes, after=rows[-1]["node"] if more and rows else None)
 
     async def _counted(
         self, asked: Asked, query_terms: list[str], vector: list[float] | None, support: SearchSupport
