@@ -6,13 +6,13 @@ tool does with the library's services (no protocol in it); ``_arguments`` and ``
 ``_catalog`` lists them; ``_server`` puts them on the official Python SDK's low-level ``Server``;
 ``_serving`` runs it over stdio or over streamable HTTP behind a bearer token.
 
-Needs the SDK (``pip install 'partner-repo[mcp]'``); only this package imports it (an import contract keeps
-it so), and this module does not: the command checks :func:`require_sdk` first, so an install without the
-extra gets one line saying what to install; who may reach the server and how large a turn it takes
-(``_policy``) needs no SDK. What needs the SDK (:func:`memory_server`, :func:`serve_stdio`,
-:func:`serve_http`) is loaded from this module on first use, never on import. The
-package shares its name with the SDK's top-level ``mcp``: every import here is absolute, so ``import mcp``
-always means the SDK, never this package.
+Needs the SDK (``pip install 'partner-repo[mcp]'``); only this package imports it (an import contract keeps it
+so), and this module does not: the command checks :func:`require_sdk` first, so an install without the extra
+gets one line saying what to install; who may reach the server and how large a turn it takes (``_policy``,
+over the rules :mod:`partner_repo.serving` shares with the console) needs no SDK. What needs the SDK
+(:func:`memory_server`, :func:`serve_stdio`, :func:`serve_http`) is loaded from this module on first use,
+never on import. The package shares its name with the SDK's top-level ``mcp``: every import here is absolute,
+so ``import mcp`` always means the SDK, never this package.
 """
 
 from __future__ import annotations

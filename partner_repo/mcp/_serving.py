@@ -10,15 +10,15 @@ again once stopped. uvicorn logs through the command's logging (``log_config=Non
 command's format, secrets masked.
 
 Over HTTP the server answers at ``/mcp``, behind a bearer token wherever anyone but this machine could reach
-it. Who may reach it is the policy's (:mod:`partner_repo.mcp._policy`): on a loopback host a token is
-optional, and the SDK's DNS-rebinding protection (Host and Origin checked) keeps web pages off it; on any
-other host the server refuses to start without one. With a token, every request must carry
-``Authorization: Bearer <token>``, or it is answered 401 before it reaches the SDK (:class:`BearerToken`). The
-token is compared in constant time (as a digest, so not even its length shows in timing), and it is never
-logged or echoed: the 401 says only that a valid token is missing. The SDK's app is stateless on the
-handshake-era leg (``stateless_http``): the tools never call back into the client, so nothing is lost, and
-any number of server processes can sit behind one load balancer without sticky sessions (the ``2026-07-28``
-leg has no sessions at all).
+it. Who may reach it is the shared policy's (:mod:`partner_repo.serving`): on a loopback host a token is
+optional, and the Host and Origin rules (:class:`~partner_repo.serving.HeaderRules`, handed to the SDK's
+DNS-rebinding protection) keep web pages off it; on any other host the server refuses to start without one.
+With a token, every request must carry ``Authorization: Bearer <token>``, or it is answered 401 before it
+reaches the SDK (:class:`BearerToken`). The token is compared in constant time (as a digest, so not even its
+length shows in timing), and it is never logged or echoed: the 401 says only that a valid token is missing.
+The SDK's app is stateless on the handshake-era leg (``stateless_http``): the tools never call back into the
+client, so nothing is lost, and any number of server processes can sit behind one load balancer without sticky
+sessions (the ``2026-07-28`` leg has no sessions at all).
 """
 
 from __future__ import annotations
@@ -34,13 +34,14 @@ from typing import Any
 import uvicorn
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
-from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE
+from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE, TransportSecuritySettings
 from starlette.datastructures import Headers
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from partner_repo.errors import InvalidInput
 from partner_repo.mongo import library_logger
+from partner_repo.serving import HeaderRules
 
 PATH = "/mcp"
 REALM = "partner-repo"
@@ -85,8 +86,23 @@ def http_app(server: Server[object], *, host: str, token: str | None, max_body_b
         stateless_http=True,
         host=host,
         max_request_body_size=max(max_body_bytes, DEFAULT_MAX_REQUEST_BODY_SIZE),
+        transport_security=transport_security(host),
     )
     return app if token is None else BearerToken(app, token)
+
+
+def transport_security(host: str) -> TransportSecuritySettings:
+    """The SDK's DNS-rebinding protection with the shared Host and Origin rules: on a loopback host the
+    loopback names and the host itself (any loopback address, where the SDK alone knows three); beyond it
+    off, as the SDK has it, since the bearer token guards the server there."""
+    rules = HeaderRules.for_host(host)
+    if rules.hosts is None:
+        return TransportSecuritySettings(enable_dns_rebinding_protection=False)
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True,
+        allowed_hosts=list(rules.hosts),
+        allowed_origins=list(rules.origins),
+    )
 
 
 logger = library_logger("partner_repo.mcp")
@@ -159,4 +175,5 @@ __all__ = [
     "http_app",
     "serve_http",
     "serve_stdio",
+    "transport_security",
 ]

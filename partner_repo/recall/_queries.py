@@ -23,7 +23,7 @@ from typing import Any
 
 from partner_repo.mongo import RECALL_INDEX, driver
 from partner_repo.recall._channels import Plan, channel_pipelines
-from partner_repo.recall._keys import NODE, core_key, node_key, node_path, stored_count
+from partner_repo.recall._keys import NODE, core_key, node_key, node_path, slice_key, stored_count
 from partner_repo.recall._topics import SEPARATOR
 
 COMMON_TERM_SLICES = 512
@@ -138,6 +138,21 @@ class RecallQueries:
                 label = row["label"] if isinstance(row.get("label"), str) and row["label"] else path
                 nodes.append({"node": path, "label": label, "slices": slices})
         return nodes, more
+
+    async def slice_topics(self, core_id: str, slices: Sequence[tuple[str, str]]) -> dict[str, str]:
+        """slice id -> its topic path as shown, for those of ``slices`` (unit id, slice id) the index holds:
+        one point read per slice id, by ``_id`` within the core."""
+        if not slices:
+            return {}
+        keys = sorted({slice_key(unit_id, slice_id) for unit_id, slice_id in slices})
+        rows = await self._index.find(
+            {"core_id": core_id, "_id": {"$in": keys}}, {"slice_id": 1, "topic": 1}
+        ).to_list(None)
+        return {
+            row["slice_id"]: row["topic"]
+            for row in rows
+            if isinstance(row.get("slice_id"), str) and isinstance(row.get("topic"), str)
+        }
 
     async def count(self, core_id: str) -> int:
         """How many slices of the core are indexed (its counter)."""

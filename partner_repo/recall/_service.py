@@ -123,6 +123,17 @@ class MemoryRecall:
         core_id = require_id(core_id, "core_id")
         return tree_nodes(await self._queries.tree(core_id))
 
+    async def slice_topics(self, core_id: str, slices: Sequence[tuple[str, str]]) -> dict[str, str]:
+        """The topic path of each of these slices (``(unit_id, slice_id)``, at most
+        :data:`TOPIC_PAGE_LIMIT`) the index holds, by slice id: what labels a page of a core's slices."""
+        core_id = require_id(core_id, "core_id")
+        if len(slices) > TOPIC_PAGE_LIMIT:
+            raise InvalidInput(f"at most {TOPIC_PAGE_LIMIT} slices at once, got {len(slices)}")
+        wanted = [
+            (require_id(unit_id, "unit_id"), require_id(slice_id, "slice_id")) for unit_id, slice_id in slices
+        ]
+        return await self._queries.slice_topics(core_id, wanted)
+
     async def topic_page(self, core_id: str, *, after: str | None = None, limit: int = 100) -> TopicPage:
         """A page of the core's topic tree, as :meth:`topics` has it but at most ``limit`` nodes (in the
         order of their ids, which is path order), after the node whose path (its key) is ``after``: what a
