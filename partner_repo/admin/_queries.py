@@ -30,6 +30,7 @@ from partner_repo.admin._check import CheckReport, RepairReport, UnitChecker
 from partner_repo.admin._cores import core_page, unit_counts
 from partner_repo.admin._cursor import CursorCodec, ReadTime, SliceKey, resumable_end, slice_key
 from partner_repo.admin._filters import Order, SliceFilter
+from partner_repo.admin._recent import newest_documents
 from partner_repo.admin._views import (
     CorePage,
     DayCount,
@@ -218,6 +219,31 @@ class SliceQueries:
                 break
             window = walk.advance(len(found), wanted - len(documents))
         return documents
+
+    async def newest(
+        self, core_id: str, *, since_unit: str | None = None, limit: int = DEFAULT_LIMIT
+    ) -> SlicePage:
+        """The core's newest page of slices, as :meth:`find` with ``core_id`` answers it (the same slices, in
+        the same order, and a ``next_cursor`` that :meth:`find` continues), read so that its cost does not
+        grow with the core's history on any server: where the newest slices are comes from one unit read by
+        ``_id`` (``since_unit``, the unit the core's last roll wrote to; without it, :meth:`find`), and each
+        read is a range on ``slices.created_at`` open towards the newest slice, as wide as a few hours of the
+        core's rolls (``_recent.py``)."""
+        query = SliceFilter.of(core_id, None, None, None, None, "desc")
+        size = _page_size(limit)
+        documents = None
+        if since_unit is not None:
+            documents = await newest_documents(
+                self._units, query, require_id(since_unit, "since_unit"), size + 1, self._max_time_ms
+            )
+        if documents is None:
+            return await self.find(core_id=core_id, limit=size)
+        if len(documents) <= size:
+            return SlicePage(items=SliceView.from_unwound(documents), next_cursor=None)
+        end = resumable_end(documents[:size])
+        key = slice_key(documents[end - 1], None)
+        items = SliceView.from_unwound(documents[:end])
+        return SlicePage(items=items, next_cursor=self._cursors.encode(key, query.fingerprint))
 
     async def _edge_time(self, query: SliceFilter, session: Any | None) -> datetime | None:
         """Where a page without a start bound begins: the newest (``desc``) or oldest slice time of the first

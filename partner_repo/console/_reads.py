@@ -131,7 +131,11 @@ class ConsoleReads:
         """The core's page: the newest slices, or those before the cursor ``before``."""
         core_id = require_id(core_id, "core id")
         core = await self._cores.get(core_id)
-        page = await self._queries.find(core_id=core_id, limit=self.timeline_slices, after=before or None)
+        if before:
+            page = await self._queries.find(core_id=core_id, limit=self.timeline_slices, after=before)
+        else:  # the page an operator opens: read from where the last roll wrote (admin/_recent.py)
+            since = None if core is None else core.last_unit_id or core.memory_session_id
+            page = await self._queries.newest(core_id, since_unit=since, limit=self.timeline_slices)
         if core is None and not page.items and before is None:
             raise NotFound(f"no core {core_id!r}: no core document and no slice has that core id")
         units = sorted({piece.unit_id for piece in page.items})
