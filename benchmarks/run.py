@@ -23,6 +23,7 @@ from rich.console import Console
 from benchmarks import (
     admin_scale,
     concurrency,
+    console_page,
     listener_bench,
     overhead,
     peers,
@@ -56,6 +57,7 @@ SECTIONS: dict[str, Callable[[Scale], Awaitable[list[SectionResult]]]] = {
     "peers": peers.run,
     "recall-locomo": recall_locomo.run,
     "recall-scale": recall_scale.run,
+    "console": console_page.run,
 }
 
 
