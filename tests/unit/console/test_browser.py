@@ -1,5 +1,5 @@
-"""The console in a real browser: Debian's Chromium driven by Playwright, on one console per backend (in memory,
-and on the server of ``MONGODB_URI`` with the integration marker), one browser for the module. What an
+"""The console in a real browser: Debian's Chromium driven by Playwright, on one console per backend (in
+memory, and on the server of ``MONGODB_URI`` with the integration marker), one browser for the module. What an
 operator does: sign in with the token, open every page (each checked by axe-core: no serious or critical
 violation), open a slice from the timeline and read its raw messages, run a recall, follow a listener group to
 its dead letters, forget a core with its id typed (and not without the flag), reach every control by keyboard
