@@ -32,7 +32,7 @@ if TYPE_CHECKING:  # the real types for the checker; at run time they load on fi
 INSTALL_HINT = "pip install 'partner-repo[console]'"
 TOKEN_VARIABLE = "PARTNER_REPO_CONSOLE_TOKEN"
 """Where ``partner-repo console`` reads its token when ``--token`` is not given."""
-EXTRA_MODULES = ("starlette.applications", "jinja2", "uvicorn", "multipart")
+EXTRA_MODULES = ("starlette.applications", "jinja2", "uvicorn", "python_multipart")
 """What serving the console needs: the web framework, the templates, the server and form parsing."""
 
 
