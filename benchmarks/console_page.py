@@ -61,9 +61,10 @@ async def _measure(scale: Scale, backend: str, uri: str | None, small: int, larg
     growth = second["median_s"] / first["median_s"]
     result.rows.append(
         Row(
-            f"core page (timeline of {first['timeline_slices']} slices, topics, window), {small:,} -> {large:,} slices",
-            f"{first['median_s'] * 1000:,.1f} ms -> {second['median_s'] * 1000:,.1f} ms ({growth:.2f}x); first view "
-            f"{first['first_s'] * 1000:,.1f} ms -> {second['first_s'] * 1000:,.1f} ms",
+            f"core page (timeline of {first['timeline_slices']} slices, topics, window), "
+            f"{small:,} -> {large:,} slices",
+            f"{first['median_s'] * 1000:,.1f} ms -> {second['median_s'] * 1000:,.1f} ms ({growth:.2f}x); "
+            f"first view {first['first_s'] * 1000:,.1f} ms -> {second['first_s'] * 1000:,.1f} ms",
         )
     )
     if uri is not None:

@@ -33,6 +33,7 @@ MINIMAL = {
     "partner-repo listen": ["listen", "--consumer", CONSUMER],
     "partner-repo listener status": ["listener", "status"],
     "partner-repo mcp": ["mcp"],
+    "partner-repo console": ["console"],
     "partner-repo migrate": ["migrate", "--status"],
     "partner-repo recall search": ["recall", "search", "alice", "kyoto"],
     "partner-repo recall topics": ["recall", "topics", "alice"],
