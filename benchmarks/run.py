@@ -31,6 +31,7 @@ from rich.console import Console
 from benchmarks import (
     admin_scale,
     concurrency,
+    console_page,
     import_time,
     in_memory,
     listener_bench,
@@ -69,6 +70,7 @@ SECTIONS: dict[str, Callable[[Scale], Awaitable[list[SectionResult]]]] = {
     "recall-scale": recall_scale.run,
     "in-memory": in_memory.run,
     "import": import_time.run,
+    "console": console_page.run,
 }
 
 

@@ -39,6 +39,21 @@ def found(value: T | None, what: str) -> T:
     return value
 
 
+class EmbedderMismatch(InvalidInput):
+    """Recall's vectors of a core were made by another embedder than the one given: vectors of two models
+    are never compared. Recall (or index) with the core's embedder, or embed the core again with this one
+    (``partner-repo recall reindex --core CORE --embedder MODULE:NAME``)."""
+
+    def __init__(self, core_id: str, stored: str, given: str) -> None:
+        super().__init__(
+            f"core {core_id!r}: its vectors are of embedder {stored}, not {given}; use that embedder, or "
+            f"embed the core again with `partner-repo recall reindex --core {core_id} --embedder MODULE:NAME`"
+        )
+        self.core_id = core_id
+        self.stored = stored
+        self.given = given
+
+
 class InvalidCursor(InvalidInput):
     """A page cursor that is malformed, was altered, or was issued for another query; start the walk again."""
 

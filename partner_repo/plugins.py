@@ -1,8 +1,10 @@
-"""Loading an object from an import path (``package.module:attr``), as the command line names plug-ins."""
+"""Loading an object by its import path: a plug-in the command line names (``package.module:attr``), and
+the names a package front loads on first use (PEP 562), so importing the front imports no extra."""
 
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from partner_repo.errors import InvalidInput
@@ -23,3 +25,16 @@ def import_object(path: str, *, what: str) -> Any:
             raise InvalidInput(f"{what} {path!r}: {module_name!r} has no attribute {attribute!r}")
         target = getattr(target, part)
     return target
+
+
+def on_first_use(package: str, homes: Mapping[str, str]) -> Callable[[str], Any]:
+    """A package front's ``__getattr__`` (PEP 562): each name of ``homes`` is loaded from its module when
+    first asked for (the module that brings an extra, or much of the library, with it)."""
+
+    def __getattr__(name: str) -> Any:
+        module = homes.get(name)
+        if module is None:
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        return getattr(importlib.import_module(module), name)
+
+    return __getattr__

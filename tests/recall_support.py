@@ -24,6 +24,41 @@ from partner_repo.mongo import RECALL_INDEX
 from partner_repo.recall import MemoryRecall, RecallIndexer, Topic, TopicExtractor, TopicRequest
 from tests.erasure_support import CrashingDatabase
 
+CONCEPTS = (
+    frozenset({"puppy", "pup", "dog", "dogs", "beagle", "hound", "doggy"}),
+    frozenset({"hike", "hiked", "hiking", "trail", "walk", "trek"}),
+    frozenset({"bread", "sourdough", "bake", "baking", "loaf", "starter"}),
+    frozenset({"whale", "whales", "ocean", "sea", "cliffs"}),
+    frozenset({"travel", "trip", "journey", "vacation", "holiday"}),
+    frozenset({"job", "work", "career", "office", "promotion"}),
+    frozenset({"sad", "grief", "mourning", "loss", "passed", "died"}),
+    frozenset({"music", "piano", "guitar", "song", "concert"}),
+)
+"""What :func:`concepts` takes for the same thing: each set is one dimension of its vectors."""
+HASHED = 24
+
+
+def concepts(texts: Sequence[str]) -> list[list[float]]:
+    """A small deterministic embedder for the tests (no model): a word of one of :data:`CONCEPTS` counts
+    for its concept's dimension, any other word a little for one of :data:`HASHED` dimensions of its own
+    (by a stable hash), so "the dog" is near "a beagle pup" and far from "sourdough bread"."""
+    vectors = []
+    for text in texts:
+        vector = [0.0] * (len(CONCEPTS) + HASHED)
+        for word in "".join(c.lower() if c.isalnum() else " " for c in text).split():
+            for index, concept in enumerate(CONCEPTS):
+                if word in concept:
+                    vector[index] += 1.0
+                    break
+            else:
+                vector[len(CONCEPTS) + sum(map(ord, word)) % HASHED] += 0.2
+        vectors.append(vector)
+    return vectors
+
+
+concepts.name = "concepts"  # type: ignore[attr-defined]
+
+
 T0 = datetime(2026, 11, 20, 9, 0, tzinfo=UTC)
 """A Friday: the first session of the conversations below."""
 NOW = datetime(2026, 12, 1, 10, 0, tzinfo=UTC)

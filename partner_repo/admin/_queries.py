@@ -27,14 +27,18 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from partner_repo.admin._check import CheckReport, RepairReport, UnitChecker
+from partner_repo.admin._cores import core_page, unit_counts
 from partner_repo.admin._cursor import CursorCodec, ReadTime, SliceKey, resumable_end, slice_key
 from partner_repo.admin._filters import Order, SliceFilter
+from partner_repo.admin._recent import newest_documents
 from partner_repo.admin._views import (
+    CorePage,
     DayCount,
     MemoryStats,
     SliceDetail,
     SlicePage,
     SliceView,
+    UnitCounts,
     UnitSize,
     UnitView,
 )
@@ -216,6 +220,31 @@ class SliceQueries:
             window = walk.advance(len(found), wanted - len(documents))
         return documents
 
+    async def newest(
+        self, core_id: str, *, since_unit: str | None = None, limit: int = DEFAULT_LIMIT
+    ) -> SlicePage:
+        """The core's newest page of slices, as :meth:`find` with ``core_id`` answers it (the same slices, in
+        the same order, and a ``next_cursor`` that :meth:`find` continues), read so that its cost does not
+        grow with the core's history on any server: where the newest slices are comes from one unit read by
+        ``_id`` (``since_unit``, the unit the core's last roll wrote to; without it, :meth:`find`), and each
+        read is a range on ``slices.created_at`` open towards the newest slice, as wide as a few hours of the
+        core's rolls (``_recent.py``)."""
+        query = SliceFilter.of(core_id, None, None, None, None, "desc")
+        size = _page_size(limit)
+        documents = None
+        if since_unit is not None:
+            documents = await newest_documents(
+                self._units, query, require_id(since_unit, "since_unit"), size + 1, self._max_time_ms
+            )
+        if documents is None:
+            return await self.find(core_id=core_id, limit=size)
+        if len(documents) <= size:
+            return SlicePage(items=SliceView.from_unwound(documents), next_cursor=None)
+        end = resumable_end(documents[:size])
+        key = slice_key(documents[end - 1], None)
+        items = SliceView.from_unwound(documents[:end])
+        return SlicePage(items=items, next_cursor=self._cursors.encode(key, query.fingerprint))
+
     async def _edge_time(self, query: SliceFilter, session: Any | None) -> datetime | None:
         """Where a page without a start bound begins: the newest (``desc``) or oldest slice time of the first
         unit in scope in slice-time order. Only the windows depend on it, never which slices a page returns.
@@ -377,6 +406,21 @@ class SliceQueries:
             largest_units=await self._largest(units, largest),
             generated_at=stamp,
         )
+
+    async def cores(
+        self, *, prefix: str | None = None, after: str | None = None, limit: int = DEFAULT_LIMIT
+    ) -> CorePage:
+        """One page of cores in id order (those whose id starts with ``prefix``, taken literally), each with
+        its window's size, current unit, last roll and lease, never its messages; ``after`` is a previous
+        page's ``next_cursor``. Two index-backed queries a page (``admin/_cores.py``)."""
+        return await core_page(
+            self._database, prefix=prefix, after=after, limit=_page_size(limit), max_time_ms=self._max_time_ms
+        )
+
+    async def unit_counts(self, unit_ids: list[str]) -> dict[str, UnitCounts]:
+        """The message and slice counts of these units by id (from an index alone; absent units left out)."""
+        ids = [require_id(unit_id, "unit_id") for unit_id in unit_ids]
+        return await unit_counts(self._database, ids[:MAX_LIMIT], self._max_time_ms)
 
     async def check(self, core_id: str | None = None) -> CheckReport:
         """Every unit breaking the invariants; see :meth:`partner_repo.UnitChecker.check`."""

@@ -33,6 +33,10 @@ class SliceView(BaseModel):
     first_position: int | None = None
     """Where the slice's first message is among every message recorded into its core (None for a slice not
     from a roll): the walk orders slices of one creation time by it."""
+    unsummarized: bool = False
+    """Every summarizer attempt of its roll failed: the summary is a placeholder ``resummarize`` replaces."""
+    revision: int = 0
+    """How many times the summary was replaced after the slice was stored (0: as rolled)."""
     message_count: int
 
     def memory_slice(self) -> MemorySlice:
@@ -69,6 +73,8 @@ def _view_fields(unit_id: Any, core_id: Any, piece: dict[str, Any]) -> dict[str,
         "rolling_size": _int_or_none(get("rolling_size")),
         "retain_divisor": _int_or_none(get("retain_divisor")),
         "first_position": _int_or_none(get("first_position")),
+        "unsummarized": get("unsummarized") is True,
+        "revision": max(_int_or_none(get("revision")) or 0, 0),
         "message_count": max(end - start, 0) if start is not None and end is not None else 0,
     }
 
@@ -152,10 +158,65 @@ class UnitView(BaseModel):
     slices: list[SliceView]
 
 
+class CoreView(BaseModel):
+    """A core without its window's messages: the window's size, its current unit (the memory session's, which
+    may not exist yet), the last roll, how long it has been idle and who holds its rolling lease."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    session_unit_id: str | None
+    session_continues: str | None
+    window_messages: int
+    window_bytes: int | None
+    """The BSON bytes of the window's messages (None: not counted, a core no 0.4 ``record`` wrote)."""
+    window_start: int
+    last_interaction_at: UtcDatetime | None
+    """The last turn recorded: the core has been idle since."""
+    idle_rolled: bool
+    lease_owner: str | None
+    lease_beat: int
+    last_roll_at: UtcDatetime | None
+    """When the unit the last roll appended to was last written (a roll's append is its last write)."""
+    unit_messages: int | None
+    """The current unit's messages and slices (None: the session's unit does not exist yet)."""
+    unit_slices: int | None
+
+
+class CorePage(BaseModel):
+    """One page of :meth:`SliceQueries.cores`; pass ``next_cursor`` as ``after`` for the next (None: last)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    items: list[CoreView]
+    next_cursor: str | None
+
+
+class UnitCounts(BaseModel):
+    """A unit's message and slice counts, as its ``unit_fingerprint`` index entry holds them."""
+
+    model_config = ConfigDict(frozen=True)
+
+    unit_id: str
+    message_count: int
+    slice_count: int
+
+
 def _int_or_none(value: Any) -> int | None:
     if type(value) is int:  # the common case, decided without the subclass checks
         return value
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-__all__ = ["DayCount", "MemoryStats", "SliceDetail", "SlicePage", "SliceView", "UnitSize", "UnitView"]
+__all__ = [
+    "CorePage",
+    "CoreView",
+    "DayCount",
+    "MemoryStats",
+    "SliceDetail",
+    "SlicePage",
+    "SliceView",
+    "UnitCounts",
+    "UnitSize",
+    "UnitView",
+]

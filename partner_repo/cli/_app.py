@@ -13,6 +13,7 @@ from typing import Any
 import click
 
 from partner_repo import __version__
+from partner_repo.cli._console import console_command
 from partner_repo.cli._dead_letters import dead_letters
 from partner_repo.cli._demo import demo
 from partner_repo.cli._erasure import forget
@@ -90,6 +91,7 @@ def main(
 
 for command in (
     check,
+    console_command,
     dead_letters,
     demo,
     forget,

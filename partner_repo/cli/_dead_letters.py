@@ -4,8 +4,15 @@ from __future__ import annotations
 
 import click
 
-from partner_repo.cli._consumers import consumer_option, consumer_registry, recall_option, with_recall
+from partner_repo.cli._consumers import (
+    consumer_option,
+    consumer_registry,
+    recall_embedder,
+    recall_option,
+    with_recall,
+)
 from partner_repo.cli._output import console, echo_json, json_option, short, when
+from partner_repo.cli._plugins import embedder_option
 from partner_repo.cli._rows import Column, Rows
 from partner_repo.cli._runtime import EXIT_NOT_FOUND, connection, run_async
 from partner_repo.listener.delivery import replay_dead_letters
@@ -42,19 +49,26 @@ def list_letters(ctx: click.Context, group: str | None, consumer: str | None, as
 @dead_letters.command("replay")
 @consumer_option("A consumer to replay to (as for `listen`); letters of consumers not given are left alone.")
 @recall_option
+@embedder_option("The embedder of --recall's index (the one the cores' vectors are of).")
 @click.option("--group", default="default", show_default=True, help="Listener group whose letters to replay.")
 @click.option("--only", "only", default=None, metavar="NAME", help="Replay only this consumer's letters.")
 @click.pass_context
 def replay(
-    ctx: click.Context, consumer_paths: tuple[str, ...], recall: bool, group: str, only: str | None
+    ctx: click.Context,
+    consumer_paths: tuple[str, ...],
+    recall: bool,
+    embedder_path: str | None,
+    group: str,
+    only: str | None,
 ) -> None:
     """Deliver dead letters again: delivered letters are removed, failing ones updated and kept."""
     target = connection(ctx, "write")
     registry = consumer_registry(consumer_paths, recall=recall)
+    embedder = recall_embedder(recall, embedder_path)
 
     async def work() -> tuple[int, int, int, int]:
         database = await target.open()
-        consumers = with_recall(registry, database, recall)
+        consumers = with_recall(registry, database, recall, embedder)
         report = await replay_dead_letters(database, consumers, group=group, consumer=only)
         return len(report.delivered), len(report.failed), len(report.no_consumer), len(report.slice_gone)
 

@@ -17,8 +17,15 @@ from typing import Any
 
 import click
 
-from partner_repo.cli._consumers import consumer_option, consumer_registry, recall_option, with_recall
+from partner_repo.cli._consumers import (
+    consumer_option,
+    consumer_registry,
+    recall_embedder,
+    recall_option,
+    with_recall,
+)
 from partner_repo.cli._output import Seconds
+from partner_repo.cli._plugins import embedder_option
 from partner_repo.cli._runtime import Connection, connection, fail, run_async
 from partner_repo.cli._signals import (
     STOP_GRACE_S,
@@ -37,6 +44,7 @@ from partner_repo.listener.observing import (
     serve_metrics,
 )
 from partner_repo.mongo import library_logger
+from partner_repo.recall import Embedder
 from partner_repo.settings import load_settings
 
 log = library_logger("partner_repo.cli.listen")
@@ -47,6 +55,7 @@ stderr all JSON for a log shipper."""
 @click.command("listen")
 @consumer_option("An AfterRolling consumer (an object, or a class built without arguments); repeatable.")
 @recall_option
+@embedder_option("The embedder of --recall's index: each slice's vectors too (see docs/recall.md).")
 @click.option("--group", default="default", show_default=True, help="Listener group (its own checkpoint).")
 @click.option(
     "--start-from",
@@ -101,6 +110,7 @@ def listen(
     ctx: click.Context,
     consumer_paths: tuple[str, ...],
     recall: bool,
+    embedder_path: str | None,
     group: str,
     start_from: str,
     poll_interval: float,
@@ -118,6 +128,7 @@ def listen(
     # (a click command keeps its options in its signature: the work is in the named steps below)
     target = connection(ctx, "daemon")
     registry = consumer_registry(consumer_paths, recall=recall)
+    embedder = recall_embedder(recall, embedder_path)
     if metrics_port is not None:
         try:
             require_prometheus()  # before connecting: the option cannot work as the install stands
@@ -133,7 +144,7 @@ def listen(
         concurrency=concurrency,
         metrics_port=metrics_port,
     )
-    code = run_async(lambda: _listen(target, registry, recall, options))
+    code = run_async(lambda: _listen(target, registry, (recall, embedder), options))
     if code:
         raise SystemExit(code)
 
@@ -151,7 +162,10 @@ class ListenOptions:
 
 
 async def _listen(
-    target: Connection, registry: AfterRollingRegistry, recall: bool, options: ListenOptions
+    target: Connection,
+    registry: AfterRollingRegistry,
+    recall: tuple[bool, Embedder | None],
+    options: ListenOptions,
 ) -> int:
     """Connect, start, deliver until a signal, stop within bounds; the exit code. The signal handlers are in
     place from the start, so a signal is answered while connecting and starting too."""
@@ -160,7 +174,7 @@ async def _listen(
         received = signalled or Received()
         database = await opened_or_exit(stop, target.open(), received, log)
         metrics = ListenerMetrics() if options.metrics_port is not None else None
-        listener = _listener(database, with_recall(registry, database, recall), options, metrics)
+        listener = _listener(database, with_recall(registry, database, *recall), options, metrics)
         server = (
             None
             if metrics is None or options.metrics_port is None

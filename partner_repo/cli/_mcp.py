@@ -19,6 +19,7 @@ import click
 from click.core import ParameterSource
 
 from partner_repo import __version__
+from partner_repo.cli._plugins import embedder_option, load_embedder
 from partner_repo.cli._roll_idle import load_summarizer, summarizer_option
 from partner_repo.cli._runtime import connection, fail, run_async
 from partner_repo.cli._signals import end_at_once_on_signals, stop_on_signals
@@ -71,6 +72,7 @@ HTTP_ONLY = ("host", "port", "token")
     help="Serve only this core (repeatable); any other core id is refused [default: every core].",
 )
 @summarizer_option
+@embedder_option("An embedder for recall's vector channel: each roll's slice and each recall query.")
 @click.option(
     "--max-turn-bytes",
     type=click.IntRange(1024, MAX_MESSAGE_BYTES),
@@ -93,6 +95,7 @@ def mcp_command(
     token: str | None,
     core_ids: tuple[str, ...],
     summarizer_path: str | None,
+    embedder_path: str | None,
     max_turn_bytes: int,
     print_config: bool,
 ) -> None:
@@ -104,7 +107,7 @@ def mcp_command(
     """
     _check_options(ctx, transport, core_ids)
     if print_config:
-        _print_config(ctx, core_ids, summarizer_path, max_turn_bytes)
+        _print_config(ctx, core_ids, (summarizer_path, embedder_path), max_turn_bytes)
         return
     try:
         require_sdk()
@@ -118,6 +121,7 @@ def mcp_command(
             fail(problem)
     target = connection(ctx, "write")
     summarizer = load_summarizer(summarizer_path) if summarizer_path else extractive_summarizer
+    embedder = load_embedder(embedder_path) if embedder_path else None
     config = load_settings().rolling_config()
 
     async def work() -> None:
@@ -126,7 +130,7 @@ def mcp_command(
         database = await target.open()
         served = sorted(set(core_ids)) or None
         rolling = RollingService(database, summarizer, config)
-        tools = MemoryTools(database, rolling, cores=served, max_turn_bytes=max_turn_bytes)
+        tools = MemoryTools(database, rolling, cores=served, max_turn_bytes=max_turn_bytes, embedder=embedder)
         log.info("serving %s", "cores " + ", ".join(served) if served else "every core")
         server = memory_server(tools, version=__version__)
         if transport == "stdio":
@@ -154,12 +158,16 @@ async def _serve_http(server: Any, **where: Any) -> None:
 
 
 def _print_config(
-    ctx: click.Context, core_ids: tuple[str, ...], summarizer_path: str | None, max_turn_bytes: int
+    ctx: click.Context,
+    core_ids: tuple[str, ...],
+    plugins: tuple[str | None, str | None],
+    max_turn_bytes: int,
 ) -> None:
     """The ``mcpServers`` entry that starts this very server over stdio from a host started outside any
     virtualenv: the absolute path of this installation's ``partner-repo`` (or of its Python, ``-m
-    partner_repo``), the options given, the working directory a summarizer named by import path is found
-    from, and the connection in ``env`` with its password masked (never printed: put it in yourself)."""
+    partner_repo``), the options given, the working directory a summarizer or embedder named by import path
+    (``plugins``) is found from, and the connection in ``env`` with its password masked (never printed: put
+    it in yourself)."""
     target = connection(ctx, "write")  # as running it would: no implicit in-memory server
     script = Path(sys.executable).with_name("partner-repo")
     command, prefix = (str(script), []) if script.exists() else (sys.executable, ["-m", "partner_repo"])
@@ -173,9 +181,10 @@ def _print_config(
         args.insert(len(prefix), "--in-memory")
     for core_id in core_ids:
         args += ["--core", core_id]
-    if summarizer_path:
-        args += ["--summarizer", summarizer_path]
-        env["PYTHONPATH"] = os.getcwd()  # a summarizer of the working directory, as this command found it
+    for option, path in zip(("--summarizer", "--embedder"), plugins, strict=True):
+        if path:
+            args += [option, path]
+            env["PYTHONPATH"] = os.getcwd()  # a plug-in of the working directory, as this command found it
     if max_turn_bytes != DEFAULT_MAX_TURN_BYTES:
         args += ["--max-turn-bytes", str(max_turn_bytes)]
     server: dict[str, Any] = {"command": command, "args": args}

@@ -1,9 +1,13 @@
-"""``partner-repo recall CORE QUERY`` and ``partner-repo recall topics CORE``: recall from the command line.
+"""``partner-repo recall CORE QUERY``, ``recall topics CORE`` and ``recall reindex``: recall from the command
+line.
 
 ``recall CORE QUERY`` prints the slices :class:`~partner_repo.recall.MemoryRecall` activates for the query,
 best first, each with its raw messages; ``recall topics CORE`` prints the core's topic tree. Both read the
 index :class:`~partner_repo.recall.RecallIndexer` builds (``partner-repo listen --recall``), with the admin
-read preference.
+read preference. ``recall reindex --embedder MODULE:NAME`` embeds the indexed slices again (vectors for the
+slices indexed without them, or of another embedder), batched and resumable; ``--embedder``
+(:func:`~partner_repo.cli._plugins.load_embedder`) is what ``recall``, ``listen --recall``,
+``dead-letters replay --recall`` and ``mcp`` take too.
 
 ``recall`` is a group whose default command is ``search``: a first argument that is not ``search`` or
 ``topics`` is a core, so ``recall CORE QUERY`` is ``recall search CORE QUERY``. A core named ``search`` or
@@ -13,7 +17,7 @@ read preference.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -23,7 +27,9 @@ from rich.console import Console, Group, RenderableType
 from rich.table import Table
 
 from partner_repo.cli._output import ISO_DATETIME, console, echo_json, fields, json_option, plain, short, when
-from partner_repo.cli._runtime import run_async
+from partner_repo.cli._plugins import embedder_option, load_embedder
+from partner_repo.cli._progress import counted_progress
+from partner_repo.cli._runtime import connection, run_async
 from partner_repo.cli._slices import open_admin, require_core, speaker, usage_errors
 from partner_repo.clock import utc_now
 from partner_repo.recall import (
@@ -31,12 +37,17 @@ from partner_repo.recall import (
     MAX_MESSAGES,
     ActivatedSlice,
     DateCue,
+    Embedder,
     MemoryRecall,
+    RecallIndexer,
+    ReindexReport,
     TopicNode,
     date_cues,
 )
 
 DEFAULT_COMMAND = "search"
+REINDEX_PAGE = 32
+MAX_REINDEX_PAGE = 1000
 MESSAGE_WIDTH = 500
 """A raw message longer than this is cut in the table (``--json`` gives it whole)."""
 INDEX_HINT = "partner-repo listen --group recall --recall"
@@ -139,6 +150,9 @@ def recall() -> None:
     help="The zone the query's dates (yesterday, last week, May 7, 昨天) are read in and days are shown in.",
 )
 @click.option("--why", is_flag=True, help="Show what each part of a score added, and the query's date cues.")
+@embedder_option(
+    "Embed the query with this embedder (the one the core's vectors are of) for the vector channel."
+)
 @json_option
 @click.pass_context
 def search(
@@ -151,15 +165,17 @@ def search(
     max_messages: int,
     tz: ZoneInfo,
     why: bool,
+    embedder_path: str | None,
     as_json: bool,
 ) -> None:
     """The slices of CORE that QUERY is about, best first, each with its raw messages.
 
     A query naming nothing the index knows (no word, topic or date of it) gets the newest slices (found by
-    recent).
+    recent); with --embedder, the vector channel finds the slices nearest to it instead.
     """
     now = utc_now()
-    asked = _Asked(core_id, query, since, until, limit, max_messages, tz, now, why)
+    embedder = load_embedder(embedder_path) if embedder_path else None
+    asked = _Asked(core_id, query, since, until, limit, max_messages, tz, now, why, embedder)
     found, indexed = run_async(lambda: _recalled(ctx, asked))
     cues = date_cues(query, now=now, tz=tz)
     if as_json:
@@ -181,6 +197,7 @@ class _Asked:
     tz: ZoneInfo
     now: datetime
     why: bool
+    embedder: Embedder | None = None
 
 
 async def _recalled(ctx: click.Context, asked: _Asked) -> tuple[list[ActivatedSlice], bool]:
@@ -188,7 +205,7 @@ async def _recalled(ctx: click.Context, asked: _Asked) -> tuple[list[ActivatedSl
     is one line and exit 1)."""
     with usage_errors():
         database = await open_admin(ctx)
-        recaller = MemoryRecall(database, tz=asked.tz)
+        recaller = MemoryRecall(database, tz=asked.tz, embedder=asked.embedder)
         found = await recaller.recall(
             asked.core_id,
             asked.query,
@@ -236,6 +253,58 @@ def _print_search(
     )
     for number, piece in enumerate(found, 1):
         out.print(activated_view(piece, number, asked.tz, why=asked.why))
+
+
+@recall.command("reindex")
+@click.option("--core", "core_id", default=None, metavar="CORE", help="Only this core [default: every core].")
+@embedder_option("The embedder to embed the slices with (required).", required=True)
+@click.option(
+    "--page",
+    type=click.IntRange(1, MAX_REINDEX_PAGE),
+    default=REINDEX_PAGE,
+    show_default=True,
+    help="Slices embedded in one call of the embedder.",
+)
+@json_option
+@click.pass_context
+def reindex(ctx: click.Context, core_id: str | None, embedder_path: str, page: int, as_json: bool) -> None:
+    """Embed the indexed slices again with an embedder: vectors for the slices indexed without them, or
+    in place of another embedder's (the core then records this one, and a recall must use it).
+
+    Batched (PAGE slices an embedder call) and resumable: a slice that has this embedder's vectors is
+    skipped, so an interrupted run is finished by running it again. Safe beside a running listener: each
+    slice's vectors are written once, for the revision they were made of, and never for an erased slice.
+    """
+    embedder = load_embedder(embedder_path)
+    target = connection(ctx, "write")
+    report = ReindexReport()
+
+    def interrupted(done: int, total: int) -> str:
+        return (
+            f"stopped at {report.where()} ({done} of {total} slice(s) gone through, {report.embedded} "
+            "embedded); run the same command again to continue: slices already embedded are skipped"
+        )
+
+    async def work() -> ReindexReport:
+        with usage_errors(), counted_progress("embedding slices", interrupted) as progress:
+            database = await target.open()
+            if core_id is not None:
+                await require_core(database, core_id)
+            indexer = RecallIndexer(database, embedder=embedder)
+            return await indexer.reindex(core_id, page=page, progress=progress, report=report)
+
+    done = run_async(work)
+    if as_json:
+        echo_json(asdict(done))
+        return
+    out = console()
+    for core, before in done.replaced.items():
+        out.print(f"core {core!r}: replaced the vectors of embedder {before}")
+    out.print(
+        f"{done.cores} core(s), {done.slices} slice(s): {done.embedded} embedded, {done.skipped} already "
+        f"embedded, {done.unreadable} unreadable (unit erased or gone), {done.changed} changed meanwhile "
+        "(re-summarized or erased: indexed by their own delivery)"
+    )
 
 
 @recall.command("topics")

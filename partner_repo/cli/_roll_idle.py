@@ -12,8 +12,8 @@ from datetime import timedelta
 
 import click
 
-from partner_repo.cli._consumers import importable_from_working_directory
 from partner_repo.cli._output import Duration, echo_wrapped, short
+from partner_repo.cli._plugins import load_callable
 from partner_repo.cli._runtime import EXIT_NOT_FOUND, Connection, connection, note_interruption, run_async
 from partner_repo.cli._signals import (
     STOP_GRACE_S,
@@ -23,10 +23,8 @@ from partner_repo.cli._signals import (
     stop_on_signals,
     until_stopped,
 )
-from partner_repo.errors import InvalidInput
 from partner_repo.events import RollingResult
 from partner_repo.mongo import library_logger, scrub
-from partner_repo.plugins import import_object
 from partner_repo.rolling import RollingConfig, RollingService, Summarizer, extractive_summarizer
 from partner_repo.settings import load_settings
 
@@ -154,12 +152,5 @@ def _echo(result: RollingResult) -> None:
 def load_summarizer(path: str) -> Summarizer:
     """The summarizer ``--summarizer`` names (a module of the working directory too); a usage error when it
     cannot be loaded or is not callable."""
-    importable_from_working_directory()
-    try:
-        found = import_object(path, what="summarizer")
-    except InvalidInput as exc:
-        raise click.BadParameter(str(exc), param_hint="--summarizer") from None
-    if not callable(found):
-        raise click.BadParameter(f"{path!r} is not callable", param_hint="--summarizer")
-    summarizer: Summarizer = found
+    summarizer: Summarizer = load_callable(path, what="summarizer", option="--summarizer")
     return summarizer

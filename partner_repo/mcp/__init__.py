@@ -6,22 +6,23 @@ tool does with the library's services (no protocol in it); ``_arguments`` and ``
 ``_catalog`` lists them; ``_server`` puts them on the official Python SDK's low-level ``Server``;
 ``_serving`` runs it over stdio or over streamable HTTP behind a bearer token.
 
-Needs the SDK (``pip install 'partner-repo[mcp]'``); only this package imports it (an import contract keeps
-it so), and this module does not: the command checks :func:`require_sdk` first, so an install without the
-extra gets one line saying what to install; who may reach the server and how large a turn it takes
-(``_policy``) needs no SDK. What needs the SDK (:func:`memory_server`, :func:`serve_stdio`,
-:func:`serve_http`) is loaded from this module on first use, never on import. The
-package shares its name with the SDK's top-level ``mcp``: every import here is absolute, so ``import mcp``
-always means the SDK, never this package.
+Needs the SDK (``pip install 'partner-repo[mcp]'``); only this package imports it (an import contract keeps it
+so), and this module does not: the command checks :func:`require_sdk` first, so an install without the extra
+gets one line saying what to install; who may reach the server and how large a turn it takes (``_policy``,
+over the rules :mod:`partner_repo.serving` shares with the console) needs no SDK. What needs the SDK
+(:func:`memory_server`, :func:`serve_stdio`, :func:`serve_http`) is loaded from this module on first use,
+never on import. The package shares its name with the SDK's top-level ``mcp``: every import here is absolute,
+so ``import mcp`` always means the SDK, never this package.
 """
 
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from partner_repo.errors import PartnerRepoError
 from partner_repo.mcp._policy import DEFAULT_MAX_TURN_BYTES, TOKEN_VARIABLE, http_problem, is_loopback
+from partner_repo.plugins import on_first_use
 
 if TYPE_CHECKING:  # the real types for the checker; at run time they load on first use (__getattr__)
     from partner_repo.mcp._server import memory_server
@@ -56,13 +57,7 @@ _ON_FIRST_USE = {
 }
 """The names that bring the SDK (or the whole library) with them, and the module each is loaded from."""
 
-
-def __getattr__(name: str) -> Any:
-    """Load a name of :data:`_ON_FIRST_USE` when it is first asked for (PEP 562)."""
-    module = _ON_FIRST_USE.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(module), name)
+__getattr__ = on_first_use(__name__, _ON_FIRST_USE)
 
 
 __all__ = [

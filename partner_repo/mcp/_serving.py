@@ -4,43 +4,40 @@ HTTP (any number, over uvicorn).
 Over stdio the server ends when the client closes its end of the pipe, the one way to end it cleanly: the
 SDK reads stdin in a worker thread that nothing but the end of the pipe finishes (the command ends the
 process at once on SIGINT/SIGTERM). Over HTTP, ``stop`` (set by the command on SIGINT/SIGTERM) makes uvicorn
-stop taking connections and finish the requests in flight (at most :data:`GRACE_SECONDS`). uvicorn's own
+stop taking connections and finish the requests in flight (at most
+:data:`partner_repo.serving.GRACE_SECONDS`). uvicorn's own
 signal handling is left out: the command owns the signals, as ``listen`` does, and uvicorn would raise them
 again once stopped. uvicorn logs through the command's logging (``log_config=None``): to stderr, in the
 command's format, secrets masked.
 
 Over HTTP the server answers at ``/mcp``, behind a bearer token wherever anyone but this machine could reach
-it. Who may reach it is the policy's (:mod:`partner_repo.mcp._policy`): on a loopback host a token is
-optional, and the SDK's DNS-rebinding protection (Host and Origin checked) keeps web pages off it; on any
-other host the server refuses to start without one. With a token, every request must carry
-``Authorization: Bearer <token>``, or it is answered 401 before it reaches the SDK (:class:`BearerToken`). The
-token is compared in constant time (as a digest, so not even its length shows in timing), and it is never
-logged or echoed: the 401 says only that a valid token is missing. The SDK's app is stateless on the
-handshake-era leg (``stateless_http``): the tools never call back into the client, so nothing is lost, and
-any number of server processes can sit behind one load balancer without sticky sessions (the ``2026-07-28``
-leg has no sessions at all).
+it. Who may reach it is the shared policy's (:mod:`partner_repo.serving`): on a loopback host a token is
+optional, and the Host and Origin rules (:class:`~partner_repo.serving.HeaderRules`, handed to the SDK's
+DNS-rebinding protection) keep web pages off it; on any other host the server refuses to start without one.
+With a token, every request must carry ``Authorization: Bearer <token>``, or it is answered 401 before it
+reaches the SDK (:class:`BearerToken`). The token is compared in constant time (as a digest, so not even its
+length shows in timing), and it is never logged or echoed: the 401 says only that a valid token is missing.
+The SDK's app is stateless on the handshake-era leg (``stateless_http``): the tools never call back into the
+client, so nothing is lost, and any number of server processes can sit behind one load balancer without sticky
+sessions (the ``2026-07-28`` leg has no sessions at all).
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import hashlib
 import hmac
-import socket
-from collections.abc import Iterator
 from typing import Any
 
-import uvicorn
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
-from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE
+from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE, TransportSecuritySettings
 from starlette.datastructures import Headers
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from partner_repo.errors import InvalidInput
 from partner_repo.mongo import library_logger
+from partner_repo.serving import HeaderRules, serve_asgi
 
 PATH = "/mcp"
 REALM = "partner-repo"
@@ -85,14 +82,26 @@ def http_app(server: Server[object], *, host: str, token: str | None, max_body_b
         stateless_http=True,
         host=host,
         max_request_body_size=max(max_body_bytes, DEFAULT_MAX_REQUEST_BODY_SIZE),
+        transport_security=transport_security(host),
     )
     return app if token is None else BearerToken(app, token)
 
 
-logger = library_logger("partner_repo.mcp")
+def transport_security(host: str) -> TransportSecuritySettings:
+    """The SDK's DNS-rebinding protection with the shared Host and Origin rules: on a loopback host the
+    loopback names and the host itself (any loopback address, where the SDK alone knows three); beyond it
+    off, as the SDK has it, since the bearer token guards the server there."""
+    rules = HeaderRules.for_host(host)
+    if rules.hosts is None:
+        return TransportSecuritySettings(enable_dns_rebinding_protection=False)
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True,
+        allowed_hosts=list(rules.hosts),
+        allowed_origins=list(rules.origins),
+    )
 
-GRACE_SECONDS = 5
-"""How long a stopping HTTP server waits for the requests in flight."""
+
+logger = library_logger("partner_repo.mcp")
 
 
 async def serve_stdio(server: Server[Any]) -> None:
@@ -105,14 +114,6 @@ async def serve_stdio(server: Server[Any]) -> None:
         await server.run(read_stream, write_stream, server.create_initialization_options())
 
 
-class _Uvicorn(uvicorn.Server):
-    """uvicorn without its signal handlers: the command's ``stop`` ends it."""
-
-    @contextlib.contextmanager
-    def capture_signals(self) -> Iterator[None]:
-        yield
-
-
 async def serve_http(
     server: Server[Any],
     stop: asyncio.Event,
@@ -123,40 +124,21 @@ async def serve_http(
     max_body_bytes: int,
 ) -> None:
     """Serve streamable HTTP at ``http://host:port/mcp`` until ``stop`` is set (port 0: any free port, the
-    one taken is logged). The socket is bound here, so a port in use is one line (:class:`InvalidInput`),
-    not uvicorn's exit."""
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    try:
-        listener = socket.create_server((host.strip("[]"), port), family=family, backlog=2048)
-    except OSError as exc:
-        raise InvalidInput(f"cannot serve on {host} port {port}: {exc.strerror or exc}") from None
+    one taken is logged; a port in use is one line, :class:`InvalidInput`)."""
     app = http_app(server, host=host, token=token, max_body_bytes=max_body_bytes)
-    config = uvicorn.Config(
-        app, log_config=None, timeout_graceful_shutdown=GRACE_SECONDS, server_header=False
-    )
-    web = _Uvicorn(config)
-
-    async def watch() -> None:
-        await stop.wait()
-        web.should_exit = True
-
-    watcher = asyncio.create_task(watch())
-    shown = f"[{host}]" if ":" in host else host
     guard = "bearer token required" if token is not None else "no token: loopback only"
-    bound = listener.getsockname()[1]
-    logger.info("serving MCP over streamable HTTP at http://%s:%d%s (%s)", shown, bound, PATH, guard)
-    try:
-        with listener:
-            await web.serve(sockets=[listener])
-    finally:
-        watcher.cancel()
+
+    def serving(url: str) -> str:
+        return f"serving MCP over streamable HTTP at {url}{PATH} ({guard})"
+
+    await serve_asgi(app, stop, host=host, port=port, logger=logger, serving=serving)
 
 
 __all__ = [
     "BearerToken",
-    "GRACE_SECONDS",
     "PATH",
     "http_app",
     "serve_http",
     "serve_stdio",
+    "transport_security",
 ]

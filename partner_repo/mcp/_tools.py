@@ -43,7 +43,7 @@ from partner_repo.mcp._results import (
     WouldErase,
 )
 from partner_repo.mongo import MAX_MESSAGE_BYTES, library_logger, messages_bytes
-from partner_repo.recall import MemoryRecall, RecallIndexer, TopicNode
+from partner_repo.recall import Embedder, MemoryRecall, RecallIndexer, TopicNode
 from partner_repo.rolling import RollingService
 from partner_repo.validation import parse_messages
 
@@ -61,7 +61,8 @@ async def topic_nodes(recall: MemoryRecall, core_id: str) -> list[TopicNode]:
 
 class MemoryTools:
     """The five tools on one database. ``rolling`` carries the summarizer and the rolling config; ``cores``,
-    when given, is the only set of core ids served; ``max_turn_bytes`` bounds one ``record_turn``."""
+    when given, is the only set of core ids served; ``max_turn_bytes`` bounds one ``record_turn``;
+    ``embedder`` (optional) embeds each roll's slice as it is indexed and each ``recall`` query."""
 
     def __init__(
         self,
@@ -70,6 +71,7 @@ class MemoryTools:
         *,
         cores: Collection[str] | None = None,
         max_turn_bytes: int = DEFAULT_MAX_TURN_BYTES,
+        embedder: Embedder | None = None,
     ) -> None:
         if isinstance(max_turn_bytes, bool) or not 1 <= max_turn_bytes <= MAX_MESSAGE_BYTES:
             raise InvalidInput(
@@ -80,8 +82,8 @@ class MemoryTools:
         self._rolling = rolling
         self._cores = MemoryCoreRepository(database)
         self._slices = SliceQueries(database)
-        self._recall = MemoryRecall(database)
-        self._indexer = RecallIndexer(database)
+        self._recall = MemoryRecall(database, embedder=embedder)
+        self._indexer = RecallIndexer(database, embedder=embedder)
         self._eraser = MemoryEraser(database)
 
     def _serve(self, core_id: str) -> str:

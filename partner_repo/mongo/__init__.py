@@ -18,8 +18,9 @@ It sits above the models (it binds them and lays them out) and below every repos
 """
 
 # The driver's own vocabulary the repositories use: sort orders, return-document choices, read concerns, the
-# requests of a bulk write and the error classes they catch, named here so that the driver stays behind this
-# front module.
+# requests of a bulk write, the error classes they catch and BSON's binary values (recall's vectors), named
+# here so that the driver stays behind this front module.
+from bson.binary import Binary, BinaryVectorDtype
 from pymongo import ASCENDING, DESCENDING, DeleteMany, ReadPreference, ReplaceOne, ReturnDocument, UpdateOne
 from pymongo.errors import (
     BulkWriteError,
@@ -111,6 +112,8 @@ from partner_repo.mongo._topology import Topology, index_refusal, topology_of
 __all__ = [
     "ALL_INDEXES",
     "ASCENDING",
+    "Binary",
+    "BinaryVectorDtype",
     "BulkWriteError",
     "CHECKPOINTS",
     "CORES",

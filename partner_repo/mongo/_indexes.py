@@ -139,6 +139,9 @@ RECALL_INDEXES: list[IndexModel] = [
     IndexModel([("core_id", ASCENDING), ("unit_id", ASCENDING)], name="core_unit"),
     IndexModel([("core_id", ASCENDING), ("names", ASCENDING)], name="core_names"),  # multikey
     IndexModel([("core_id", ASCENDING), ("depth", ASCENDING)], name="core_depth"),
+    # the exact vector search reads every code of a core from this index alone (a covered read: no slice
+    # document is fetched); a slice without vectors is indexed under a null tag and never read by it
+    IndexModel([("core_id", ASCENDING), ("vtag", ASCENDING), ("vcode", ASCENDING)], name="core_vectors"),
 ]
 """Every read and write of recall selects one core first, through one of these (see
 ``partner_repo.recall._queries`` and ``partner_repo.recall._channels`` for which serves what). The first is

@@ -5,18 +5,19 @@
 counters. ``docs/recall.md`` has the model, the API, its costs and limits, and the LoCoMo measurements.
 """
 
-from partner_repo.recall._answers import ActivatedSlice, TopicNode
+from partner_repo.recall._answers import ActivatedSlice, TopicNode, TopicPage
 from partner_repo.recall._arguments import MAX_LIMIT, MAX_MESSAGES, Cue, TopicCue
 from partner_repo.recall._checking import CoreIndexCheck, CounterOff, RecallIndexCheck
 from partner_repo.recall._cues import DateCue, date_cues
 from partner_repo.recall._indexer import NAME, RecallIndexer
+from partner_repo.recall._reindexing import ReindexReport
 from partner_repo.recall._scoring import RecallWeights
 from partner_repo.recall._search import TEXT_INDEX, VECTOR_INDEX, SearchSupport
 from partner_repo.recall._service import MemoryRecall
 from partner_repo.recall._store import RecallStore
 from partner_repo.recall._terms import terms
 from partner_repo.recall._topics import KeywordTopics, Topic, TopicExtractor, TopicProfile, TopicRequest
-from partner_repo.recall._vectors import Embedder
+from partner_repo.recall._vectors import Embedder, Identity
 
 __all__ = [
     "MAX_LIMIT",
@@ -30,17 +31,20 @@ __all__ = [
     "Cue",
     "DateCue",
     "Embedder",
+    "Identity",
     "KeywordTopics",
     "MemoryRecall",
     "RecallIndexCheck",
     "RecallIndexer",
     "RecallStore",
     "RecallWeights",
+    "ReindexReport",
     "SearchSupport",
     "Topic",
     "TopicCue",
     "TopicExtractor",
     "TopicNode",
+    "TopicPage",
     "TopicProfile",
     "TopicRequest",
     "date_cues",

@@ -12,7 +12,7 @@ from partner_repo.clock import to_utc_ms
 from partner_repo.models import Message
 from partner_repo.recall._scoring import CHANNELS, Candidate, Ranked
 from partner_repo.recall._topics import SEPARATOR, TopicProfile
-from partner_repo.recall._weights import read_marks
+from partner_repo.recall._weights import read_marks, read_speakers
 
 _PROFILE = ("activation", "diffusion", "independence")
 
@@ -32,6 +32,15 @@ class TopicNode:
     @property
     def depth(self) -> int:
         return len(self.path.split(SEPARATOR))
+
+
+@dataclass(frozen=True)
+class TopicPage:
+    """One page of a core's topic tree in path order; ``after`` names the last node's path (pass it for the
+    next page), None on the last page."""
+
+    nodes: list[TopicNode]
+    after: str | None
 
 
 @dataclass(frozen=True)
@@ -99,6 +108,7 @@ def _candidate(document: Mapping[str, Any], ranks: dict[str, int]) -> Candidate:
         text=float(document.get("text") or 0.0),
         marks=read_marks(document.get("marks") or {}),
         ranks=ranks,
+        speakers=read_speakers(document.get("speakers") or {}),
     )
 
 
@@ -160,4 +170,12 @@ def _activated(
     )
 
 
-__all__ = ["ActivatedSlice", "TopicNode", "activated", "candidates", "tree_nodes", "wanted_positions"]
+__all__ = [
+    "ActivatedSlice",
+    "TopicNode",
+    "TopicPage",
+    "activated",
+    "candidates",
+    "tree_nodes",
+    "wanted_positions",
+]

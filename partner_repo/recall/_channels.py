@@ -14,11 +14,15 @@ parent   slices under the parent of a named node          ``ancestors $in`` (``c
 related  slices listing a named node as related           ``related $in`` (``core_related``)     newest
 date     slices whose conversation overlaps a cued range  ``days $in`` (``core_days``)           newest
 recent   the newest slices (a query naming nothing)       ``seq > last - n`` (``core_seq``)      newest
+vector   the slices whose codes are nearest the query's   ``seq $in`` (``core_seq``)             cosine
 ======== =============================================== ==================================== ============
 
 "Newest" is ``ended_at`` descending then ``_id``, the order of each of those indexes after its first two
 fields, so a server reads only the slices it returns. The text channel reads every slice holding one of its
-terms (at most 12 terms, each in at most 512 slices of the core) and sorts them by score.
+terms (at most 12 terms, each in at most 512 slices of the core) and sorts them by score. The vector channel
+(with an embedder, without MongoDB Vector Search) reads the :data:`~.vectors.RESCORED` slices whose codes the
+first round trip found nearest, with their int8 vectors, and recall ranks them by cosine similarity
+(:mod:`.vectors`).
 """
 
 from __future__ import annotations
@@ -53,6 +57,7 @@ ANSWER_FIELDS = (
     "related",
     "profile",
     "length",
+    "seq",
 )
 
 
@@ -71,17 +76,19 @@ class Plan:
     until: datetime | None
     per_channel: int
     days: list[int] | None = None
-    vectors: bool = False
+    nearest: list[int] | None = None
+    """The sequence numbers the vector channel reads (the best by code), or None: no vector channel here."""
     newest: bool = False
     """Nothing the query names is in the index (no word the core used, no topic, no date; an empty query or
     one of stopwords included): the newest slices answer."""
     last_seq: int = 0
 
     def projection(self) -> dict[str, Any]:
-        """What a candidate brings back: the answer's fields, the marks of the query's terms only, its text
-        score, and its vector when recall ranks vectors itself."""
+        """What a candidate brings back: the answer's fields, the marks and speakers of the query's terms
+        only, and its text score."""
         projection: dict[str, Any] = {field: 1 for field in ANSWER_FIELDS}
         projection.update({f"marks.{term}": 1 for term in self.idf})
+        projection.update({f"speakers.{term}": 1 for term in self.idf})
         projection["text"] = {
             "$add": [
                 0.0,
@@ -91,8 +98,6 @@ class Plan:
                 ),
             ]
         }
-        if self.vectors:
-            projection["vector"] = 1
         return projection
 
 
@@ -124,6 +129,9 @@ def channel_pipelines(core_id: str, plan: Plan) -> dict[str, list[dict[str, Any]
     if plan.ranges and plan.days:
         overlapping = [{"ended_at": {"$gte": start}, "began_at": {"$lt": end}} for start, end in plan.ranges]
         found["date"] = newest("days", plan.days, {"$or": overlapping})
+    if plan.nearest:
+        first = {"$match": {"core_id": core_id, "seq": {"$in": plan.nearest}}}
+        found["vector"] = [first, *_matches(window), {"$project": {**plan.projection(), "vector": 1}}]
     if not found and plan.newest and plan.last_seq > 0:
         scan = {"$gt": plan.last_seq - RECENT_SCAN * plan.per_channel}
         first = {"$match": {"core_id": core_id, "seq": scan}}

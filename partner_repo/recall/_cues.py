@@ -7,17 +7,23 @@ interval of days ``[start, end)`` in the caller's time zone, with the text it wa
 Forms read (case-insensitive; the query is NFKC-normalized first, so full-width digits count):
 
 - ISO dates: ``2026-11-30``, ``2026/11/30``;
-- ``today``, ``yesterday``, ``the day before yesterday``, ``N days ago`` (digits or ``a``/``one`` to
-  ``ten``), ``this week``, ``last week``, ``this month``, ``last month``;
+- ``today``, ``yesterday``, ``the day before yesterday``, ``N days ago``, ``N weeks ago``, ``N months ago``
+  (digits or ``a``/``one`` to ``ten``), ``this week``, ``last week``, ``last weekend``, ``this month``,
+  ``last month``, ``this year``, ``last year``;
 - month-name dates: ``May 7``, ``May 7th, 2023``, ``7 May 2023``, ``7th of May`` (full or short names);
+- months and years: ``May 2023``, ``in May`` / ``during May`` (the whole month), ``in 2023`` (the whole
+  year);
 - Chinese (numbers in digits unless said): 今天/今日, 昨天/昨日, 前天, 上周/上星期/上礼拜,
-  本周/这周/这星期, 本月/这个月, 上个月/上月,
-  ``N天前`` (digits or Chinese numerals up to 99), ``X月X日``/``X月X号`` with an optional ``YYYY年``.
+  本周/这周/这星期, 本月/这个月, 上个月/上月, 今年, 去年,
+  ``N天前`` (digits or Chinese numerals up to 99), ``X月X日``/``X月X号`` with an optional ``YYYY年``,
+  ``YYYY年X月`` (the month).
 
-A week starts on Monday. A month-day without a year is the most recent such day not after ``now`` (asked on
-2027-01-02, "12月31日" is 2026-12-31). Where two forms overlap the longer one wins ("the day before
-yesterday" is not also "yesterday"); a date that does not exist (``2026-02-30``) gives no cue. Cues come in
-the order of the query, one per distinct interval.
+A week starts on Monday; ``N weeks ago`` is the week (Monday to Sunday) holding the day N weeks back, and
+``last weekend`` the Saturday and Sunday before this week. A month-day without a year is the most recent such
+day not after ``now`` (asked on 2027-01-02, "12月31日" is 2026-12-31), and a month without a year the most
+recent such month that has begun (asked in May, "in May" is this May). Where two forms overlap the longer
+one wins ("the day before yesterday" is not also "yesterday"); a date that does not exist (``2026-02-30``)
+gives no cue. Cues come in the order of the query, one per distinct interval.
 """
 
 from __future__ import annotations
@@ -159,6 +165,41 @@ def _back(days: int) -> _Reader:
     return lambda m, t: _day(t - timedelta(days=days))
 
 
+def _month(year: int, month: int) -> tuple[date, date] | None:
+    if not 1 <= month <= 12 or not 1 <= year <= 9998:
+        return None
+    return date(year, month, 1), _month_start(date(year, month, 1), -1)
+
+
+def _recent_month(month: int, today: date) -> tuple[date, date] | None:
+    return _month(today.year if month <= today.month else today.year - 1, month)
+
+
+def _year(year: int) -> tuple[date, date] | None:
+    return (date(year, 1, 1), date(year + 1, 1, 1)) if 1 <= year <= 9998 else None
+
+
+def _count(text: str) -> int:
+    return int(text) if text.isdigit() else _ENGLISH_NUMBERS[text.lower()]
+
+
+def _weeks_ago(match: re.Match[str], today: date) -> tuple[date, date]:
+    monday = _monday(today - timedelta(weeks=_count(match["count"])))
+    return monday, monday + timedelta(days=7)
+
+
+def _months_ago(match: re.Match[str], today: date) -> tuple[date, date]:
+    back = _count(match["count"])
+    return _month_start(today, back), _month_start(today, back - 1)
+
+
+def _last_weekend(match: re.Match[str], today: date) -> tuple[date, date]:
+    return _monday(today) - timedelta(days=2), _monday(today)
+
+
+_COUNT = r"(?P<count>\d+|an?|one|two|three|four|five|six|seven|eight|nine|ten)"
+
+
 # The rules, longest forms first: a match overlapping an earlier rule's match is dropped.
 _RULES: list[tuple[re.Pattern[str], _Reader]] = [
     (
@@ -183,16 +224,31 @@ _RULES: list[tuple[re.Pattern[str], _Reader]] = [
         ),
         lambda m, t: _dated(m["year"], _MONTHS[m["month"].lower()], int(m["day"]), t),
     ),
-    (re.compile(rf"{_A}(?:the\s+)?day\s+before\s+yesterday{_Z}", re.IGNORECASE), _back(2)),
     (
-        re.compile(
-            rf"{_A}(?P<count>\d+|an?|one|two|three|four|five|six|seven|eight|nine|ten)\s+days?\s+ago{_Z}",
-            re.I,
-        ),
-        lambda m, t: _days_ago(
-            int(m["count"]) if m["count"].isdigit() else _ENGLISH_NUMBERS[m["count"].lower()], t
-        ),
+        re.compile(r"(?<!\d)(?P<year>\d{4})\s*年\s*(?P<month>\d{1,2})\s*月(?![\d份]*\s*[日号號])"),
+        lambda m, t: _month(int(m["year"]), int(m["month"])),
     ),
+    (
+        re.compile(rf"{_A}{_MONTH},?\s+(?:of\s+)?(?P<year>\d{{4}}){_Z}", re.IGNORECASE),
+        lambda m, t: _month(int(m["year"]), _MONTHS[m["month"].lower()]),
+    ),
+    (
+        re.compile(rf"{_A}(?:in|during)\s+(?:early\s+|late\s+|mid-?)?{_MONTH}{_Z}", re.IGNORECASE),
+        lambda m, t: _recent_month(_MONTHS[m["month"].lower()], t),
+    ),
+    (
+        re.compile(rf"{_A}(?:in|during)\s+(?:the\s+year\s+)?(?P<year>(?:19|20|21)\d\d){_Z}", re.IGNORECASE),
+        lambda m, t: _year(int(m["year"])),
+    ),
+    (re.compile(rf"{_A}{_COUNT}\s+weeks?\s+ago{_Z}", re.IGNORECASE), _weeks_ago),
+    (re.compile(rf"{_A}{_COUNT}\s+months?\s+ago{_Z}", re.IGNORECASE), _months_ago),
+    (re.compile(rf"{_A}last\s+weekend{_Z}", re.IGNORECASE), _last_weekend),
+    (re.compile(rf"{_A}last\s+year{_Z}", re.IGNORECASE), lambda m, t: _year(t.year - 1)),
+    (re.compile(rf"{_A}this\s+year{_Z}", re.IGNORECASE), lambda m, t: _year(t.year)),
+    (re.compile("去年"), lambda m, t: _year(t.year - 1)),
+    (re.compile("今年"), lambda m, t: _year(t.year)),
+    (re.compile(rf"{_A}(?:the\s+)?day\s+before\s+yesterday{_Z}", re.IGNORECASE), _back(2)),
+    (re.compile(rf"{_A}{_COUNT}\s+days?\s+ago{_Z}", re.I), lambda m, t: _days_ago(_count(m["count"]), t)),
     (
         re.compile(rf"(?P<count>\d+|{_CHINESE_NUMBER})\s*天(?:以)?前"),
         lambda m, t: _days_ago(_chinese_number(m["count"]), t),

@@ -22,11 +22,13 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any, get_args
 
+from partner_repo.callables import Progress
 from partner_repo.clock import utc_now
-from partner_repo.errors import InvalidInput
+from partner_repo.errors import EmbedderMismatch, InvalidInput
 from partner_repo.events import Erasure, RollingResult
 from partner_repo.models import Message, Role
 from partner_repo.recall._keys import SLICE, slice_key
+from partner_repo.recall._reindexing import MAX_PAGE, PAGE, ReindexReport, reindex
 from partner_repo.recall._store import RecallStore, Stored
 from partner_repo.recall._terms import readable_words, terms
 from partner_repo.recall._topics import (
@@ -39,9 +41,17 @@ from partner_repo.recall._topics import (
     keywords,
     normalized,
 )
-from partner_repo.recall._vectors import Embedder, embed
-from partner_repo.recall._weights import Tokenizer, idf, message_text, slice_terms, stored_marks
+from partner_repo.recall._vectors import Embedder, Identity, checked_embedder, embedder_name, slice_vectors
+from partner_repo.recall._weights import (
+    Tokenizer,
+    idf,
+    message_text,
+    slice_terms,
+    speaker_offsets,
+    stored_marks,
+)
 from partner_repo.units import MemoryUnitRepository
+from partner_repo.validation import require_id
 
 ROLES = get_args(Role)
 """The roles a message may have: a summary prefixes sentences with them (``user: ...``), and a speaker's name
@@ -68,10 +78,9 @@ class RecallIndexer:
         embedder: Embedder | None = None,
         name: str = NAME,
     ) -> None:
-        if embedder is not None and not callable(embedder):
-            raise InvalidInput(f"embedder must be callable, got {type(embedder).__name__}")
         self.name = name
-        self._embedder = embedder
+        self._database = database
+        self._embedder = checked_embedder(embedder)
         self._store = RecallStore(database)
         self._units = MemoryUnitRepository(database)
         self._topics: TopicExtractor = topics or KeywordTopics()
@@ -91,16 +100,43 @@ class RecallIndexer:
         stored = await self._store.stored(result.core_id, result.unit_id, result.slice_id)
         if stored.revision is not None and stored.revision >= result.revision:
             return  # delivered again, or a late delivery of an older summary: what is indexed stays
-        document, labels = await self._document(result, stored)
-        if await self._store.put(document, stored, labels) and await self._units.erased([result.unit_id]):
+        document, labels, embedder = await self._document(result, stored)
+        written = await self._store.put(document, stored, labels, embedder)
+        if written and await self._units.erased([result.unit_id]):
             await self._store.remove_units(result.core_id, [result.unit_id])
+
+    async def reindex(
+        self,
+        core_id: str | None = None,
+        *,
+        page: int = PAGE,
+        progress: Progress | None = None,
+        report: ReindexReport | None = None,
+    ) -> ReindexReport:
+        """Embed again, with this indexer's embedder, every indexed slice of ``core_id`` (of every core when
+        None) that has no vectors of it: slices indexed before an embedder was given, or with another one
+        (the core's vectors are replaced; :mod:`.reindexing`). ``page`` slices are embedded in one call;
+        ``progress`` is called with (slices done, slices in all); ``report``, when given, is kept up to date
+        (where an interrupted run stopped: run it again to finish, nothing is embedded twice)."""
+        if self._embedder is None:
+            raise InvalidInput("reindex needs an embedder: RecallIndexer(database, embedder=...)")
+        if isinstance(page, bool) or not isinstance(page, int) or not 1 <= page <= MAX_PAGE:
+            raise InvalidInput(f"page must be an integer from 1 to {MAX_PAGE}, got {page!r}")
+        cores = None if core_id is None else [require_id(core_id, "core_id")]
+        chosen = report if report is not None else ReindexReport()
+        return await reindex(
+            self._database, self._store, self._embedder, cores, page=page, progress=progress, report=chosen
+        )
 
     async def on_erased(self, erasure: Erasure) -> None:
         """Remove every indexed slice of the erased units."""
         await self._store.remove_units(erasure.core_id, list(erasure.unit_ids))
 
-    async def _document(self, result: RollingResult, stored: Stored) -> tuple[dict[str, Any], dict[str, str]]:
-        """The slice's document, and the readable label of each topic node it sits under."""
+    async def _document(
+        self, result: RollingResult, stored: Stored
+    ) -> tuple[dict[str, Any], dict[str, str], Identity | None]:
+        """The slice's document, the readable label of each topic node it sits under, and the embedder its
+        vectors are of (None without an embedder)."""
         piece = result.memory_slice
         messages = list(result.increment_messages)
         features = slice_terms(result.summary, messages, self._tokenizer)
@@ -138,13 +174,31 @@ class RecallIndexer:
             "terms": sorted(features.weights),
             "weights": features.weights,
             "marks": stored_marks(features.marks),
+            "speakers": speaker_offsets(messages, self._tokenizer),
             "length": features.length,
             "indexed_at": utc_now(),
         }
-        if self._embedder is not None:
-            text = "\n".join([result.summary, *(message_text(message) for message in messages)])
-            document["vector"] = (await embed(self._embedder, [text]))[0]
-        return document, labels
+        if self._embedder is None:
+            return document, labels, None
+        self._refuse_another(result.core_id, stored.embedder, None)
+        texts = [message_text(message) for message in messages]
+        vectors = await slice_vectors(self._embedder, result.summary, texts)
+        self._refuse_another(result.core_id, stored.embedder, vectors.identity)
+        document.update(vectors.fields(document["seq"]))
+        return document, labels, vectors.identity
+
+    def _refuse_another(self, core_id: str, stored: Identity | None, made: Identity | None) -> None:
+        """:class:`EmbedderMismatch` when the core's vectors are of another embedder than this indexer's
+        (by name before embedding, by name and dimension after): two models' vectors are never mixed."""
+        assert self._embedder is not None
+        if stored is None:
+            return
+        if made is None and stored.name == embedder_name(self._embedder):
+            return
+        if made is not None and made == stored:
+            return
+        given = made.describe() if made is not None else repr(embedder_name(self._embedder))
+        raise EmbedderMismatch(core_id, stored.describe(), given)
 
     async def _topic(
         self, result: RollingResult, messages: list[Message], weights: dict[str, float], stored: Stored

@@ -8,7 +8,11 @@ depend on one another go in the same round trip:
   ``core_terms`` stopped after :data:`COMMON_TERM_SLICES` + 1 slices (a term in more slices finds nothing:
   past that its exact count would change nothing), the core's document (its slice count and last sequence
   number), and the nodes the query's words (or the caller's topic cues) name, on ``core_names``;
-- **candidates** (round trip 2): one aggregation per channel (:mod:`.channels`).
+- **candidates** (round trip 2): one aggregation per channel (:mod:`.channels`);
+
+and, with an embedder, the codes of every slice of the core (round trip 1: one read of the ``core_vectors``
+index alone, the vector search's, :mod:`.vectors`) and the messages' vectors of the best slices once they are
+ranked (round trip 3, by ``_id``).
 
 A read is never a scan of the core: each stops at a bound (:data:`COMMON_TERM_SLICES` per term,
 :data:`NODE_SCAN` nodes, ``per_channel`` slices newest first through an index that orders them).
@@ -23,8 +27,9 @@ from typing import Any
 
 from partner_repo.mongo import RECALL_INDEX, driver
 from partner_repo.recall._channels import Plan, channel_pipelines
-from partner_repo.recall._keys import core_key, node_ids, node_path, stored_count
+from partner_repo.recall._keys import NODE, core_key, node_ids, node_key, node_path, slice_key, stored_count
 from partner_repo.recall._topics import SEPARATOR
+from partner_repo.recall._vectors import Identity, read_packed
 
 COMMON_TERM_SLICES = 512
 """A term in more slices of a core than this is too common to find candidates with (it still scores them),
@@ -56,6 +61,8 @@ class Lookup:
     slices: int
     last_seq: int
     nodes: list[NamedNode]
+    embedder: Identity | None = None
+    """The embedder the core's vectors are of (None: it has none)."""
 
 
 class RecallQueries:
@@ -81,6 +88,7 @@ class RecallQueries:
             slices=stored_count(core.get("slices")) or 0,
             last_seq=stored_count(core.get("last_seq")) or 0,
             nodes=nodes,
+            embedder=Identity.stored(core.get("embedder")),
         )
 
     async def candidates(self, core_id: str, plan: Plan) -> dict[str, list[dict[str, Any]]]:
@@ -90,6 +98,30 @@ class RecallQueries:
             *(driver.aggregate_list(self._index, pipeline) for pipeline in pipelines.values())
         )
         return dict(zip(pipelines, (list(rows) for rows in answers), strict=True))
+
+    async def codes(self, core_id: str, tag: str) -> list[Any]:
+        """The vector code of every slice of the core with vectors of embedder ``tag``: one read the
+        ``core_vectors`` index answers alone (MongoDB fetches no document for it)."""
+        pipeline: list[dict[str, Any]] = [
+            {"$match": {"core_id": core_id, "vtag": tag}},
+            {"$project": {"_id": 0, "vcode": 1}},
+        ]
+        return [row.get("vcode") for row in await driver.aggregate_list(self._index, pipeline)]
+
+    async def message_vectors(
+        self, core_id: str, slices: Sequence[tuple[str, str]], dimensions: int
+    ) -> dict[tuple[str, str], list[Sequence[int]]]:
+        """The message vectors of each of ``slices`` (unit id, slice id), read by ``_id``."""
+        if not slices:
+            return {}
+        keys = [slice_key(unit_id, slice_id) for unit_id, slice_id in slices]
+        rows = await self._index.find(
+            {"core_id": core_id, "_id": {"$in": keys}}, {"unit_id": 1, "slice_id": 1, "mvectors": 1}
+        ).to_list(None)
+        return {
+            (row.get("unit_id"), row.get("slice_id")): read_packed(row.get("mvectors"), dimensions)
+            for row in rows
+        }
 
     async def search(self, pipeline: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """The slices a MongoDB Search pipeline (:mod:`.search`) finds, in its order."""
@@ -109,6 +141,50 @@ class RecallQueries:
                 nodes.append({"node": path, "label": label, "slices": slices})
         return sorted(nodes, key=lambda row: row["node"])
 
+    async def tree_page(
+        self, core_id: str, after: str | None, limit: int
+    ) -> tuple[list[dict[str, Any]], bool]:
+        """Up to ``limit`` topic nodes of the core with slices under it, in id order, after the node whose
+        path is ``after``, and whether more follow: a keyset page over the ``{core_id, _id}`` index (every
+        node id of a core starts with the same prefix, :func:`.keys.node_ids`), so a page reads ``limit``
+        nodes however large the tree is."""
+        bounds: dict[str, Any] = dict(node_ids(core_id))
+        if after is not None:
+            del bounds["$gte"]
+            bounds["$gt"] = node_key(core_id, after)
+        rows = await (
+            self._index.find(
+                {"core_id": core_id, "_id": bounds, "kind": NODE}, {"node": 1, "label": 1, "slices": 1}
+            )
+            .sort("_id", 1)
+            .limit(limit + 1)
+            .to_list(None)
+        )
+        more = len(rows) > limit
+        nodes = []
+        for row in rows[:limit]:  # read as it is, as tree() does
+            path = row["node"] if isinstance(row.get("node"), str) else node_path(row.get("_id"))
+            slices = stored_count(row.get("slices")) or 0
+            if path:
+                label = row["label"] if isinstance(row.get("label"), str) and row["label"] else path
+                nodes.append({"node": path, "label": label, "slices": slices})
+        return nodes, more
+
+    async def slice_topics(self, core_id: str, slices: Sequence[tuple[str, str]]) -> dict[str, str]:
+        """slice id -> its topic path as shown, for those of ``slices`` (unit id, slice id) the index holds:
+        one point read per slice id, by ``_id`` within the core."""
+        if not slices:
+            return {}
+        keys = sorted({slice_key(unit_id, slice_id) for unit_id, slice_id in slices})
+        rows = await self._index.find(
+            {"core_id": core_id, "_id": {"$in": keys}}, {"slice_id": 1, "topic": 1}
+        ).to_list(None)
+        return {
+            row["slice_id"]: row["topic"]
+            for row in rows
+            if isinstance(row.get("slice_id"), str) and isinstance(row.get("topic"), str)
+        }
+
     async def count(self, core_id: str) -> int:
         """How many slices of the core are indexed (its counter)."""
         return stored_count((await self._core(core_id)).get("slices")) or 0
@@ -124,7 +200,7 @@ class RecallQueries:
 
     async def _core(self, core_id: str) -> dict[str, Any]:
         found = await self._index.find_one(
-            {"core_id": core_id, "_id": core_key(core_id)}, {"slices": 1, "last_seq": 1}
+            {"core_id": core_id, "_id": core_key(core_id)}, {"slices": 1, "last_seq": 1, "embedder": 1}
         )
         return dict(found or {})
 

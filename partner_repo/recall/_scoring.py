@@ -16,9 +16,15 @@ slice's ``diffusion``.
 message. A message's score is its own BM25 (from the slice's marks, normalized), plus ``slice_share`` of its
 slice's normalized score, plus ``neighbour`` times the best normalized BM25 of the messages next to it in
 the slice (one further away counts ``second_neighbour`` as much): an answer often sits beside the message
-that names the topic. Messages are taken best first into at most ``limit`` slices (and ``per_unit_cap``
-slices of one unit, when set) until the budget is spent; each slice's messages come back in order.
-The defaults were chosen on LoCoMo (``docs/recall.md``).
+that names the topic; plus ``speaker`` when its speaker is named in the query ("What did Caroline paint?"
+is about what Caroline said); and, with an embedder, ``message_similarity`` times the cosine similarity of
+its vector to the query's (a paraphrase no word of the query matches). Messages are taken best first into
+at most ``limit`` slices (and ``per_unit_cap`` slices of one unit, when set) until the budget is spent;
+each slice's messages come back in order.
+
+With an embedder, ranking runs twice: first the slices (:func:`best_slices`, with no message vectors read),
+then, once the best slices' message vectors are read, their messages. The defaults were chosen on LoCoMo's
+shared half (``docs/recall.md``, "Fusion").
 """
 
 from __future__ import annotations
@@ -36,7 +42,7 @@ def _default_channels() -> dict[str, float]:
     return {
         "text": 1.0,
         "search": 0.4,
-        "vector": 0.6,
+        "vector": 1.0,
         "topic": 0.3,
         "parent": 0.1,
         "related": 0.2,
@@ -58,6 +64,8 @@ class RecallWeights:
     slice_share: float = 0.4
     neighbour: float = 0.5
     second_neighbour: float = 0.5
+    speaker: float = 0.2
+    message_similarity: float = 2.0
     per_unit_cap: int | None = None
 
 
@@ -77,6 +85,10 @@ class Candidate:
     text: float
     marks: Mapping[str, Sequence[tuple[int, float]]]
     ranks: Mapping[str, int]
+    speakers: Mapping[str, Sequence[int]] = field(default_factory=dict)
+    """The offsets of the messages each query term names the speaker of."""
+    similarities: Sequence[float] | None = None
+    """Each message's cosine similarity to the query (with an embedder, once its vectors are read)."""
 
 
 @dataclass(frozen=True)
@@ -112,9 +124,10 @@ def rank(
     for index, own in enumerate(messages):
         normalized = [value / best_message for value in own]
         share = weights.slice_share * scores[index] / best_slice
+        extra = _message_extras(candidates[index], len(normalized), weights)
         for offset in range(len(normalized)):
             near = _neighbourhood(normalized, offset, weights.second_neighbour)
-            value = normalized[offset] + share + weights.neighbour * near
+            value = normalized[offset] + extra[offset] + share + weights.neighbour * near
             choices.append((value, index, offset))
     choices.sort(key=lambda choice: (-choice[0], -scores[choice[1]], choice[1], choice[2]))
     taken: dict[int, list[int]] = {}
@@ -137,6 +150,32 @@ def rank(
         Ranked(candidate=candidates[i], score=round(scores[i], 6), why=whys[i], offsets=sorted(taken[i]))
         for i in order
     ]
+
+
+def best_slices(
+    candidates: Sequence[Candidate], *, now: datetime, count: int, weights: RecallWeights | None = None
+) -> list[Candidate]:
+    """The ``count`` candidates whose slices score best (the first of recall's two rankings with an
+    embedder: the slices whose message vectors are worth reading)."""
+    weights = weights or RecallWeights()
+    best_text = max((candidate.text for candidate in candidates), default=0.0)
+    scored = [(sum(_why(c, best_text, now, weights).values()), i) for i, c in enumerate(candidates)]
+    scored.sort(key=lambda item: (-item[0], item[1]))
+    return [candidates[index] for _, index in scored[:count]]
+
+
+def _message_extras(candidate: Candidate, size: int, weights: RecallWeights) -> list[float]:
+    """What each message adds beyond its words: its speaker named in the query, its similarity to the
+    query's vector."""
+    extra = [0.0] * size
+    for offsets in candidate.speakers.values():
+        for offset in offsets:
+            if 0 <= offset < size:
+                extra[offset] = weights.speaker
+    if candidate.similarities is not None and len(candidate.similarities) == size:
+        for offset, similarity in enumerate(candidate.similarities):
+            extra[offset] += weights.message_similarity * max(similarity, 0.0)
+    return extra
 
 
 def _why(candidate: Candidate, best_text: float, now: datetime, weights: RecallWeights) -> dict[str, float]:
@@ -178,4 +217,4 @@ def _neighbourhood(scores: Sequence[float], offset: int, second: float) -> float
     return near
 
 
-__all__ = ["CHANNELS", "Candidate", "RecallWeights", "Ranked", "rank"]
+__all__ = ["CHANNELS", "Candidate", "RecallWeights", "Ranked", "best_slices", "rank"]

@@ -4,13 +4,16 @@ Atlas (and servers running ``mongot``) answer ``$listSearchIndexes``; others ref
 per :class:`~.service.MemoryRecall` and looks for two indexes on ``recall_index`` by name:
 
 - :data:`TEXT_INDEX` (type ``search``): a ``search`` channel, ``$search`` over the slices' summaries;
-- :data:`VECTOR_INDEX` (type ``vectorSearch``, on ``vector`` with ``core_id``, ``began_at`` and ``ended_at``
-  as filter fields): the ``vector`` channel finds candidates with ``$vectorSearch`` (an embedder is needed).
+- :data:`VECTOR_INDEX` (type ``vectorSearch``, on ``vector`` with ``core_id``, ``vtag``, ``began_at`` and
+  ``ended_at`` as filter fields): the ``vector`` channel finds candidates with ``$vectorSearch`` (an embedder
+  is needed) instead of the exact search over the core's codes.
 
-Each runs as an aggregation of its own, sent at the same time as the vocabulary lookup, so recall still waits
-for two round trips before ranking. The core and the time window are filters *inside* each stage (applied
-before ranking, as everywhere in recall). Without them, the text channel and the local vector ranking do
-the work (:mod:`.vectors`); nothing else changes. ``docs/recall.md`` has both index definitions.
+Each runs as an aggregation of its own, sent at the same time as the counts, so recall still waits for one
+round trip before it reads the other channels' candidates. The core, the embedder's tag and the time window
+are filters *inside* each stage (applied before ranking, as everywhere in recall; with ``core_id`` a filter
+of the index, a query stays on one core, and on one shard). Without them, the text channel and the exact
+vector search do the work (:mod:`.vectors`); nothing else changes. ``docs/recall.md`` has both index
+definitions.
 """
 
 from __future__ import annotations
@@ -63,19 +66,21 @@ def vector_pipeline(
     core_id: str,
     vector: list[float],
     *,
+    tag: str,
     since: datetime | None,
     until: datetime | None,
     limit: int,
     projection: dict[str, Any],
 ) -> list[dict[str, Any]]:
-    """``$vectorSearch`` for the ``limit`` slices of ``core_id`` nearest to ``vector``, filtered first."""
+    """``$vectorSearch`` for the ``limit`` slices of ``core_id`` nearest to ``vector`` among those with
+    vectors of embedder ``tag``, filtered first."""
     stage: dict[str, Any] = {
         "index": VECTOR_INDEX,
         "path": "vector",
         "queryVector": vector,
         "numCandidates": 10 * limit,
         "limit": limit,
-        "filter": {"core_id": {"$eq": core_id}, **_window(since, until)},
+        "filter": {"core_id": {"$eq": core_id}, "vtag": {"$eq": tag}, **_window(since, until)},
     }
     return [{"$vectorSearch": stage}, {"$project": projection}]
 

@@ -6,24 +6,30 @@ server has it), the candidates of every channel (core and time filters applied *
 channel's ``$match``), and the chosen messages of the activated slices. Ranking in between is
 :func:`.scoring.rank`, a pure function. A slice whose unit is gone or erased is dropped when its messages
 cannot be read, so nothing erased comes back, even before the indexer has been told.
+
+With an embedder it is four: the codes of the core's slices go with the counts (or ``$vectorSearch``, where
+the server has it), the nearest by code with the other channels' candidates, then the message vectors of the
+best slices (ranked once without them), then the messages. The embedder must be the one the core's vectors
+are of (:class:`~partner_repo.errors.EmbedderMismatch` otherwise, before anything is ranked).
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
 from partner_repo.clock import to_utc_ms, utc_now
-from partner_repo.errors import InvalidInput
+from partner_repo.errors import EmbedderMismatch, InvalidInput
 from partner_repo.mongo import RECALL_INDEX, driver
 from partner_repo.recall import _arguments as arguments
 from partner_repo.recall._answers import (
     ActivatedSlice,
     TopicNode,
+    TopicPage,
     activated,
     candidates,
     tree_nodes,
@@ -33,14 +39,27 @@ from partner_repo.recall._arguments import Asked, Cue, TopicCue
 from partner_repo.recall._channels import CHANNEL_LIMIT_FLOOR, MATCH_TERM_LIMIT, TOPIC_CUES, Plan
 from partner_repo.recall._cues import DateCue, date_cues
 from partner_repo.recall._queries import COMMON_TERM_SLICES, Lookup, NamedNode, RecallQueries
-from partner_repo.recall._scoring import Ranked, RecallWeights, rank
+from partner_repo.recall._scoring import Candidate, Ranked, RecallWeights, best_slices, rank
 from partner_repo.recall._search import SearchSupport, probe, text_pipeline, vector_pipeline
 from partner_repo.recall._terms import terms
 from partner_repo.recall._topics import SEPARATOR, normalized, parts
-from partner_repo.recall._vectors import Embedder, embed, nearest
+from partner_repo.recall._vectors import (
+    RESCORED,
+    CodeScorer,
+    Embedder,
+    Identity,
+    Similarity,
+    checked_embedder,
+    embed,
+    embedder_name,
+    read_int8,
+)
 from partner_repo.recall._weights import Tokenizer, idf
 from partner_repo.units import messages_at
 from partner_repo.validation import require_id
+
+TOPIC_PAGE_LIMIT = 1000
+"""The most topic nodes :meth:`MemoryRecall.topic_page` reads at once."""
 
 
 @driver.timeouts_surface_as_project_errors
@@ -62,10 +81,8 @@ class MemoryRecall:
         embedder: Embedder | None = None,
         search: bool | None = None,
     ) -> None:
-        if embedder is not None and not callable(embedder):
-            raise InvalidInput(f"embedder must be callable, got {type(embedder).__name__}")
         self._database = database
-        self._embedder = embedder
+        self._embedder = checked_embedder(embedder)
         self._support: SearchSupport | None = None if search is None else SearchSupport()
         self._queries = RecallQueries(database)
         self._weights = weights or RecallWeights()
@@ -106,10 +123,12 @@ class MemoryRecall:
         )
         query_terms = list(dict.fromkeys(self._tokenizer(asked.query)))
         support = await self._search_support()
-        vector = await self._query_vector(asked.query)
-        plan, found = await self._counted(asked, query_terms, vector, support)
+        embedded = await self._query_vector(asked.query)
+        plan, found = await self._counted(asked, query_terms, embedded, support)
         found.update(await self._queries.candidates(asked.core_id, plan))
-        ranked = self._ranked(asked, plan, found, vector)
+        if embedded is not None and plan.nearest is not None:
+            found["vector"] = _rescored(found.get("vector", []), embedded.vector, plan.per_channel)
+        ranked = await self._ranked(asked, plan, found, embedded)
         read = await messages_at(self._database, wanted_positions(ranked))
         return activated(asked.core_id, ranked, read, explain=explain, zone=asked.zone)
 
@@ -119,11 +138,35 @@ class MemoryRecall:
         core_id = require_id(core_id, "core_id")
         return tree_nodes(await self._queries.tree(core_id))
 
+    async def slice_topics(self, core_id: str, slices: Sequence[tuple[str, str]]) -> dict[str, str]:
+        """The topic path of each of these slices (``(unit_id, slice_id)``, at most
+        :data:`TOPIC_PAGE_LIMIT`) the index holds, by slice id: what labels a page of a core's slices."""
+        core_id = require_id(core_id, "core_id")
+        if len(slices) > TOPIC_PAGE_LIMIT:
+            raise InvalidInput(f"at most {TOPIC_PAGE_LIMIT} slices at once, got {len(slices)}")
+        wanted = [
+            (require_id(unit_id, "unit_id"), require_id(slice_id, "slice_id")) for unit_id, slice_id in slices
+        ]
+        return await self._queries.slice_topics(core_id, wanted)
+
+    async def topic_page(self, core_id: str, *, after: str | None = None, limit: int = 100) -> TopicPage:
+        """A page of the core's topic tree, as :meth:`topics` has it but at most ``limit`` nodes (in the
+        order of their ids, which is path order), after the node whose path (its key) is ``after``: what a
+        page showing a core reads, the same ``limit`` nodes however large the tree has grown."""
+        core_id = require_id(core_id, "core_id")
+        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= TOPIC_PAGE_LIMIT:
+            raise InvalidInput(f"limit must be an integer from 1 to {TOPIC_PAGE_LIMIT}, got {limit!r}")
+        if after is not None and not isinstance(after, str):
+            raise InvalidInput(f"after must be a topic path, got {type(after).__name__}")
+        rows, more = await self._queries.tree_page(core_id, after, limit)
+        nodes = tree_nodes([row for row in rows if row["slices"] > 0])
+        return TopicPage(nodes=nodes, after=rows[-1]["node"] if more and rows else None)
+
     async def _counted(
-        self, asked: Asked, query_terms: list[str], vector: list[float] | None, support: SearchSupport
+        self, asked: Asked, query_terms: list[str], query: _Query | None, support: SearchSupport
     ) -> tuple[Plan, dict[str, list[dict[str, Any]]]]:
-        """Round trip 1 (the counts, the named nodes, MongoDB Search beside them), and the plan of round trip
-        2 it makes, with what MongoDB Search found."""
+        """Round trip 1 (the counts, the named nodes, the core's vector codes or MongoDB Search beside them),
+        and the plan of round trip 2 it makes, with what MongoDB Search found."""
         plan = Plan(
             idf={term: 0.0 for term in query_terms},
             finding=[],
@@ -133,24 +176,37 @@ class MemoryRecall:
             since=asked.since,
             until=asked.until,
             per_channel=max(CHANNEL_LIMIT_FLOOR, 2 * asked.limit),
-            vectors=vector is not None and not support.vector,
         )
-        extra = self._search_channels(asked, vector, support, plan)
+        extra = self._search_channels(asked, query, support, plan)
+        if query is not None and not support.vector:
+            extra["codes"] = self._queries.codes(asked.core_id, query.identity.tag)
         names = _names(query_terms, asked.cues)
         reads = self._queries.lookup(asked.core_id, query_terms, names)
         answers = await asyncio.gather(*reads, *extra.values())
         lookup = RecallQueries.looked_up(query_terms, answers[: len(reads)])
         found = dict(zip(extra, answers[len(reads) :], strict=True))
-        return _planned(plan, asked, query_terms, lookup), found
+        if query is not None and lookup.embedder is not None and lookup.embedder != query.identity:
+            raise EmbedderMismatch(asked.core_id, lookup.embedder.describe(), query.identity.describe())
+        plan = _planned(plan, asked, query_terms, lookup)
+        codes = found.pop("codes", None)
+        if codes is not None:
+            plan = replace(plan, nearest=CodeScorer(query.vector).best(codes, RESCORED) if query else [])
+        return plan, found
 
-    def _ranked(
-        self, asked: Asked, plan: Plan, found: dict[str, list[dict[str, Any]]], vector: list[float] | None
+    async def _ranked(
+        self, asked: Asked, plan: Plan, found: dict[str, list[dict[str, Any]]], query: _Query | None
     ) -> list[Ranked]:
-        """The candidates ranked (the local vector channel first, where it ranks what the others found)."""
-        if plan.vectors and vector is not None:
-            found["vector"] = nearest(found, vector, plan.per_channel)
+        """The candidates ranked; with an embedder, the best slices again with their messages' similarity to
+        the query (round trip 3 reads their message vectors)."""
+        found_candidates = candidates(found)
+        if query is not None and found_candidates:
+            best = best_slices(found_candidates, now=asked.now, count=asked.limit + 5, weights=self._weights)
+            keys = [(candidate.unit_id, candidate.slice_id) for candidate in best]
+            vectors = await self._queries.message_vectors(asked.core_id, keys, query.identity.dimensions)
+            similarity_to = Similarity(query.vector)
+            found_candidates = [_similar(candidate, vectors, similarity_to) for candidate in best]
         return rank(
-            candidates(found),
+            found_candidates,
             plan.idf,
             now=asked.now,
             limit=asked.limit,
@@ -158,10 +214,11 @@ class MemoryRecall:
             weights=self._weights,
         )
 
-    async def _query_vector(self, query: str) -> list[float] | None:
+    async def _query_vector(self, query: str) -> _Query | None:
         if self._embedder is None or not query.strip():
             return None
-        return (await embed(self._embedder, [query]))[0]
+        vector = (await embed(self._embedder, [query]))[0]
+        return _Query(vector, Identity(embedder_name(self._embedder), len(vector)))
 
     async def _search_support(self) -> SearchSupport:
         """What the server offers, probed on the first recall and remembered."""
@@ -170,19 +227,53 @@ class MemoryRecall:
         return self._support
 
     def _search_channels(
-        self, asked: Asked, vector: list[float] | None, support: SearchSupport, plan: Plan
+        self, asked: Asked, query: _Query | None, support: SearchSupport, plan: Plan
     ) -> dict[str, Any]:
         """The MongoDB Search queries to send beside the counts (none without MongoDB Search)."""
         window: dict[str, Any] = {"since": plan.since, "until": plan.until, "limit": plan.per_channel}
         channels: dict[str, Any] = {}
-        if support.vector and vector is not None:
-            pipeline = vector_pipeline(asked.core_id, vector, projection=plan.projection(), **window)
+        if support.vector and query is not None:
+            pipeline = vector_pipeline(
+                asked.core_id, query.vector, tag=query.identity.tag, projection=plan.projection(), **window
+            )
             channels["vector"] = self._queries.search(pipeline)
         if support.text and asked.query.strip():
             channels["search"] = self._queries.search(
                 text_pipeline(asked.core_id, asked.query, projection=plan.projection(), **window)
             )
         return channels
+
+
+@dataclass(frozen=True)
+class _Query:
+    """The query's vector, and the embedder that made it."""
+
+    vector: list[float]
+    identity: Identity
+
+
+def _rescored(rows: list[dict[str, Any]], vector: list[float], limit: int) -> list[dict[str, Any]]:
+    """The vector channel's rows (the nearest by code) by the cosine similarity of their vectors, the best
+    ``limit``; their vectors are not kept."""
+    similarity_to = Similarity(vector)
+    scored = []
+    for row in rows:
+        similarity = similarity_to(read_int8(row.pop("vector", None)))
+        if similarity > 0:
+            scored.append((similarity, row))
+    scored.sort(key=lambda item: (-item[0], item[1]["unit_id"], item[1]["slice_id"]))
+    return [row for _, row in scored[:limit]]
+
+
+def _similar(
+    candidate: Candidate, vectors: dict[tuple[str, str], list[Sequence[int]]], query: Similarity
+) -> Candidate:
+    """``candidate`` with each message's similarity to the query (none when its vectors are missing or of
+    another size than its span: a slice indexed without vectors)."""
+    found = vectors.get((candidate.unit_id, candidate.slice_id))
+    if not found or len(found) != candidate.end - candidate.start:
+        return candidate
+    return replace(candidate, similarities=[query(vector) for vector in found])
 
 
 def _names(query_terms: list[str], cues: list[Cue] | None) -> list[str]:

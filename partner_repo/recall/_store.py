@@ -40,6 +40,7 @@ from partner_repo.mongo import RECALL_INDEX, BulkWriteError, DeleteMany, Replace
 from partner_repo.recall._keys import CORE, NODE, core_key, node_key, slice_key, stored_count
 from partner_repo.recall._search import SearchSupport, probe
 from partner_repo.recall._terms import terms
+from partner_repo.recall._vectors import Identity, with_seq
 
 WINDOW = 64
 """The core's most recent slices a new slice's keywords and roots are judged against."""
@@ -54,13 +55,14 @@ REMOVE_BATCH = 500
 @dataclass(frozen=True)
 class Stored:
     """What step 1 reads: the slice's indexed revision, sequence number and nodes (None, 0, () when it is
-    not indexed), and its core's last sequence number and slice count."""
+    not indexed), and its core's last sequence number, slice count and the embedder its vectors are of."""
 
     revision: int | None = None
     seq: int = 0
     ancestors: tuple[str, ...] = ()
     last_seq: int = 0
     slices: int = 0
+    embedder: Identity | None = None
 
 
 @dataclass(frozen=True)
@@ -82,7 +84,15 @@ class RecallStore:
     async def stored(self, core_id: str, unit_id: str, slice_id: str) -> Stored:
         """Step 1: the slice's document and its core's, in one read."""
         wanted = [slice_key(unit_id, slice_id), core_key(core_id)]
-        projection = {"kind": 1, "revision": 1, "seq": 1, "ancestors": 1, "slices": 1, "last_seq": 1}
+        projection = {
+            "kind": 1,
+            "revision": 1,
+            "seq": 1,
+            "ancestors": 1,
+            "slices": 1,
+            "last_seq": 1,
+            "embedder": 1,
+        }
         rows = await self._index.find({"core_id": core_id, "_id": {"$in": wanted}}, projection).to_list(None)
         found = {row["_id"]: row for row in rows}
         piece, core = found.get(wanted[0]) or {}, found.get(wanted[1]) or {}
@@ -93,6 +103,7 @@ class RecallStore:
             ancestors=tuple(piece.get("ancestors") or ()),
             last_seq=stored_count(core.get("last_seq")) or 0,
             slices=stored_count(core.get("slices")) or 0,
+            embedder=Identity.stored(core.get("embedder")),
         )
 
     async def window(self, core_id: str, last_seq: int, slice_terms: Iterable[str]) -> Window:
@@ -115,13 +126,21 @@ class RecallStore:
         ranked = sorted(roots, key=lambda root: (-roots[root], root))[:ROOTS]
         return Window(frequencies=dict(frequencies), slices=len(found), roots=ranked)
 
-    async def put(self, document: dict[str, Any], stored: Stored, labels: Mapping[str, str]) -> bool:
+    async def put(
+        self,
+        document: dict[str, Any],
+        stored: Stored,
+        labels: Mapping[str, str],
+        embedder: Identity | None = None,
+    ) -> bool:
         """Step 3: write ``document`` (a slice's) over what ``stored`` read, with the counters it moves;
-        ``labels`` gives each of its nodes' readable label. False when another delivery indexed this slice
-        at this revision or a newer one meanwhile (nothing is written then)."""
+        ``labels`` gives each of its nodes' readable label; ``embedder``, when the document carries vectors,
+        is recorded on the core's document if it records none yet. False when another delivery indexed this
+        slice at this revision or a newer one meanwhile (nothing is written then)."""
         for _ in range(WRITE_ATTEMPTS):
             try:
-                await driver.bulk_write(self._index, _writes(document, stored, labels), ordered=True)
+                writes = _writes(document, stored, labels, embedder)
+                await driver.bulk_write(self._index, writes, ordered=True)
                 return True
             except BulkWriteError as exc:
                 if not _lost_race(exc):
@@ -129,7 +148,7 @@ class RecallStore:
             stored = await self.stored(document["core_id"], document["unit_id"], document["slice_id"])
             if stored.revision is not None and stored.revision >= document["revision"]:
                 return False
-            document = {**document, "seq": stored.seq or document["seq"]}
+            document = _numbered(document, stored.seq or document["seq"])
         return False
 
     async def remove_units(self, core_id: str, unit_ids: Sequence[str]) -> int:
@@ -153,12 +172,67 @@ class RecallStore:
             removed += len(found)
         return removed
 
+    async def cores(self) -> list[str]:
+        """Every core the index holds something of (read from the ``{core_id, _id}`` index)."""
+        return sorted(str(core) for core in await self._index.distinct("core_id") if isinstance(core, str))
+
+    async def slices_after(self, core_id: str, after: int, limit: int) -> list[dict[str, Any]]:
+        """Up to ``limit`` of the core's slice documents numbered after ``after``, in number order, with what
+        embedding them again needs (through ``core_seq``)."""
+        projection = {
+            "unit_id": 1,
+            "slice_id": 1,
+            "revision": 1,
+            "seq": 1,
+            "start": 1,
+            "end": 1,
+            "summary": 1,
+            "vtag": 1,
+        }
+        found = self._index.find({"core_id": core_id, "seq": {"$gt": after}}, projection)
+        return list(await found.sort("seq", 1).limit(limit).to_list(None))
+
+    async def name_embedder(self, core_id: str, embedder: Identity) -> Identity | None:
+        """Record ``embedder`` as the one the core's vectors are of (a core's vectors are being replaced by
+        another's, or named for the first time); the one recorded before, if any."""
+        before = await self._index.find_one_and_update(
+            {"_id": core_key(core_id), "core_id": core_id},
+            {"$set": {"embedder": embedder.as_document()}},
+            projection={"embedder": 1},
+        )
+        return Identity.stored((before or {}).get("embedder"))
+
+    async def put_vectors(
+        self, core_id: str, unit_id: str, slice_id: str, revision: int, fields: Mapping[str, Any]
+    ) -> bool:
+        """Set a slice's vectors (``fields``, of the tag they carry) if it still holds ``revision`` and not
+        yet vectors of that tag: fenced by the revision, so a delivery of a newer one (which writes its own)
+        wins, and never written twice; an update only, so a slice erased meanwhile stays erased."""
+        fence = {
+            "_id": slice_key(unit_id, slice_id),
+            "core_id": core_id,
+            "revision": revision,
+            "vtag": {"$ne": fields["vtag"]},
+        }
+        result = await self._index.update_one(fence, {"$set": dict(fields)})
+        return bool(result.modified_count)
+
     async def search_support(self) -> SearchSupport:
         """Which MongoDB Search indexes the server offers on the index (:func:`.search.probe`)."""
         return await probe(self._index)
 
 
-def _writes(document: dict[str, Any], stored: Stored, labels: Mapping[str, str]) -> list[Any]:
+def _numbered(document: dict[str, Any], seq: int) -> dict[str, Any]:
+    """``document`` under sequence number ``seq`` (its vector code begins with it)."""
+    numbered = {**document, "seq": seq}
+    if "vcode" in document:
+        numbered["vcode"] = with_seq(document["vcode"], seq)
+    return numbered
+
+
+def _writes(
+    document: dict[str, Any], stored: Stored, labels: Mapping[str, str], embedder: Identity | None
+) -> list[Any]:
     """The ordered bulk of step 3: the fenced slice write first, then what it moves."""
     core_id, key = document["core_id"], document["_id"]
     fresh = stored.revision is None
@@ -170,6 +244,9 @@ def _writes(document: dict[str, Any], stored: Stored, labels: Mapping[str, str])
     if fresh:
         counters["$inc"] = {"slices": 1}
     writes.append(UpdateOne({"_id": core_key(core_id), "core_id": core_id}, counters, upsert=True))
+    if embedder is not None:  # the core's first vectors name their embedder (a later one never replaces it)
+        unnamed = {"_id": core_key(core_id), "core_id": core_id, "embedder": {"$exists": False}}
+        writes.append(UpdateOne(unnamed, {"$set": {"embedder": embedder.as_document()}}))
     entered = [path for path in document["ancestors"] if path not in stored.ancestors]
     left = [path for path in stored.ancestors if path not in document["ancestors"]]
     for path in entered:

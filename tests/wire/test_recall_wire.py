@@ -172,7 +172,9 @@ async def test_with_mongodb_search_the_search_channels_go_beside_the_counts_filt
     sent = await received(server, 5)  # the counts (one term), the core, the nodes, and both search channels
     searches = {stages(r)[0]: r for r in sent if "pipeline" in r.doc and stages(r)[0] != "$match"}
     vector = plain(searches["$vectorSearch"].doc["pipeline"][0]["$vectorSearch"])
-    assert vector["index"] == "recall_vector" and vector["filter"]["core_id"] == {"$eq": "c"}
+    assert vector["index"] == "recall_vector" and vector["path"] == "vector"
+    assert vector["filter"]["core_id"] == {"$eq": "c"} and set(vector["filter"]) >= {"core_id", "vtag"}
+    assert vector["limit"] == 20 and vector["numCandidates"] == 200
     search = plain(searches["$search"].doc["pipeline"][0]["$search"])
     assert {"equals": {"path": "core_id", "value": "c"}} in search["compound"]["filter"]
     searches["$vectorSearch"].replies(cursor(slice_row(), ns=INDEX))
@@ -180,6 +182,10 @@ async def test_with_mongodb_search_the_search_channels_go_beside_the_counts_filt
     answer_counts(request for request in sent if request not in searches.values())
     [text] = await received(server, 1)
     text.replies(cursor(slice_row(), ns=INDEX))
+    [vectors] = await received(server, 1)  # the best slices' message vectors, by _id
+    assert_one_core_through_one_index(vectors)
+    assert plain(vectors.doc["projection"]) == {"unit_id": 1, "slice_id": 1, "mvectors": 1}
+    vectors.replies(cursor(ns=INDEX))
     await answer_messages(await receive(server))
 
     [found] = await call

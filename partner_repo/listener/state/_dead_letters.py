@@ -163,6 +163,24 @@ class DeadLetterRepository:
         rows = await driver.aggregate_list(self._collection, pipeline)
         return {(row["_id"]["group"], row["_id"]["consumer"]): int(row["letters"]) for row in rows}
 
+    async def find(
+        self,
+        *,
+        group: str,
+        consumer: str,
+        unit_id: str = "",
+        slice_id: str = "",
+        revision: int = 0,
+        erasure_seq: int | None = None,
+    ) -> DeadLetter | None:
+        """The letter of this consumer for this slice (at ``revision``), or for the erasure at
+        ``erasure_seq``; None when there is none. One read by key."""
+        key = _key(group, consumer, unit_id, slice_id, revision)
+        if erasure_seq is not None:
+            key = {"group": group, "consumer": consumer, "erasure_seq": erasure_seq}
+        document = await self._collection.find_one({"_id": key})
+        return None if document is None else _letter(document)
+
     async def remove(self, letter: DeadLetter) -> bool:
         """Delete a letter (after a successful replay); True when it existed."""
         key = _key(letter.group, letter.consumer, letter.unit_id, letter.slice_id, letter.revision)

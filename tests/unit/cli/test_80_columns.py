@@ -143,7 +143,9 @@ NO_TABLE = {
     "partner-repo import-state": "rendered by test_import_state_fits_80_columns (it needs a state directory)",
     "partner-repo listen": "log lines only, on stderr",
     "partner-repo mcp": "a server: log lines only, on stderr (its answers are the protocol's, to its client)",
+    "partner-repo console": "a server: log lines only, on stderr (its answers are web pages)",
     "partner-repo dead-letters replay": "one line of counts",
+    "partner-repo recall reindex": "a line per replaced embedder and one of counts (needs an embedder)",
 }
 
 

@@ -20,6 +20,7 @@ from partner_repo.cli._runtime import Connection
 from partner_repo.cli.reference import commands
 
 CONSUMER = "partner_repo.listener.examples:print_consumer"
+EMBEDDER = "tests.recall_support:concepts"
 STATE = "{state}"
 """Stands for a Partner state directory (``core/memory.json`` in it), made per test."""
 
@@ -33,8 +34,10 @@ MINIMAL = {
     "partner-repo listen": ["listen", "--consumer", CONSUMER],
     "partner-repo listener status": ["listener", "status"],
     "partner-repo mcp": ["mcp"],
+    "partner-repo console": ["console"],
     "partner-repo migrate": ["migrate", "--status"],
     "partner-repo recall search": ["recall", "search", "alice", "kyoto"],
+    "partner-repo recall reindex": ["recall", "reindex", "--embedder", EMBEDDER],
     "partner-repo recall topics": ["recall", "topics", "alice"],
     "partner-repo repair": ["repair"],
     "partner-repo resummarize": ["resummarize"],
@@ -52,6 +55,7 @@ NAMES_NOTHING = [
     ["listener", "status", "--group", "nope"],
     ["recall", "search", "nope", "kyoto"],
     ["recall", "topics", "nope"],
+    ["recall", "reindex", "--core", "nope", "--embedder", EMBEDDER],
     ["resummarize", "--core", "nope"],
     ["slices", "list", "--core", "nope"],
     ["slices", "show", "nope"],

@@ -49,6 +49,7 @@ UNSUMMARIZED = migration_file("unsummarized")
 CLAIMS = migration_file("slice_id_claims")
 RECALL_INDEXES = migration_file("recall_indexes")
 RECALL_INDEX = migration_file("recall_index")
+RECALL_VECTORS = migration_file("recall_vectors")
 
 
 def load(path: Path) -> types.ModuleType:

@@ -14,6 +14,7 @@ from tests.unit.migrations.support import (
     NORMALIZE,
     RECALL_INDEX,
     RECALL_INDEXES,
+    RECALL_VECTORS,
     SLICE_INDEX,
     UNSUMMARIZED,
     bound,
@@ -31,6 +32,7 @@ SUMMARIES = load(UNSUMMARIZED)
 CLAIMING = load(CLAIMS)
 RECALL = load(RECALL_INDEXES)
 MOVED = load(RECALL_INDEX)
+VECTORS = load(RECALL_VECTORS)
 
 
 def specs(indexes: dict[str, list[Any]]) -> dict[str, list[dict[str, Any]]]:
@@ -61,6 +63,7 @@ def test_the_migrations_together_create_exactly_the_indexes_the_library_declares
     for dropped in MOVED.OLD_INDEXES:  # 0.5 moves 0.4's two recall collections into one
         del composed[dropped]
     composed.update(specs(MOVED.INDEXES))
+    composed["recall_index"] = [*composed["recall_index"], VECTORS.CORE_VECTORS.document]
 
     assert composed == specs(ALL_INDEXES)
 

@@ -90,7 +90,7 @@ async def database_of_0_4() -> Any:
 async def test_forward_moves_every_slice_and_counts_its_core_and_nodes() -> None:
     database = await database_of_0_4()
 
-    run = await run_migrations(database, use_transaction=False)
+    run = await run_migrations(database, distance=1, use_transaction=False)
 
     assert run.ran == (RECALL_INDEX.name,)
     assert set(await database.list_collection_names()) >= {"recall_index"}
@@ -134,7 +134,7 @@ async def test_running_forward_again_after_a_stop_moves_nothing_twice() -> None:
 
 async def test_backward_brings_0_4s_collections_back_as_they_were() -> None:
     database = await database_of_0_4()
-    await run_migrations(database, use_transaction=False)
+    await run_migrations(database, distance=1, use_transaction=False)
 
     await run_migrations(database, backward=True, distance=1, use_transaction=False)
 

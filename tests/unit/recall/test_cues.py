@@ -95,6 +95,45 @@ def test_february_29_without_a_year_is_the_last_leap_day() -> None:
     assert days("Feb 29") == [one_day(2024, 2, 29)]
 
 
+def test_a_month_with_a_year_is_that_whole_month() -> None:
+    assert days("what happened in May 2022?") == [(date(2022, 5, 1), date(2022, 6, 1))]
+    assert days("August, 2023") == [(date(2023, 8, 1), date(2023, 9, 1))]
+
+
+def test_in_a_month_without_a_year_is_the_most_recent_one_that_has_begun() -> None:
+    assert days("which park did she visit in May?") == [(date(2026, 5, 1), date(2026, 6, 1))]
+    assert days("during December") == [(date(2026, 12, 1), date(2027, 1, 1))]
+
+
+def test_a_month_name_is_a_cue_only_after_in_or_during_or_before_a_year() -> None:
+    assert days("I may go there, may I?") == []
+
+
+def test_in_a_year_is_that_whole_year_and_last_year_the_one_before() -> None:
+    assert days("in 2023") == [(date(2023, 1, 1), date(2024, 1, 1))]
+    assert days("last year") == [(date(2025, 1, 1), date(2026, 1, 1))]
+    assert days("this year") == [(date(2026, 1, 1), date(2027, 1, 1))]
+
+
+def test_n_weeks_ago_is_the_week_holding_that_day() -> None:
+    assert days("two weeks ago") == [(date(2026, 11, 16), date(2026, 11, 23))]
+
+
+def test_n_months_ago_is_that_calendar_month() -> None:
+    assert days("3 months ago") == [(date(2026, 9, 1), date(2026, 10, 1))]
+
+
+def test_last_weekend_is_the_saturday_and_sunday_before_this_week() -> None:
+    assert days("last weekend") == [(date(2026, 11, 28), date(2026, 11, 30))]
+
+
+def test_chinese_years_and_a_month_of_a_year() -> None:
+    assert days("去年") == [(date(2025, 1, 1), date(2026, 1, 1))]
+    assert days("今年") == [(date(2026, 1, 1), date(2027, 1, 1))]
+    assert days("2023年5月的项目") == [(date(2023, 5, 1), date(2023, 6, 1))]
+    assert days("2023年5月7日") == [one_day(2023, 5, 7)]
+
+
 def test_chinese_days_relative_to_today() -> None:
     assert days("今天") == [one_day(2026, 12, 2)]
     assert days("昨天说的") == [one_day(2026, 12, 1)]

@@ -112,7 +112,7 @@ async def test_two_deliveries_of_one_slice_at_once_index_it_once(memory_db: Any)
     result = await history.roll("agent", SHORT, index=False)
     other = RecallIndexer(memory_db)
     stored = await other._store.stored(result.core_id, result.unit_id, result.slice_id)
-    document, labels = await other._document(result, stored)
+    document, labels, _ = await other._document(result, stored)
 
     await history.indexer.consume(result)
     assert not await other._store.put(document, stored, labels)
