@@ -5,7 +5,10 @@ held one only once its holder has stayed silent for its whole ttl, watched on th
 while a live roller holds it, the work waits (up to ``wait`` seconds, then :class:`ConflictError`). Holding it
 means no roll of the core starts, and no roll in flight can trim the window or switch the session (both are
 fenced on the lease owner); its append resolved before is fenced on the unit's message count (see
-``docs/erasure.md`` for what that leaves).
+``docs/erasure.md`` for what that leaves). Such work changes the session's unit (a clear's mark, an
+erasure's tombstones), so taking the lease also ends the core's word for the head the last roll left
+(``last_unit_version``), in the same write: a roller that remembers that head reads it again instead, also
+after the work was cut short right after changing the unit.
 
 A lease already held by the same owner (an erasure run again after a crash) is taken back at once.
 """
@@ -78,7 +81,7 @@ class CoreHold:
         watch = SilenceWatch(self._monotonic)
         deadline = self._monotonic() + wait
         while True:
-            core = await self._lease.acquire(core_id, owner, duration=duration)
+            core = await self._lease.acquire(core_id, owner, duration=duration, changes_unit=True)
             if core is not None:
                 return core
             state = await self._lease.state(core_id)
@@ -93,7 +96,9 @@ class CoreHold:
                         state.holder,
                         state.ttl_s,
                     )
-                core = await self._lease.acquire(core_id, owner, duration=duration, silent=state)
+                core = await self._lease.acquire(
+                    core_id, owner, duration=duration, silent=state, changes_unit=True
+                )
                 if core is not None:
                     return core
                 continue

@@ -71,6 +71,7 @@ class CoreLease:
         silent: LeaseState | None = None,
         when: Mapping[str, Any] | None = None,
         skip: int = 0,
+        changes_unit: bool = False,
     ) -> MemoryCore | None:
         """Take the lease if it is free, or if it is still exactly ``silent`` (a holder and beat the caller
         watched stay unchanged for that holder's ttl); the core at that instant (the roller's snapshot), else
@@ -80,6 +81,11 @@ class CoreLease:
         ``when`` is a query the stored core must match as well (a roll's trigger): the lease is then taken
         only while the roll is still due, with the snapshot, in one command. ``skip``: the snapshot leaves out
         the window's first ``skip`` messages (ones the roller knows are stored: a ``$slice`` projection).
+
+        ``changes_unit``: the holder changes the session's unit outside a roll (a clear's mark, an erasure's
+        tombstones), so the same write ends the core's word for the head the last roll left
+        (``last_unit_version``): no roller resolves by a head it remembers from before, also when the holder
+        is cut short right after changing the unit.
         """
         core_id = require_id(core_id, "core_id")
         owner = require_id(owner, "owner")
@@ -89,10 +95,13 @@ class CoreLease:
         query: dict[str, Any] = {"_id": core_id, "$or": takeable}
         if when:
             query = {"_id": core_id, "$and": [{"$or": takeable}, dict(when)]}
+        taken: dict[str, Any] = {"lease_owner": owner, "lease_ttl_ms": _ttl_ms(duration)}
+        if changes_unit:
+            taken["last_unit_version"] = None
         document = await self._cores.find_one_and_update(
             query,
             {
-                "$set": {"lease_owner": owner, "lease_ttl_ms": _ttl_ms(duration)},
+                "$set": taken,
                 "$inc": {"lease_beat": 1, "version": 1},
                 "$unset": {"lease_until": ""},  # the wall-clock lease of 0.1.0, never read again
             },

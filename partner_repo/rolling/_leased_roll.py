@@ -252,10 +252,12 @@ class LeasedRoll:
         it moved on), then switch the core to a new session continuing it, fenced on the lease (None: lost).
         The core as it is then."""
         if not head.sealed and not await self._units.seal(head.id, version=head.version):
-            # the unit changed since it was resolved: still sealable when it took nothing new meanwhile (a
-            # summary replaced, a clear's cut moved), else the increment is resolved again
+            # the unit changed since it was resolved: still sealable when it took nothing new and its cut is
+            # where it was (a summary replaced), else the increment is resolved again: this roll's trim goes
+            # by the cut it resolved, and a clear's mark moves it also where it takes nothing new (a head
+            # remembered from before a clear cut short kept the cleared messages in the window)
             fresh = await self._units.head(head.id)
-            if fresh is None or (fresh.message_count, fresh.mark) != (head.message_count, head.mark):
+            if fresh is None or _settled(fresh) != _settled(head):
                 raise StaleIncrement(
                     head.id, head.message_count, None if fresh is None else fresh.message_count
                 )
@@ -344,6 +346,11 @@ class LeasedRoll:
             logger.warning("core %r: erased after %s; nothing to trim", held.core_id, after)
             return
         held.released = True
+
+
+def _settled(head: UnitHead) -> tuple[int, int | None, int | None]:
+    """What a roll resolved against a unit's head rests on: its count, its mark and where it cuts."""
+    return head.message_count, head.mark, head.trimmed_to
 
 
 @dataclass(frozen=True)

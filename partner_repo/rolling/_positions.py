@@ -106,12 +106,17 @@ async def resolve(
 
     ``cached`` lets the repository answer with the session unit's head it last saw instead of reading it: a
     roller that appended last needs no read at all, and a stale head only costs the append's fence failing
-    once. The head of the unit a continuation not created yet continues is always read: that append creates
-    the continuation, fenced only on its id, from the sealed unit's mark (a remembered head may predate
-    other rollers' appends there and would store them again).
+    once. When it finds nothing new the head is read after all: that roll appends nothing, it only cuts the
+    window where the head says (:meth:`Resolution.settled_drop`), and no write would check a remembered
+    head's cut (a clear cut short after its mark moved it: the window kept what it cleared, and a new
+    session stored it again). The head of the unit a continuation not created yet continues is always
+    read: that append creates the continuation, fenced only on its id, from the sealed unit's mark (a
+    remembered head may predate other rollers' appends there and would store them again).
     """
     cached = cached and _cache_is_current(units, core)
     resolution = await _resolve(units, core, snapshot, cached=cached, skipped=skipped)
+    if cached and resolution.taken >= resolution.snapshot_size:  # nothing new: only a cut, checked by nothing
+        resolution = await _resolve(units, core, snapshot, cached=False, skipped=skipped)
     if resolution.taken < skipped:
         raise WholeWindowNeeded  # a mark below what the snapshot skipped: read the whole window
     return resolution

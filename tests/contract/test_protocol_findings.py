@@ -10,6 +10,8 @@ taken over after a few looks and no test waits in real time for a ttl.
 from __future__ import annotations
 
 import asyncio
+import itertools
+from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from typing import Any
 
@@ -72,6 +74,35 @@ async def any_unit_holds(database: Any, contents: list[str]) -> bool:
 def eraser(database: Any) -> MemoryEraser:
     """An eraser whose clock moves a lease's ttl at every look: it takes a silent lease over at once."""
     return MemoryEraser(database, monotonic=StepClock(step=100), lease_wait=timedelta(hours=1))
+
+
+async def a_clear_dies_after_its_mark(database: Any, core_id: str) -> None:
+    """A clear of ``core_id`` whose process dies right after its mark lands (the session's unit marked, or a
+    reservation left), before it empties the window: its hold stays until the ttl lapses."""
+    clearer = ProcessDatabase(database, Wire(), "clearer")
+    clearer.die_after(unit_write)
+    with pytest.raises(ProcessDied):
+        await eraser(clearer).clear_window(core_id)
+
+
+async def a_clear_marks_late_and_dies(
+    database: Any, core_id: str, meanwhile: Callable[[], Awaitable[None]]
+) -> None:
+    """A clear of ``core_id`` that stalls before its mark while ``meanwhile`` runs (a roller taking its hold
+    over and rolling), then marks the session's unit all the same, too late, and dies before it could start
+    again: its first try at the mark misses (the roller's append moved the version it read), the second
+    lands."""
+    clearer = ProcessDatabase(database, Wire(), "late clearer")
+    clearer.stall_before(unit_write)
+    unit_writes = itertools.count(1)
+    clearer.die_after(lambda sent: unit_write(sent) and next(unit_writes) == 2)
+    clearing = asyncio.create_task(eraser(clearer).clear_window(core_id))
+    await until_parked_or_done(clearing, clearer)
+    assert clearer.parked, "the clear should park before its mark"
+    await meanwhile()
+    clearer.thaw()
+    with pytest.raises(ProcessDied):
+        await clearing
 
 
 async def stall_a_roll(database: Any, core_id: str) -> tuple[asyncio.Task[Any], ProcessDatabase]:
@@ -137,10 +168,7 @@ async def test_a_clear_cut_short_after_its_mark_leaves_a_core_the_next_roll_roll
     cores = MemoryCoreRepository(database)
     cleared = numbered(0, 4)
     await cores.record("f2", cleared, at=T0)
-    clearer = ProcessDatabase(database, Wire(), "clearer")
-    clearer.die_after(unit_write)  # the reservation lands, the window is never emptied
-    with pytest.raises(ProcessDied):
-        await eraser(clearer).clear_window("f2")
+    await a_clear_dies_after_its_mark(database, "f2")  # the reservation lands, the window is never emptied
     await cores.record("f2", numbered(4, 6), at=T0)
     calls = Calls()
     service = RollingService(database, calls, config(retain_divisor=1), monotonic=StepClock(step=100))
@@ -162,10 +190,7 @@ async def test_a_clear_cut_short_after_marking_an_existing_unit_never_leaves_its
     await cores.record("f2u", numbered(0, 4), at=T0)
     assert await service.roll("f2u", now=T0) is not None  # the unit exists; the window retains all four
     await cores.record("f2u", numbered(4, 6), at=T0)
-    clearer = ProcessDatabase(database, Wire(), "clearer")
-    clearer.die_after(unit_write)
-    with pytest.raises(ProcessDied):
-        await eraser(clearer).clear_window("f2u")
+    await a_clear_dies_after_its_mark(database, "f2u")
     await cores.record("f2u", numbered(6, 8), at=T0)
 
     results = [await service.roll("f2u", now=T0) for _ in range(2)]
@@ -445,3 +470,83 @@ async def test_a_roll_of_a_core_whose_erasure_was_cut_short_summarizes_nothing(d
     assert (await eraser(database).forget("e1")).resumed
     assert await cores.get("e1") is None
     assert await MemoryUnitRepository(database).list_units("e1") == []
+
+
+async def test_a_roll_into_a_continuation_after_a_clear_cut_short_keeps_none_of_the_cleared_window(
+    database: Any,
+) -> None:
+    """The model's long run (seed 15051894063866317926, "erased text came back"): a clear died right after
+    its mark, before emptying the window. The core still vouched for the head the roller that rolled last
+    remembered (the clear took that back only with the window), a head from before the mark, which cuts
+    the window nowhere (a divisor of 0 keeps the whole increment as context). That roller's next roll went
+    into a continuation, whose seal took the marked unit for unchanged (its count and mark were), and cut
+    the window where the old head said: the cleared messages stayed as context, and the next session
+    stored them again. The clear's hold now ends the core's word for the head, so the roll reads the mark
+    and cuts there, summarizing its increment once."""
+    cores = MemoryCoreRepository(database)
+    calls = Calls()
+    tiny = config(
+        retain_divisor=0, unit_soft_limit_bytes=1
+    )  # every roll after the first opens a continuation
+    roller = RollingService(database, calls, tiny, monotonic=StepClock(step=100))
+    await cores.record("c10", numbered(0, 2), at=T0)
+    assert await roller.roll("c10", now=T0) is not None  # stored, and all of it kept as context
+    await a_clear_dies_after_its_mark(database, "c10")
+    await cores.record("c10", numbered(2, 4), at=T0)
+
+    results = [await roller.roll("c10", now=T0) for _ in range(2)]  # the dead clear's hold lapses first
+
+    assert [r is not None for r in results] == [False, True]
+    assert [m.content for m in await cores.snapshot("c10")] == ["message 2", "message 3"]
+    assert calls.increments == [["message 0", "message 1"], ["message 2", "message 3"]]
+
+
+async def test_a_roll_with_nothing_new_cuts_what_a_clear_marked_after_its_hold_was_taken_over(
+    database: Any,
+) -> None:
+    """A clear stalled before its mark, a roller took its hold over and rolled (the core vouches for the
+    head that roll left), then the clear marked the unit and died. The next roll of that roller finds
+    nothing new: it stores nothing, so no fenced write checks the head it remembers, and it cut the window
+    where that head said, keeping what the clear marked (for the next session to store again). A roll that
+    finds nothing new reads the head first."""
+    cores = MemoryCoreRepository(database)
+    roller = RollingService(database, summarize, config(retain_divisor=0), monotonic=StepClock(step=100))
+    await cores.record("c11", numbered(0, 2), at=T0)
+    assert await roller.roll("c11", now=T0) is not None
+
+    async def the_roller_takes_the_hold_over() -> None:
+        await cores.record("c11", numbered(2, 4), at=T0)
+        assert [await roller.roll("c11", now=T0) is not None for _ in range(2)] == [False, True]
+
+    await a_clear_marks_late_and_dies(database, "c11", the_roller_takes_the_hold_over)
+
+    assert await roller.roll("c11", now=T0) is None
+    assert [m.content for m in await cores.snapshot("c11")] == ["message 2", "message 3"]
+
+
+async def test_a_roll_into_a_continuation_cuts_what_a_clear_marked_after_its_hold_was_taken_over(
+    database: Any,
+) -> None:
+    """As above, but the roller's next roll stores a turn that opens a continuation: the seal found the unit
+    changed and went on because its count and mark were as resolved, cutting the window where the head it
+    remembered said. A seal goes on only while the unit's cut (``trimmed_to``) is as resolved too, else the
+    increment is resolved again, from the unit as read."""
+    cores = MemoryCoreRepository(database)
+    two_rolls = config(retain_divisor=0, unit_soft_limit_bytes=1200)  # the unit takes two rolls, not a third
+    roller = RollingService(database, summarize, two_rolls, monotonic=StepClock(step=100))
+    await cores.record("c12", numbered(0, 2), at=T0)
+    assert await roller.roll("c12", now=T0) is not None
+
+    async def the_roller_takes_the_hold_over() -> None:
+        await cores.record("c12", numbered(2, 4), at=T0)
+        assert [await roller.roll("c12", now=T0) is not None for _ in range(2)] == [False, True]
+
+    await a_clear_marks_late_and_dies(database, "c12", the_roller_takes_the_hold_over)
+    turn = [Message(role="user", content=f"turn {n} " + "x" * 300) for n in range(2)]
+    await cores.record("c12", turn, at=T0)
+
+    rolled = await roller.roll("c12", now=T0)
+
+    assert rolled is not None and rolled.memory_unit.message_count == 2  # a continuation holds the turn
+    window = [m.content for m in await cores.snapshot("c12")]
+    assert window == ["message 2", "message 3", *(m.content for m in turn)]
