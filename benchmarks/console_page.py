@@ -7,7 +7,8 @@ first view on a fresh console, then repeats; its figures: the median page time, 
 documents its queries examined: every ``find`` and ``aggregate`` the first view sent (recorded by a command
 listener) run again under ``explain`` (``executionStats``), their ``totalDocsExamined`` added up. The target:
 the page at 10,000 slices examines at most 1.3x what it examines at 100. Runs against ``MONGODB_URI`` when
-set (SecantusDB in CI's integration layer), and on the embedded backend (times only: it has no ``explain``).
+set (SecantusDB in CI's integration layer, or the one ``python -m benchmarks`` starts); never timed on the
+embedded backend (its times are the in-memory section's).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from pymongo import monitoring
 
 from benchmarks.backends import describe, mongodb_uri, motor_database
 from benchmarks.common import Row, Scale, SectionResult
+from benchmarks.recall_explain import CallCounter
 from benchmarks.workload import conversation, unit_with_slices
 from partner_repo import MemoryCoreRepository, in_memory_database, init_repository
 from partner_repo.clock import utc_now
@@ -43,10 +45,34 @@ READS = ("find", "aggregate")
 async def run(scale: Scale) -> list[SectionResult]:
     small, large = SIZES.get(scale.name, SIZES["quick"])
     uri = mongodb_uri()
-    results = [await _measure(scale, "memory", None, small, large)]
-    if uri is not None:
-        results.append(await _measure(scale, "mongodb", uri, small, large))
-    return results
+    if uri is None:  # measured on a server; in memory only counted (its times are the in-memory section's)
+        return [await _count(small, large)]
+    return [await _measure(scale, "mongodb", uri, small, large)]
+
+
+async def _count(small: int, large: int) -> SectionResult:
+    """In memory: the collection calls of the core page's first view at each size, never its time."""
+    calls = {size: await count_core_page_calls(size) for size in (small, large)}
+    result = SectionResult(
+        key="console", title="Console: a core's page as its history grows", backend=describe("memory")
+    )
+    result.rows.append(
+        Row(
+            f"collection calls of the core page's first view, {small:,} -> {large:,} slices",
+            f"{calls[small]} -> {calls[large]}",
+            "the same at every size",
+            calls[small] == calls[large],
+        )
+    )
+    result.notes.append(
+        "times and documents examined are measured on a server (--uri, or the started SecantusDB)"
+    )
+    result.raw = {
+        "sizes": [small, large],
+        "per_unit": PER_UNIT,
+        "calls": {str(k): v for k, v in calls.items()},
+    }
+    return result
 
 
 async def _measure(scale: Scale, backend: str, uri: str | None, small: int, large: int) -> SectionResult:
@@ -67,7 +93,7 @@ async def _measure(scale: Scale, backend: str, uri: str | None, small: int, larg
             f"first view {first['first_s'] * 1000:,.1f} ms -> {second['first_s'] * 1000:,.1f} ms",
         )
     )
-    if uri is not None:
+    if uri is not None:  # always, since run() measures on a server only
         ratio = second["docs_examined"] / max(first["docs_examined"], 1)
         result.rows.append(
             Row(
@@ -77,10 +103,6 @@ async def _measure(scale: Scale, backend: str, uri: str | None, small: int, larg
                 f"<= {TARGET}x",
                 ratio <= TARGET,
             )
-        )
-    else:
-        result.notes.append(
-            "the embedded backend has no explain: documents examined are measured on a server"
         )
     result.raw = {
         "sizes": [small, large],
@@ -186,6 +208,22 @@ async def seed(database: Any, slices: int, *, indexed: int = 40) -> Any:
             )
         )
     return database
+
+
+async def count_core_page_calls(slices: int) -> int:
+    """The collection calls the first view of the core page of a core with ``slices`` slices makes, in
+    memory."""
+    async with seeded_database(None, slices, CommandLog()) as database:
+        counted = CallCounter(database)
+        app = console_app(counted, ConsoleOptions(lag_sample_s=0))
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as http:
+            counted.start()
+            page = await http.get("/core", params={"id": CORE})
+            calls = counted.stop()
+        if page.status_code != 200 or 'class="block slice"' not in page.text:
+            raise AssertionError(f"the core page did not show the timeline ({page.status_code})")
+        return len(calls)
 
 
 async def measure_core_page(uri: str | None, slices: int, *, repeats: int) -> dict[str, Any]:

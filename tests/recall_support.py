@@ -21,7 +21,7 @@ from partner_repo import (
     RollingService,
 )
 from partner_repo.mongo import RECALL_INDEX
-from partner_repo.recall import MemoryRecall, RecallIndexer, Topic, TopicExtractor, TopicRequest
+from partner_repo.recall import Embedder, MemoryRecall, RecallIndexer, Topic, TopicExtractor, TopicRequest
 from tests.erasure_support import CrashingDatabase
 
 CONCEPTS = (
@@ -133,12 +133,13 @@ class History:
 
     database: Any
     topics: TopicExtractor | None = None
+    embedder: Embedder | None = None
     indexer: RecallIndexer = field(init=False)
     summaries: ScriptedSummaries = field(default_factory=ScriptedSummaries)
     rolled: list[RollingResult] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        self.indexer = RecallIndexer(self.database, topics=self.topics)
+        self.indexer = RecallIndexer(self.database, topics=self.topics, embedder=self.embedder)
         self._rolling = RollingService(self.database, self.summaries)
         self._cores = MemoryCoreRepository(self.database)
 
@@ -243,3 +244,21 @@ class Fickle:
     def __call__(self, request: TopicRequest) -> Topic:
         self.calls += 1
         return Topic(path=f"guess {self.calls}->detail {self.calls}", related=(f"related {self.calls}",))
+
+
+# -- a paraphrase: what only the vector channel finds ------------------------------------------------------
+
+PUPPY = session(
+    T0,
+    "A new family member",
+    "We adopted a beagle pup from the shelter",
+    "What a lucky little hound",
+    "He sleeps on my bed already",
+    "That is the way it starts",
+)
+OTHERS = [
+    session(T0.replace(day=21 + n), f"Chat {n}", f"Talked about the weather on day {n}", "Grey and cold")
+    for n in range(4)
+]
+ASKED = "How is the dog doing?"
+"""No word of it is a word of the puppy's session ("dog" is not said there): only a vector finds it."""

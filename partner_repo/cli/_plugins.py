@@ -32,9 +32,8 @@ def importable_from_working_directory() -> None:
 
 def embedder_option(help: str, *, required: bool = False) -> Callable[[F], F]:
     """``--embedder MODULE:NAME`` (passed as ``embedder_path``), as :func:`load_embedder` reads it."""
-    return click.option(
-        "--embedder", "embedder_path", default=None, required=required, metavar="MODULE:NAME", help=help
-    )
+    # no ``default=None`` beside ``required``: click 8.3+ takes an explicit None for a given value
+    return click.option("--embedder", "embedder_path", required=required, metavar="MODULE:NAME", help=help)
 
 
 def load_callable(path: str, *, what: str, option: str) -> Any:

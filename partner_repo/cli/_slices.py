@@ -40,7 +40,7 @@ from partner_repo.cli._output import (
 from partner_repo.cli._rows import Column, Rows
 from partner_repo.cli._runtime import connection, note_interruption, run_async
 from partner_repo.cores import MemoryCoreRepository
-from partner_repo.errors import InvalidCursor, InvalidInput, InvalidSettings, NotFound
+from partner_repo.errors import EmbedderMismatch, InvalidCursor, InvalidInput, InvalidSettings, NotFound
 from partner_repo.models import Message
 from partner_repo.mongo import UNITS, MongoDatabase
 
@@ -65,10 +65,11 @@ async def require_core(database: MongoDatabase, core_id: str) -> None:
 
 @contextmanager
 def usage_errors(cursor_option: str = "--after") -> Iterator[None]:
-    """Bad filter values are usage errors (exit 2), not failures; a bad setting stays one line of its own."""
+    """Bad filter values are usage errors (exit 2), not failures; a bad setting, or an embedder other than the
+    core's, stays one line of its own (nothing in the command line is misused)."""
     try:
         yield
-    except InvalidSettings:
+    except (InvalidSettings, EmbedderMismatch):
         raise
     except InvalidCursor as exc:
         raise click.BadParameter(str(exc), param_hint=cursor_option) from None

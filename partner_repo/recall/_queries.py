@@ -37,6 +37,9 @@ so its count stops there: a query's reads stay bounded however long the core's h
 MAX_QUERY_TERMS = 24
 """The most distinct terms of a query that are counted (in the order the query names them); a longer
 query's other terms neither find nor score."""
+CODES_BATCH = 1_000_000
+"""The first batch of the codes' read: all of them (the server still stops a batch at 16 MiB)."""
+
 NODE_SCAN = 64
 """The most topic nodes sharing a query's words that are read to find the ones the query names."""
 
@@ -106,7 +109,10 @@ class RecallQueries:
             {"$match": {"core_id": core_id, "vtag": tag}},
             {"$project": {"_id": 0, "vcode": 1}},
         ]
-        return [row.get("vcode") for row in await driver.aggregate_list(self._index, pipeline)]
+        # one batch whatever the core's size (a server caps it at 16 MiB; 10,000 codes are about 0.6 MB):
+        # the default first batch of 101 documents would add a getMore round trip past 101 slices
+        rows = await driver.aggregate_list(self._index, pipeline, batchSize=CODES_BATCH)
+        return [row.get("vcode") for row in rows]
 
     async def message_vectors(
         self, core_id: str, slices: Sequence[tuple[str, str]], dimensions: int

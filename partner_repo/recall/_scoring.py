@@ -66,6 +66,7 @@ class RecallWeights:
     second_neighbour: float = 0.5
     speaker: float = 0.2
     message_similarity: float = 2.0
+    similar_neighbour: float = 0.0
     per_unit_cap: int | None = None
 
 
@@ -125,9 +126,12 @@ def rank(
         normalized = [value / best_message for value in own]
         share = weights.slice_share * scores[index] / best_slice
         extra = _message_extras(candidates[index], len(normalized), weights)
+        similar = _similarities(candidates[index], len(normalized))
         for offset in range(len(normalized)):
             near = _neighbourhood(normalized, offset, weights.second_neighbour)
             value = normalized[offset] + extra[offset] + share + weights.neighbour * near
+            if similar is not None:
+                value += weights.similar_neighbour * _neighbourhood(similar, offset, weights.second_neighbour)
             choices.append((value, index, offset))
     choices.sort(key=lambda choice: (-choice[0], -scores[choice[1]], choice[1], choice[2]))
     taken: dict[int, list[int]] = {}
@@ -176,6 +180,13 @@ def _message_extras(candidate: Candidate, size: int, weights: RecallWeights) -> 
         for offset, similarity in enumerate(candidate.similarities):
             extra[offset] += weights.message_similarity * max(similarity, 0.0)
     return extra
+
+
+def _similarities(candidate: Candidate, size: int) -> list[float] | None:
+    """Each message's similarity to the query (none below 0), when its vectors were read."""
+    if candidate.similarities is None or len(candidate.similarities) != size:
+        return None
+    return [max(similarity, 0.0) for similarity in candidate.similarities]
 
 
 def _why(candidate: Candidate, best_text: float, now: datetime, weights: RecallWeights) -> dict[str, float]:

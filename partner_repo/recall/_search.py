@@ -23,6 +23,7 @@ from datetime import datetime
 from typing import Any
 
 from partner_repo.mongo import PyMongoError, driver, library_logger
+from partner_repo.recall._vectors import int8_vector
 
 logger = library_logger("partner_repo.recall.search")
 
@@ -77,7 +78,9 @@ def vector_pipeline(
     stage: dict[str, Any] = {
         "index": VECTOR_INDEX,
         "path": "vector",
-        "queryVector": vector,
+        # the stored vectors' type: MongoDB compares a query only with vectors of its own type and finds
+        # nothing, silently, for doubles against int8 vectors
+        "queryVector": int8_vector(vector),
         "numCandidates": 10 * limit,
         "limit": limit,
         "filter": {"core_id": {"$eq": core_id}, "vtag": {"$eq": tag}, **_window(since, until)},

@@ -62,6 +62,11 @@ TOPIC_PAGE_LIMIT = 1000
 """The most topic nodes :meth:`MemoryRecall.topic_page` reads at once."""
 
 
+SIMILAR_EXTRA = 5
+"""With an embedder, the slices whose message vectors are read: the ``limit`` best, and this many more (the
+messages within the budget are chosen among theirs)."""
+
+
 @driver.timeouts_surface_as_project_errors
 class MemoryRecall:
     """Recall over the index :class:`~.indexer.RecallIndexer` builds.
@@ -200,7 +205,8 @@ class MemoryRecall:
         the query (round trip 3 reads their message vectors)."""
         found_candidates = candidates(found)
         if query is not None and found_candidates:
-            best = best_slices(found_candidates, now=asked.now, count=asked.limit + 5, weights=self._weights)
+            count = asked.limit + SIMILAR_EXTRA
+            best = best_slices(found_candidates, now=asked.now, count=count, weights=self._weights)
             keys = [(candidate.unit_id, candidate.slice_id) for candidate in best]
             vectors = await self._queries.message_vectors(asked.core_id, keys, query.identity.dimensions)
             similarity_to = Similarity(query.vector)

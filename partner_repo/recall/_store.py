@@ -24,6 +24,12 @@ fall between two operations of one bulk on the server, or between the deletion o
 and its slices: counters then read low (never high), nothing of an erased text is left behind, and
 ``partner-repo check`` reports a counter that differs from the index and ``repair`` sets it again
 (:mod:`.checking`).
+
+**Vectors** live in the slice's own document (``vtag``, ``vcode``, ``vector``, ``mvectors``: :mod:`.vectors`),
+so they are written, replaced and erased with it, and the core's document names the embedder they are of.
+:meth:`RecallStore.put_vectors` (a reindex) only updates a slice still holding the revision it embedded and
+not yet carrying that embedder's vectors: a newer delivery wins, an erased slice stays erased, and no
+slice's vectors are written twice.
 """
 
 from __future__ import annotations

@@ -28,6 +28,7 @@ has MongoDB Vector Search (a ``vectorSearch`` index, :mod:`.search`), ``$vectorS
 from __future__ import annotations
 
 import math
+import numbers
 import operator
 import random
 import zlib
@@ -120,8 +121,8 @@ async def embed(embedder: Embedder, texts: Sequence[str]) -> list[list[float]]:
         name = embedder_name(embedder)
         raise InvalidInput(f"embedder {name!r} must return vectors of one dimension, 1 to {MAX_DIMENSIONS}")
     for vector in vectors:
-        if not all(
-            isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x) for x in vector
+        if not all(  # numbers.Real: numpy's scalars too, as a model hands them over
+            isinstance(x, numbers.Real) and not isinstance(x, bool) and math.isfinite(x) for x in vector
         ):
             raise InvalidInput(
                 f"embedder {embedder_name(embedder)!r} returned a vector that is not all finite numbers"

@@ -7,7 +7,8 @@ The rules (docs/protocol.md has the table they exercise):
 
 - ``record``, ``record_and_roll``, ``record_and_roll_later`` (the background roll drained within the step),
   ``roll`` (with or without a session refresh), ``idle_roll`` (the idle scheduler's pass), ``clear``
-  (``MemoryEraser.clear_window``), ``forget``, ``resummarize``, ``deliver`` (a listener group's polling pass:
+  (``MemoryEraser.clear_window``), ``forget``, ``resummarize``, ``reindex`` (``RecallIndexer.reindex``
+  with the tests' ``concepts`` embedder), ``deliver`` (a listener group's polling pass:
   its checkpoint and dead-letter writes), ``import_state`` (Partner's state into a core, refused when a unit
   belongs to another core);
 - each may carry a fault: the process **dies** right after its n-th write lands (nothing of it runs again,
@@ -29,6 +30,7 @@ units), retain divisors 0, 1 and 6. After every step the invariants of :meth:`Wo
 4. the summarizer is called once per stored increment, plus at most ``summarize_attempts`` per fault
    (injected failures, deaths, stalls); exactly once when nothing went wrong;
 5. every delivery pass without faults reaches every stored slice (or dead-letters it);
+6. every indexed slice's vectors are those of the revision it holds (a reindex's write is fenced by it);
 
 and when the machine stops (``teardown``), once faults stop, the stalled processes are thawed, unfinished
 erasures finished and one ``record_and_roll`` per core stores its window (no core is wedged), and a last
@@ -74,6 +76,9 @@ from partner_repo import (
 from partner_repo.listener.delivery import Backoff
 from partner_repo.mongo import MAX_DOCUMENT_BYTES, RECALL_INDEX, bson_size, messages_bytes
 from partner_repo.recall import RecallIndexCheck, RecallIndexer
+from partner_repo.recall._vectors import slices_vectors
+from partner_repo.recall._weights import message_text
+from partner_repo.units import messages_at
 from tests.contract.observed import CORES, UNITS, Wire
 from tests.contract.positions_support import Clear, CoreHistory, storage_problems
 from tests.contract.protocol_support import (
@@ -83,6 +88,7 @@ from tests.contract.protocol_support import (
     StepClock,
     until_parked_or_done,
 )
+from tests.recall_support import concepts
 
 T0 = datetime(2025, 1, 1, 12, 0, tzinfo=UTC)
 CORE_IDS = ("c0", "c1")
@@ -380,7 +386,27 @@ class World:
                 found.append(
                     f"the recall index holds a slice of unit {indexed['unit_id']}, which is not stored"
                 )
-        return found + await self.recall_counter_problems()
+        return found + await self.recall_counter_problems() + await self.vector_problems()
+
+    async def vector_problems(self) -> list[str]:
+        """Every slice's vectors are those of the revision it holds (a reindex's write is fenced by the
+        revision it embedded), of the embedder its core names."""
+        found = []
+        async for indexed in self.base[RECALL_INDEX].find({"kind": "slice", "vtag": {"$ne": None}}):
+            span = list(range(indexed["start"], indexed["end"]))
+            read = await messages_at(self.base, {indexed["unit_id"]: span})
+            picked = read.get(indexed["unit_id"], {})
+            if len(picked) != indexed["end"] - indexed["start"]:
+                continue  # an erasure under way: the unit's entries go with it (erasure_problems)
+            texts = [message_text(picked[position]) for position in sorted(picked)]
+            self.seen["vectors checked"] += 1
+            [made] = await slices_vectors(concepts, [(indexed.get("summary") or "", texts)])
+            if made.fields(indexed["seq"])["vector"] != indexed["vector"]:
+                found.append(
+                    f"slice {indexed['slice_id']} of unit {indexed['unit_id']}: its vectors are not those of "
+                    f"revision {indexed.get('revision')}"
+                )
+        return found
 
     async def recall_counter_problems(self) -> list[str]:
         """The recall index's counters read low after a crash between an index write's operations, never
@@ -632,6 +658,20 @@ class Steps:
             world.forgetting[core_id] -= 1
 
         await self.run(number, lambda p: p.eraser.forget(core_id), fault, on_done=done)
+
+    async def reindex(self, number: int, core_id: str | None, fault: tuple[str, int] | None) -> None:
+        """``RecallIndexer.reindex`` of one core (or every core) with the model's embedder: its fenced
+        vector writes race deliveries (which index without vectors, so a resummarized slice loses them
+        until the next reindex) and erasures."""
+
+        async def done(outcome: Any) -> None:
+            if not isinstance(outcome, BaseException):
+                self.world.seen["reindexed"] += 1
+
+        def work(process: Process) -> Any:
+            return RecallIndexer(process.db, embedder=concepts).reindex(core_id, page=2)
+
+        await self.run(number, work, fault, on_done=done)
 
     async def import_state(self, number: int, core_id: str, fault: tuple[str, int] | None) -> None:
         """Partner's state (one unit of two messages, its session current) into a core of its own; once

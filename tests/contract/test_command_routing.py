@@ -46,6 +46,7 @@ from partner_repo.listener.state import listener_status
 from partner_repo.mongo import SHARD_KEYS, Topology, driver
 from partner_repo.recall import MemoryRecall, RecallIndexer
 from tests.conftest import requires_mongodb
+from tests.recall_support import concepts
 from tests.routing_rules import TARGETED, Route, route
 
 pytestmark = pytest.mark.integration
@@ -179,13 +180,16 @@ async def _flows(recorder: Recorder, database: Any, client: Any) -> None:
 
 
 async def _recall_flows(recorder: Recorder, database: Any, rolled: list[RollingResult]) -> None:
-    """Every roll indexed (what ``listen --recall`` does), then recalls of each kind of query."""
+    """Every roll indexed with vectors (what ``listen --recall --embedder`` does) and one core's vectors
+    embedded again (``recall reindex --core``), then recalls of each kind of query (with the vector
+    channel's code scan, rescoring and message-vector reads)."""
     with recorder.during("recall-index"):
-        indexer = RecallIndexer(database)
+        indexer = RecallIndexer(database, embedder=concepts)
         for result in rolled:
             await indexer.consume(result)
+        await indexer.reindex(CORES[0])  # a core's: without one it lists the cores (a distinct, a broadcast)
     with recorder.during("recall"):
-        recall = MemoryRecall(database, search=False)
+        recall = MemoryRecall(database, search=False, embedder=concepts)
         for query in (f"{CORES[0]} 3", "ok yesterday", ""):
             await recall.recall(CORES[0], query)
         await recall.topics(CORES[1])

@@ -211,6 +211,11 @@ class ProtocolMachine(RuleBasedStateMachine):
     def deliver(self, p: int, group: str, fault: Any, fail: bool) -> None:
         self.do(self.ready[1].deliver(p, group, fault, fail and fault is None))
 
+    @rule(p=PROCESS, core_id=st.none() | CORE, fault=FAULT)
+    @traced
+    def reindex(self, p: int, core_id: str | None, fault: Any) -> None:
+        self.do(self.ready[1].reindex(p, core_id, fault))
+
     @rule(p=PROCESS, core_id=CORE, fault=FAULT)
     @traced
     def import_state(self, p: int, core_id: str, fault: Any) -> None:

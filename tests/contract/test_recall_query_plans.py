@@ -14,8 +14,8 @@ from pymongo import monitoring
 
 from partner_repo import close_database, init_repository
 from tests.conftest import real_database
-from tests.contract.test_admin_query_plans import assert_index_served
-from tests.recall_support import CONVERSATION, PROJECT, History
+from tests.contract.test_admin_query_plans import assert_index_served, stages
+from tests.recall_support import CONVERSATION, PROJECT, History, concepts
 
 pytestmark = pytest.mark.integration
 
@@ -97,3 +97,27 @@ async def test_the_topic_tree_is_read_from_an_index(recorded: tuple[Any, Reads, 
 
     [command] = reads.sent
     assert_index_served(await explained(database, command))
+
+
+async def test_a_recall_with_vectors_reads_the_codes_from_their_index_alone() -> None:
+    """The local vector search reads every code of the core: from ``core_vectors`` alone (a covered plan,
+    no document fetched), so what it costs grows with the index's keys, never with the slices' documents;
+    its other reads (the nearest with their vectors, the message vectors) start from an index too."""
+    reads = Reads()
+    database = await real_database(event_listeners=[reads])
+    await init_repository(database)
+    try:
+        history = History(database, embedder=concepts)
+        await history.rolls("agent", CONVERSATION)
+        reads.sent.clear()
+
+        await history.recall(search=False, embedder=concepts).recall("agent", "a pup and a hound")
+
+        [codes] = [c for c in reads.sent if "vtag" in str(c.get("pipeline", ""))]
+        plan = await explained(database, codes)
+        assert "IXSCAN" in stages(plan) and "FETCH" not in stages(plan), stages(plan)
+        for command in reads.sent:
+            assert_index_served(await explained(database, command))
+    finally:
+        await database.client.drop_database(database.name)
+        await close_database(database)

@@ -1,7 +1,9 @@
-"""What recall puts on the wire (the real driver, a scripted mockupdb server): three round trips per recall,
-an index write of three commands, and every command selects one core first with a plain filter on the fields
-of one of ``recall_index``'s indexes (so a server serves it from that index, and a cluster sharded on
-``{core_id: 1, _id: 1}`` sends it to one shard); MongoDB Search is used only when the probe finds it."""
+"""What recall puts on the wire (the real driver, a scripted mockupdb server): three round trips per recall
+(four with an embedder: the codes scanned from their index, the nearest read with their vectors, then the
+best slices' message vectors), an index write of four commands, and every command selects one core first
+with a plain filter on the fields of one of ``recall_index``'s indexes (so a server serves it from that
+index, and a cluster sharded on ``{core_id: 1, _id: 1}`` sends it to one shard); MongoDB Search is used only
+when the probe finds it."""
 
 from __future__ import annotations
 
@@ -11,12 +13,14 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
+from bson.binary import Binary
 from mockupdb import MockupDB, Request
 
 from partner_repo import MemorySlice, Message, RollingResult
 from partner_repo.mongo import RECALL_INDEXES
-from partner_repo.recall import MemoryRecall, RecallIndexer
+from partner_repo.recall import Identity, MemoryRecall, RecallIndexer
 from partner_repo.recall._keys import core_key
+from partner_repo.recall._vectors import embedder_name, int8_vector, packed_int8, vector_code
 from tests.wire.wire_support import cursor, motor_client, plain, receive, server_fixture
 
 pytestmark = pytest.mark.wire
@@ -175,6 +179,8 @@ async def test_with_mongodb_search_the_search_channels_go_beside_the_counts_filt
     assert vector["index"] == "recall_vector" and vector["path"] == "vector"
     assert vector["filter"]["core_id"] == {"$eq": "c"} and set(vector["filter"]) >= {"core_id", "vtag"}
     assert vector["limit"] == 20 and vector["numCandidates"] == 200
+    query = searches["$vectorSearch"].doc["pipeline"][0]["$vectorSearch"]["queryVector"]
+    assert isinstance(query, Binary) and query.subtype == 9  # the stored vectors' type (int8): else no match
     search = plain(searches["$search"].doc["pipeline"][0]["$search"])
     assert {"equals": {"path": "core_id", "value": "c"}} in search["compound"]["filter"]
     searches["$vectorSearch"].replies(cursor(slice_row(), ns=INDEX))
@@ -190,6 +196,46 @@ async def test_with_mongodb_search_the_search_channels_go_beside_the_counts_filt
 
     [found] = await call
     assert found.sources == ("text", "vector")
+
+
+async def test_with_an_embedder_and_no_vector_search_a_recall_is_four_round_trips_and_scans_codes_covered(
+    client: Any, server: MockupDB
+) -> None:
+    identity = Identity(embedder_name(embedder), 3)
+    recall = MemoryRecall(client["partner"], clock=lambda: T0, embedder=embedder)
+    call = asyncio.create_task(recall.recall("c", "the puppy dog", max_messages=1))
+
+    probe = await receive(server)
+    probe.replies({"ok": 0, "errmsg": "$listSearchIndexes is only allowed on MongoDB Atlas", "code": 6047401})
+    first = await received(server, 5)  # two terms' counts, the core, the named nodes, the codes
+    [codes] = [r for r in first if "pipeline" in r.doc and "vtag" in selection(r)]
+    assert plain(codes.doc["pipeline"]) == [
+        {"$match": {"core_id": "c", "vtag": identity.tag}},
+        {"$project": {"_id": 0, "vcode": 1}},  # the core_vectors index alone answers it
+    ]
+    assert_one_core_through_one_index(codes)
+    assert codes.doc["cursor"]["batchSize"] >= 10_000  # every code in the first batch: no getMore
+    codes.replies(cursor({"vcode": vector_code(7, [1.0, 0.0, 0.5])}, ns=INDEX))
+    for request in first:
+        if request is not codes and "find" in request.doc:
+            core = {"_id": core_key("c"), "slices": 3, "last_seq": 7, "embedder": identity.as_document()}
+            request.replies(cursor(core, ns=INDEX))
+    answer_counts(r for r in first if r is not codes and "find" not in r.doc)
+    second = await received(server, 2)  # the text channel and the nearest codes' vectors, together
+    for request in second:
+        assert_one_core_through_one_index(request)
+    [nearest] = [r for r in second if "seq" in selection(r)]
+    assert selection(nearest)["seq"] == {"$in": [7]}
+    nearest.replies(cursor(slice_row(seq=7, vector=int8_vector([1.0, 0.0, 0.5])), ns=INDEX))
+    [text] = [r for r in second if r is not nearest]
+    text.replies(cursor(ns=INDEX))
+    [vectors] = await received(server, 1)  # round trip 3: the best slices' message vectors, by _id
+    assert_one_core_through_one_index(vectors)
+    vectors.replies(cursor({**slice_row(), "mvectors": packed_int8([[1.0, 0.0, 0.5]] * 2)}, ns=INDEX))
+    await answer_messages(await receive(server))  # round trip 4
+
+    [found] = await call
+    assert found.sources == ("vector",) and [m.content for m in found.messages] == ["I adopted a puppy"]
 
 
 async def test_search_false_never_probes(client: Any, server: MockupDB) -> None:

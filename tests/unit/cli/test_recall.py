@@ -373,6 +373,68 @@ def test_dead_letters_replay_with_recall_indexes_the_slices_the_recall_index_gav
     assert asyncio.run(MemoryRecall(stored).recall(CORE, "beagle"))
 
 
+# -- vectors -------------------------------------------------------------------------------------------------
+
+EMBEDDER = "tests.recall_support:concepts"
+
+
+def test_reindex_embeds_every_indexed_slice_and_a_second_run_none(database: Any) -> None:
+    first = run("recall", "reindex", "--embedder", EMBEDDER)
+    again = run("recall", "reindex", "--embedder", EMBEDDER, "--json")
+
+    assert first.exit_code == 0, first.output
+    assert "2 core(s), 3 slice(s): 3 embedded, 0 already embedded" in first.stdout
+    assert json.loads(again.stdout)["skipped"] == 3
+
+
+def test_reindex_of_one_core_leaves_the_others(database: Any) -> None:
+    result = run("recall", "reindex", "--core", CORE, "--embedder", EMBEDDER, "--json")
+
+    assert result.exit_code == 0, result.output
+    assert (json.loads(result.stdout)["cores"], json.loads(result.stdout)["embedded"]) == (1, 2)
+
+
+def test_reindex_needs_an_embedder_it_can_load(database: Any) -> None:
+    missing = run("recall", "reindex")
+    unloadable = run("recall", "reindex", "--embedder", "tests.recall_support:no_such_embedder")
+
+    assert missing.exit_code == 2 and "Missing option '--embedder'" in missing.stderr
+    assert unloadable.exit_code == 2 and "has no attribute 'no_such_embedder'" in unloadable.stderr
+
+
+def test_recall_with_an_embedder_finds_by_vector_once_reindexed(database: Any) -> None:
+    run("recall", "reindex", "--embedder", EMBEDDER)
+
+    result = run("recall", CORE, "how is the dog?", "--embedder", EMBEDDER, "--json")
+
+    assert result.exit_code == 0, result.output
+    assert "vector" in json.loads(result.stdout)["slices"][0]["sources"]
+
+
+def test_recall_with_another_embedder_than_the_cores_is_one_line_and_exit_2(database: Any) -> None:
+    run("recall", "reindex", "--embedder", EMBEDDER)
+
+    result = run("recall", CORE, "dog", "--embedder", "tests.unit.cli.test_recall:other_embedder")
+
+    assert result.exit_code == 2
+    assert "its vectors are of embedder 'concepts'" in result.stderr and len(result.stderr.splitlines()) == 1
+
+
+def test_embedder_without_recall_is_a_usage_error(stored: Any) -> None:
+    result = run(
+        "listen", "--consumer", "partner_repo.listener.examples:print_consumer", "--embedder", EMBEDDER
+    )
+
+    assert result.exit_code == 2 and "--embedder is the recall index's: give --recall too" in result.stderr
+
+
+def other_embedder(texts: list[str]) -> list[list[float]]:
+    """An embedder of another name than :func:`tests.recall_support.concepts` (same vectors)."""
+    from tests.recall_support import concepts
+
+    return concepts(texts)
+
+
 # -- check and repair ----------------------------------------------------------------------------------------
 
 
