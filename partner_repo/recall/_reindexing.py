@@ -121,7 +121,7 @@ async def _embedded(
     wanted: dict[str, list[int]] = {}
     for row in todo:
         wanted.setdefault(str(row.get("unit_id")), []).extend(spans[id(row)])
-    read = await messages_at(database, wanted)
+    read = await messages_at(database, wanted, core_id=core_id)
     ready: list[tuple[dict[str, Any], list[str]]] = []
     for row in todo:
         picked = read.get(str(row.get("unit_id")), {})

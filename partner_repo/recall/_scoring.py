@@ -18,9 +18,10 @@ slice's normalized score, plus ``neighbour`` times the best normalized BM25 of t
 the slice (one further away counts ``second_neighbour`` as much): an answer often sits beside the message
 that names the topic; plus ``speaker`` when its speaker is named in the query ("What did Caroline paint?"
 is about what Caroline said); and, with an embedder, ``message_similarity`` times the cosine similarity of
-its vector to the query's (a paraphrase no word of the query matches). Messages are taken best first into
-at most ``limit`` slices (and ``per_unit_cap`` slices of one unit, when set) until the budget is spent;
-each slice's messages come back in order.
+its vector to the query's (a paraphrase no word of the query matches), and ``similar_neighbour`` times the
+best similarity beside it (an answer follows the message its question paraphrases). Messages are taken
+best first into at most ``limit`` slices (and ``per_unit_cap`` slices of one unit, when set) until the
+budget is spent; each slice's messages come back in order.
 
 With an embedder, ranking runs twice: first the slices (:func:`best_slices`, with no message vectors read),
 then, once the best slices' message vectors are read, their messages. The defaults were chosen on LoCoMo's
@@ -66,7 +67,7 @@ class RecallWeights:
     second_neighbour: float = 0.5
     speaker: float = 0.2
     message_similarity: float = 2.0
-    similar_neighbour: float = 0.0
+    similar_neighbour: float = 0.5
     per_unit_cap: int | None = None
 
 

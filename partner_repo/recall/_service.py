@@ -134,7 +134,7 @@ class MemoryRecall:
         if embedded is not None and plan.nearest is not None:
             found["vector"] = _rescored(found.get("vector", []), embedded.vector, plan.per_channel)
         ranked = await self._ranked(asked, plan, found, embedded)
-        read = await messages_at(self._database, wanted_positions(ranked))
+        read = await messages_at(self._database, wanted_positions(ranked), core_id=asked.core_id)
         return activated(asked.core_id, ranked, read, explain=explain, zone=asked.zone)
 
     async def topics(self, core_id: str) -> list[TopicNode]:

@@ -19,11 +19,14 @@ from partner_repo.mongo import ERASED_AT, UNITS, driver
 MESSAGES = "conversation_messages"
 
 
-async def messages_at(database: Any, wanted: Mapping[str, Sequence[int]]) -> dict[str, dict[int, Message]]:
+async def messages_at(
+    database: Any, wanted: Mapping[str, Sequence[int]], *, core_id: str | None = None
+) -> dict[str, dict[int, Message]]:
     """``{unit id: {position: message}}`` for the ``wanted`` positions of each unit, in one aggregation.
 
     Positions past a unit's end, units that are gone or erased, and messages that cannot be read are left
-    out (the caller treats a missing message as not there)."""
+    out (the caller treats a missing message as not there). With ``core_id``, only that core's units are
+    read: the command selects the one core, and no other core's messages can come back."""
     wanted = {unit_id: sorted(set(positions)) for unit_id, positions in wanted.items() if positions}
     if not wanted:
         return {}
@@ -37,7 +40,8 @@ async def messages_at(database: Any, wanted: Mapping[str, Sequence[int]]) -> dic
         for unit_id, positions in wanted.items()
     ]
     pipeline: list[dict[str, Any]] = [
-        {"$match": {"_id": {"$in": list(wanted)}}},  # the units by _id (one shard each), then no tombstone
+        # the units by _id (one shard each; the core's only, when given), then no tombstone
+        {"$match": {"_id": {"$in": list(wanted)}, **({"core_id": core_id} if core_id is not None else {})}},
         {"$match": {ERASED_AT: {"$exists": False}}},
         {
             "$project": {

@@ -110,7 +110,8 @@ def answer_counts(requests: Iterable[Request], nodes: list[dict[str, Any]] | Non
 
 async def answer_messages(request: Request) -> None:
     assert request.doc["aggregate"] == "memory_units"
-    assert plain(request.doc["pipeline"][0]["$match"]) == {"_id": {"$in": ["u1"]}}  # by _id alone first
+    # by _id first (each unit on its shard), the one core's units only
+    assert plain(request.doc["pipeline"][0]["$match"]) == {"_id": {"$in": ["u1"]}, "core_id": "c"}
     request.replies(
         cursor({"_id": "u1", "picked": [{"role": "user", "content": "I adopted a puppy"}], "count": 6})
     )
