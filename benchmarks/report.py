@@ -280,6 +280,52 @@ def document(
     }
 
 
+def combined(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """One run's JSON made of several (``--from-json A B``): each section from the last run that measured
+    it, in the first run's order; the targets counted again; the command says which run gave which
+    sections, and the date, machine and versions are the last run's (the page says so)."""
+    if len(runs) == 1:
+        return runs[0]
+    sections: dict[str, list[dict[str, Any]]] = {}
+    source: dict[str, int] = {}
+    for number, run in enumerate(runs):
+        for key, measured in run["sections"].items():
+            sections[key] = measured
+            source[key] = number
+    origins = [
+        f"{run['generated_at'][:16].replace('T', ' ')} `{run['command']}`: {', '.join(keys)}"
+        for number, run in enumerate(runs)
+        if (keys := [key for key in sections if source[key] == number])
+    ]
+    scales = {key: value for run in runs for key, value in run.get("scales", {}).items() if key in sections}
+    checks = [
+        (section["title"], section["backend"], row)
+        for measured in sections.values()
+        for section in measured
+        for row in section.get("rows", [])
+        if row.get("passed") is not None
+    ]
+    last = runs[-1]
+    return {
+        **last,
+        "duration_seconds": sum(float(run["duration_seconds"]) for run in runs),
+        "scale": _scale_text(scales),
+        "scales": scales,
+        "command": "; ".join(origins),
+        "runs": len(origins),
+        "backends": sorted({section["backend"] for measured in sections.values() for section in measured}),
+        "targets": {
+            "met": sum(1 for _, _, row in checks if row["passed"]),
+            "missed": [
+                f"{title} [{backend}]: {row['measurement']}"
+                for title, backend, row in checks
+                if not row["passed"]
+            ],
+        },
+        "sections": sections,
+    }
+
+
 def _scale_text(scales: dict[str, str]) -> str:
     """``full scale``, or ``full scale; in-memory at the quick scale`` when some sections ran at another."""
     counted = Counter(scales.values())
@@ -432,11 +478,18 @@ def summary_line(data: dict[str, Any]) -> str:
     scale = scale if "scale" in scale else f"{scale} scale"  # a file written before the scales per section
     server = f" Server: {data['server']}." if data.get("server") else ""
     return (
-        f"Measured {data['generated_at'][:10]} with `{data['command']}` ({scale}, "
+        f"Measured {data['generated_at'][:10]} {_how(data)} ({scale}, "
         f"{_duration(data['duration_seconds'])}) on {info['cpu'] or info['machine']} "
         f"({info['cpu_count']} CPUs shared with other work, {info['memory_gib']} GiB), {info['python']}."
         + server
     )
+
+
+def _how(data: dict[str, Any]) -> str:
+    """The command of one run, or each run of a combined page with the sections it gave."""
+    if data.get("runs", 1) > 1:
+        return f"in {data['runs']} runs ({data['command']})"
+    return f"with `{data['command']}`"
 
 
 def _duration(seconds: float) -> str:

@@ -46,6 +46,7 @@ from benchmarks.backends import given_uri, server_description, started_server
 from benchmarks.common import FULL, QUICK, Scale, SectionResult
 from benchmarks.locomo_data import ENVIRONMENT
 from benchmarks.report import (
+    combined,
     default_output,
     document,
     keep_protocol_model_section,
@@ -96,7 +97,11 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
         "--readme", type=Path, help="also put the headline table between the benchmark markers of this README"
     )
     parser.add_argument(
-        "--from-json", type=Path, help="render the tables of an earlier run's JSON file instead of measuring"
+        "--from-json",
+        type=Path,
+        nargs="+",
+        help="render the tables of earlier runs' JSON files instead of measuring; with several, a section "
+        "measured by a later file replaces the earlier files' (the page names each run)",
     )
     parser.add_argument("--check", action="store_true", help="exit with status 1 when a target is missed")
     parser.add_argument(
@@ -150,7 +155,7 @@ async def run_sections(
 
 
 MEASURED_ON_A_SERVER = frozenset(
-    {"turn", "listener", "concurrency", "admin", "recall-locomo", "recall-scale"}
+    {"turn", "listener", "concurrency", "admin", "recall-locomo", "recall-scale", "console"}
 )
 """The sections that measure on the run's server (a started one too): latency, throughput, scale, and a
 turn's bytes on a replica set (its cluster time gossip included); the others count (in memory, on the
@@ -193,7 +198,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     console = Console() if sys.stdout.isatty() else Console(width=130)
     logging.basicConfig(level=logging.WARNING)
     if arguments.from_json is not None:
-        data = json.loads(arguments.from_json.read_text(encoding="utf-8"))
+        data = combined([json.loads(path.read_text(encoding="utf-8")) for path in arguments.from_json])
         results = [
             SectionResult.from_dict(key, section)
             for key, sections in data["sections"].items()

@@ -53,6 +53,14 @@ OTHER_DIFFERENCES: tuple[str, ...] = (
     "(a listener group's checkpoint, a dead letter) read the document back after a null answer "
     "(`partner_repo.mongo.driver.upserted`). Before, the record path surfaced a `TypeError` on SecantusDB "
     "(issue 37) with the turn stored.",
+    "A filter selecting `_id` (`$in` or an equality) together with any other predicate is planned as a "
+    "COLLSCAN, where `_id` alone is an IXSCAN of `_id_`: on SecantusDB 0.7.0b3, `find {_id: {$in: [3 "
+    "ids]}}` examined 3 documents, and with `erased_at: {$exists: true}` (the units' tombstone check, "
+    "`MemoryUnitRepository.erased`, which the recall index write runs) or `core_id` (recall's messages "
+    "read, `messages_at(..., core_id=)`) every document of the collection (201 of 201). mongod answers such "
+    "a filter through the `_id` index and applies the other predicates to the documents it fetches (the "
+    "ids named at most). Recall's benchmark (docs/benchmarks.md, section 8) lists these reads as this gap, "
+    "not as a collection scan of the library's.",
     "`explain` of an aggregation reports only its first `$match` (the stages after it, and the documents a "
     "`$limit` spared, are not in `executionStats`): recall's benchmark explains each command of a recall "
     "and reads `totalDocsExamined` as the documents that `$match` selects.",

@@ -31,7 +31,7 @@ from benchmarks.common import QUICK, SectionResult
 from benchmarks.locomo_data import ENVIRONMENT, data_path, files
 from benchmarks.peer_drivers import PartnerRepoPeer, RawDriverPeer, Stores
 from benchmarks.peers_report import markdown_tables
-from benchmarks.report import locomo_table, replace_locomo_table
+from benchmarks.report import combined, locomo_table, replace_locomo_table
 from benchmarks.run import SECTIONS
 from partner_repo.mongo import RECALL_INDEX, UNITS, driver
 from partner_repo.recall import RecallIndexer
@@ -343,3 +343,35 @@ def test_the_import_report_counts_the_statements_own_top_level_entries() -> None
 
     assert report.cost_us({"site"}) == 1010 and report.package_modules() == 1
     assert report.top_level == {"site": 100, "beanie": 1000, "partner_repo.cores": 10}
+
+
+def test_several_runs_render_as_one_page_each_section_from_the_last_run_that_measured_it() -> None:
+    def run(at: str, command: str, sections: dict[str, bool]) -> dict[str, Any]:
+        rows = {
+            key: [{"measurement": f"{key} row", "value": "1", "target": "", "passed": ok}]
+            for key, ok in sections.items()
+        }
+        return {
+            "generated_at": at,
+            "duration_seconds": 60,
+            "scales": dict.fromkeys(sections, "full"),
+            "command": command,
+            "sections": {
+                key: [{"title": key, "backend": "b", "rows": rows[key], "raw": {}, "notes": []}]
+                for key in sections
+            },
+        }
+
+    data = combined(
+        [
+            run("2026-12-07T06:00", "first", {"turn": True, "admin": False}),
+            run("2026-12-07T08:00", "second", {"admin": True}),
+        ]
+    )
+
+    assert data["sections"]["admin"][0]["rows"][0]["passed"] is True and set(data["sections"]) == {
+        "turn",
+        "admin",
+    }
+    assert data["targets"] == {"met": 2, "missed": []} and data["duration_seconds"] == 120
+    assert data["command"] == "2026-12-07 06:00 `first`: turn; 2026-12-07 08:00 `second`: admin"

@@ -257,7 +257,7 @@ def _print_search(
 
 @recall.command("reindex")
 @click.option("--core", "core_id", default=None, metavar="CORE", help="Only this core [default: every core].")
-@embedder_option("The embedder to embed the slices with (required).", required=True)
+@embedder_option("The embedder to embed the slices with.", required=True)
 @click.option(
     "--page",
     type=click.IntRange(1, MAX_REINDEX_PAGE),
