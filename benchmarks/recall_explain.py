@@ -4,10 +4,10 @@
 is counted when it is made, with the BSON size of the documents it returned, so the in-memory backend,
 which has no wire, still shows how many calls and bytes an operation costs.
 
-:class:`CommandLog` records the commands a client sends (pymongo's command monitoring), and
-:func:`examined` asks the server to ``explain`` each read among them (``executionStats``): the stages of its
-plan, the indexes used, the documents examined and returned. :func:`largest_document` finds the largest
-document of a collection.
+:class:`CommandLog` records the commands a client sends (pymongo's command monitoring), the size of each
+reply and the round trips they made, and :func:`examined` asks the server to ``explain`` each read among
+them (``executionStats``): the stages of its plan, the indexes used, the documents examined and returned.
+:func:`largest_document` finds the largest document of a collection.
 """
 
 from __future__ import annotations
@@ -133,36 +133,62 @@ class _Cursor:
 
 @dataclass
 class CommandLog(monitoring.CommandListener):
-    """Every command a client sends while recording is on (the command documents themselves)."""
+    """Every command a client sends while recording is on (the command documents themselves), its reply,
+    and the round trips: a command started while none is in flight begins one (the commands an operation
+    sends together, ``asyncio.gather``, overlap, so they count once; a server that answers one before the
+    next is sent shows more round trips than the operation made, never fewer), and so does a ``getMore``
+    started while others are (a cursor's next batch waits for its first: one more round trip on that read's
+    path, however the others overlap it)."""
 
     commands: list[dict[str, Any]] = field(default_factory=list)
     recording: bool = False
+    rounds: int = 0
+    _replies: list[Any] = field(default_factory=list)
+    _in_flight: int = 0
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def start(self) -> None:
         with self._lock:
-            self.recording, self.commands = True, []
+            self.recording, self.commands, self._replies = True, [], []
+            self.rounds, self._in_flight = 0, 0
 
     def stop(self) -> list[dict[str, Any]]:
         with self._lock:
             self.recording = False
             return list(self.commands)
 
+    @property
+    def reply_bytes(self) -> int:
+        """The BSON bytes of the replies recorded since :meth:`start` (encoded when read, not while the
+        operation measured runs)."""
+        with self._lock:
+            replies = list(self._replies)
+        return sum(len(bson.encode(reply)) for reply in replies)
+
     def started(self, event: monitoring.CommandStartedEvent) -> None:
         with self._lock:
             if self.recording:
                 self.commands.append(dict(event.command))
+                if self._in_flight == 0 or event.command_name == "getMore":
+                    self.rounds += 1
+                self._in_flight += 1
 
     def succeeded(self, event: monitoring.CommandSucceededEvent) -> None:
-        """Nothing to record."""
+        with self._lock:
+            if self.recording:
+                self._replies.append(event.reply)
+                self._in_flight = max(self._in_flight - 1, 0)
 
     def failed(self, event: monitoring.CommandFailedEvent) -> None:
-        """Nothing to record."""
+        with self._lock:
+            if self.recording:
+                self._in_flight = max(self._in_flight - 1, 0)
 
 
 @dataclass(frozen=True)
 class Plan:
-    """What ``explain`` says of one read (``counting``: the read counts a query term's slices)."""
+    """What ``explain`` says of one read (``counting``: the read counts a query term's slices; ``codes``:
+    it reads the vector codes of a core's slices, a covered read on MongoDB, which examines no document)."""
 
     command: str
     collection: str
@@ -171,6 +197,10 @@ class Plan:
     docs_examined: int
     returned: int
     counting: bool = False
+    codes: bool = False
+    id_and_more: str = ""
+    """When the read selects ``_id`` (``$in`` or an equality) and more, what it is (:func:`id_and_more`):
+    SecantusDB's planner scans the collection for such a filter, where mongod uses the ``_id`` index."""
 
     @property
     def collection_scan(self) -> bool:
@@ -189,8 +219,79 @@ async def examined(database: Any, commands: Sequence[dict[str, Any]]) -> list[Pl
             plain["cursor"] = {}
         explained = await database.command("explain", plain, verbosity="executionStats")
         counting = any("$count" in stage for stage in command.get("pipeline") or [])
-        plans.append(replace(summarize(name, str(command[name]), explained), counting=counting))
+        plan = summarize(name, str(command[name]), explained)
+        plans.append(
+            replace(plan, counting=counting, codes=code_scan(command), id_and_more=id_and_more(command))
+        )
     return plans
+
+
+def id_and_more(command: dict[str, Any]) -> str:
+    """What ``command`` is when its filter (a find's, an aggregation's first ``$match``) selects ``_id`` and
+    something more (the units' tombstone check ``MemoryUnitRepository.erased``: ``{_id: {$in}, erased_at:
+    {$exists}}``; the messages read: ``{_id: {$in}, core_id}``), else ``""``. mongod answers such a filter
+    through the ``_id`` index; SecantusDB's planner scans the collection (tests/emulator_gaps.py)."""
+    name = next(iter(command))
+    if name == "find":
+        selecting = command.get("filter") or {}
+    elif name == "aggregate":
+        stages = command.get("pipeline") or [{}]
+        selecting = stages[0].get("$match") or {}
+    else:
+        return ""
+    if "_id" not in selecting or len(selecting) < 2:
+        return ""
+    if "erased_at" in selecting:
+        return f"tombstone check ({name} {command[name]})"
+    return f"{name} {command[name]} (_id and {', '.join(key for key in selecting if key != '_id')})"
+
+
+def code_scan(command: dict[str, Any]) -> bool:
+    """Whether ``command`` is recall's read of a core's vector codes (``RecallQueries.codes``): an aggregate
+    matching the embedder's tag and projecting the code alone."""
+    pipeline = command.get("pipeline") or []
+    matched = any("vtag" in (stage.get("$match") or {}) for stage in pipeline)
+    projected = [stage["$project"] for stage in pipeline if "$project" in stage]
+    return matched and any("vcode" in projection for projection in projected)
+
+
+SCOPE_FREE = frozenset({"getMore", "killCursors", "endSessions"})
+"""Commands that select nothing of their own (a cursor's next batch, its end)."""
+
+
+def unscoped(commands: Sequence[dict[str, Any]], core_id: str) -> list[str]:
+    """The commands among ``commands`` that do not select ``core_id`` alone: no ``core_id`` in what selects
+    their documents (a filter, a query, a pipeline's ``$match`` stages; not what they project), or another
+    value there."""
+    missed: list[str] = []
+    for command in commands:
+        name = next(iter(command))
+        if name in SCOPE_FREE:
+            continue
+        values = [value for selecting in _selecting(command) for value in _core_values(selecting)]
+        if not values or any(value not in (core_id, {"$eq": core_id}) for value in values):
+            missed.append(f"{name} {command[name]}")
+    return missed
+
+
+def _selecting(command: dict[str, Any]) -> Iterator[Any]:
+    """What selects the documents of a command: its filter or query, each ``$match`` of its pipeline, the
+    ``q`` of each update or deletion."""
+    for key in ("filter", "query"):
+        if key in command:
+            yield command[key]
+    for stage in command.get("pipeline") or []:
+        if "$match" in stage:
+            yield stage["$match"]
+    for key in ("updates", "deletes"):
+        for statement in command.get(key) or []:
+            yield statement.get("q")
+
+
+def _core_values(value: Any) -> Iterator[Any]:
+    for node in _walk(value):
+        if "core_id" in node:
+            yield node["core_id"]
 
 
 def summarize(command: str, collection: str, explained: dict[str, Any]) -> Plan:
@@ -231,4 +332,14 @@ async def largest_document(collection: Any) -> int:
     return largest
 
 
-__all__ = ["CallCounter", "CommandLog", "Plan", "examined", "largest_document", "summarize"]
+__all__ = [
+    "CallCounter",
+    "CommandLog",
+    "Plan",
+    "code_scan",
+    "examined",
+    "id_and_more",
+    "largest_document",
+    "summarize",
+    "unscoped",
+]

@@ -14,6 +14,13 @@ indexing at scale. At each size:
 - **recalls**: the same queries at every size (the two rarest words of a message of the first unit, two of the
   vocabulary's 50 most common words, and a filler), ``recall(limit=10, max_messages=40)``: latency p50/p95,
   commands, the documents every read examines and its plan;
+- **recalls with vectors** (issue 38): every slice is indexed with :class:`Hashed` (``hashed-768``, a fake
+  deterministic embedder of 768 dimensions, all-mpnet-base-v2's: each word a hashed vector, a text the
+  normalized sum of its words'), and the same queries go to ``MemoryRecall(embedder=...)``: round trips
+  (command monitoring: at most 4), the bytes of the replies (at most 1 MiB at 10,000 slices), the documents
+  every read examines (as the server reports them, and without the covered read of the core's codes, which
+  MongoDB answers from an index alone and SecantusDB does not), the latency without the embedder's own time
+  (within 1.3x), and that every command selects the one core;
 - **the largest document** of ``recall_index``.
 
 That is on a server: ``--uri``, ``MONGODB_URI``, or the SecantusDB ``python -m benchmarks`` starts. Targets
@@ -23,21 +30,26 @@ smallest size to the largest, no read is planned as a collection scan, no docume
 In memory (``--no-server``) the same operations are counted, never timed: the collection calls of an index
 write (at most 4), of a roll and of a recall, and the largest document. mongomock copies a whole collection
 to answer an aggregation, so there the history is built by :class:`MemoryHistory`; how long the operations
-take in memory is the in-memory section's (:mod:`benchmarks.in_memory`), a usability bound of the demo
+take in memory is the in-memory section's (a recall with vectors: its calls and the bytes of the documents
+returned are counted there too) (:mod:`benchmarks.in_memory`), a usability bound of the demo
 backend.
 """
 
 from __future__ import annotations
 
+import hashlib
+import math
 import random
+import re
 import time
+from array import array
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from benchmarks.backends import describe, memory_database, mongodb_uri, motor_database
 from benchmarks.common import Scale, SectionResult
-from benchmarks.recall_explain import CallCounter, CommandLog, examined, largest_document
+from benchmarks.recall_explain import CallCounter, CommandLog, Plan, examined, largest_document, unscoped
 from benchmarks.recall_points import Point, memory_result, server_result
 from partner_repo import (
     ExtractiveSummarizer,
@@ -65,6 +77,34 @@ CORE = "scale-core"
 WARM_UP = "hello"
 START = datetime(2024, 1, 1, tzinfo=UTC)
 _SYLLABLES = [c + v for c in "bdfgklmnprstvz" for v in "aiou"]
+DIMENSIONS = 768
+_WORD = re.compile(r"\w+")
+
+
+class Hashed:
+    """A fake embedder for measuring cost, not quality: each word's vector is the SHAKE-128 digest of the
+    word (768 bytes, read as signed values), a text's the normalized sum of its words'. Deterministic, no
+    model to install, and as wide as all-mpnet-base-v2's vectors, so what recall stores and reads is the
+    size a real model's would be. :attr:`seconds` is its own time, which the latencies leave out."""
+
+    name = "hashed-768"
+
+    def __init__(self) -> None:
+        self.seconds = 0.0
+
+    def __call__(self, texts: Sequence[str]) -> list[list[float]]:
+        began = time.perf_counter()
+        vectors = [self._vector(text) for text in texts]
+        self.seconds += time.perf_counter() - began
+        return vectors
+
+    @staticmethod
+    def _vector(text: str) -> list[float]:
+        words = _WORD.findall(text.lower()) or [""]
+        rows = [array("b", hashlib.shake_128(word.encode()).digest(DIMENSIONS)) for word in words]
+        summed = [float(sum(column)) for column in zip(*rows, strict=True)]
+        norm = math.sqrt(sum(value * value for value in summed)) or 1.0
+        return [value / norm for value in summed]
 
 
 class History:
@@ -138,19 +178,20 @@ async def run(scale: Scale) -> list[SectionResult]:
     uri = mongodb_uri()
     if uri is None:
         points = await in_memory_points(
-            scale.recall_scale_sizes, scale.recall_scale_queries, scale.recall_scale_writes
+            scale.recall_scale_sizes, scale.recall_scale_queries, scale.recall_scale_writes, Hashed()
         )
         return [memory_result(scale, points, describe("memory"))]
     log = CommandLog()
     async with motor_database(uri, listeners=[log]) as database:
-        points = await _on_server(scale, database, log)
+        points = await _on_server(scale, database, log, Hashed())
     return [server_result(scale, points, describe("mongodb", uri))]
 
 
-async def _on_server(scale: Scale, database: Any, log: CommandLog) -> list[Point]:
-    """The history grown in place on the server, measured at each of ``recall_scale_server_sizes``."""
+async def _on_server(scale: Scale, database: Any, log: CommandLog, embedder: Hashed) -> list[Point]:
+    """The history grown in place on the server (every slice with ``embedder``'s vectors), measured at each
+    of ``recall_scale_server_sizes``."""
     history = History()
-    indexer = RecallIndexer(database)
+    indexer = RecallIndexer(database, embedder=embedder)
     asked = queries(history, scale.recall_scale_queries)
     points: list[Point] = []
     built, seconds = 0, 0.0
@@ -161,19 +202,28 @@ async def _on_server(scale: Scale, database: Any, log: CommandLog) -> list[Point
         clock = Clock(after(built, len(points), scale.recall_scale_writes))
         point = Point(slices=built, build_seconds=seconds)
         await measure(
-            database, history, point, asked, scale.recall_scale_writes, _Logged(database, log), clock
+            database,
+            history,
+            point,
+            asked,
+            scale.recall_scale_writes,
+            _Logged(database, log),
+            clock,
+            embedder,
         )
         points.append(point)
     return points
 
 
-async def in_memory_points(sizes: Sequence[int], count: int, writes: int) -> list[Point]:
+async def in_memory_points(
+    sizes: Sequence[int], count: int, writes: int, embedder: Hashed | None = None
+) -> list[Point]:
     """At each of ``sizes``, one core's history in a fresh in-memory database (built by
-    :class:`MemoryHistory`), measured by :func:`measure` with its collection calls counted: the figures of
-    this section in memory and of the in-memory section."""
+    :class:`MemoryHistory`, with ``embedder``'s vectors when given), measured by :func:`measure` with its
+    collection calls counted: the figures of this section in memory and of the in-memory section."""
     points: list[Point] = []
     async with memory_database() as scratch:
-        history = MemoryHistory(scratch)
+        history = MemoryHistory(scratch, embedder)
         asked = queries(history.history, count)
         seconds = 0.0
         for size in sizes:
@@ -185,7 +235,9 @@ async def in_memory_points(sizes: Sequence[int], count: int, writes: int) -> lis
                 counter = CallCounter(database)
                 point = Point(slices=history.slices, build_seconds=seconds)
                 clock = Clock(after(history.slices, len(points), writes))
-                await measure(counter, history.history, point, asked, writes, _Counted(counter), clock)
+                await measure(
+                    counter, history.history, point, asked, writes, _Counted(counter), clock, embedder
+                )
                 points.append(point)
                 await database.client.drop_database(database.name)
         await scratch.client.drop_database(scratch.name)
@@ -206,11 +258,11 @@ class MemoryHistory:
     index it writes into a database are those indexing every slice there would have left.
     """
 
-    def __init__(self, scratch: Any) -> None:
+    def __init__(self, scratch: Any, embedder: Hashed | None = None) -> None:
         self.history = History()
         self.slices = 0
         self._index = scratch[RECALL_INDEX]
-        self._indexer = RecallIndexer(scratch)
+        self._indexer = RecallIndexer(scratch, embedder=embedder)
         self._units: list[dict[str, Any]] = []
         self._slices: list[dict[str, Any]] = []
         self._nodes: dict[str, dict[str, Any]] = {}
@@ -254,11 +306,20 @@ def after(built: int, measured: int, writes: int) -> datetime:
 
 
 async def measure(
-    database: Any, history: History, point: Point, asked: Sequence[str], writes: int, meter: Any, clock: Clock
+    database: Any,
+    history: History,
+    point: Point,
+    asked: Sequence[str],
+    writes: int,
+    meter: Any,
+    clock: Clock,
+    embedder: Hashed | None = None,
 ) -> None:
-    """At one size: ``writes`` real rolls of the core, each indexed, then a recall of each of ``asked`` and
-    the largest document of the index, into ``point``."""
-    await _index_rolls(database, RecallIndexer(database), history, clock, writes, point, meter)
+    """At one size: ``writes`` real rolls of the core, each indexed (with ``embedder``'s vectors when
+    given), then a recall of each of ``asked`` (again with vectors, with ``embedder``) and the largest
+    document of the index, into ``point``."""
+    indexer = RecallIndexer(database, embedder=embedder)
+    await _index_rolls(database, indexer, history, clock, writes, point, meter)
     recall = MemoryRecall(database, clock=lambda: clock.now + timedelta(days=1))
     # warm-up: the first recall asks which search indexes the server offers; one word keeps it short in memory
     await recall.recall(CORE, WARM_UP, limit=LIMIT, max_messages=MAX_MESSAGES)
@@ -268,7 +329,28 @@ async def measure(
         await recall.recall(CORE, query, limit=LIMIT, max_messages=MAX_MESSAGES)
         point.recall_ms.append((time.perf_counter() - began) * 1000)
         await meter.stop(point, "recall")
+    if embedder is not None:
+        await _vector_recalls(database, point, asked, meter, clock, embedder)
     point.largest = await largest_document(database[RECALL_INDEX])
+
+
+async def _vector_recalls(
+    database: Any, point: Point, asked: Sequence[str], meter: Any, clock: Clock, embedder: Hashed
+) -> None:
+    """The same queries with the embedder: the latency without the embedder's own time (timed inside it,
+    so what is left is recall's)."""
+    recall = MemoryRecall(database, clock=lambda: clock.now + timedelta(days=1), embedder=embedder)
+    await recall.recall(CORE, WARM_UP, limit=LIMIT, max_messages=MAX_MESSAGES)
+    for query in asked:
+        meter.start()
+        spent = embedder.seconds
+        began = time.perf_counter()
+        await recall.recall(CORE, query, limit=LIMIT, max_messages=MAX_MESSAGES)
+        elapsed = time.perf_counter() - began
+        embedded = embedder.seconds - spent
+        point.vector_ms.append((elapsed - embedded) * 1000)
+        point.vector_embed_ms.append(embedded * 1000)
+        await meter.stop(point, "vector")
 
 
 class _Counted:
@@ -282,6 +364,8 @@ class _Counted:
 
     async def stop(self, point: Point, kind: str) -> None:
         getattr(point, f"{kind}_calls").append(len(self.counter.stop()))
+        if kind == "vector":
+            point.vector_bytes.append(self.counter.returned)
 
 
 class _Logged:
@@ -297,15 +381,50 @@ class _Logged:
     async def stop(self, point: Point, kind: str) -> None:
         commands = self.log.stop()
         getattr(point, f"{kind}_calls").append(len(commands))
+        if kind == "vector":
+            point.vector_rounds.append(self.log.rounds)
+            point.vector_bytes.append(self.log.reply_bytes)
+            point.vector_unscoped.update(unscoped(commands, CORE))
+            plans = await examined(self.database, commands)
+            point.vector_examined.append(sum(plan.docs_examined for plan in plans))
+            point.vector_uncovered.append(sum(plan.docs_examined for plan in plans if not plan.codes))
+            point.vector_bounded.append(sum(plan.docs_examined for plan in plans if _bounded(plan)))
+            _scans(point, plans, kind)
+            return
         if kind == "roll":
             return
         plans = await examined(self.database, commands)
         getattr(point, f"{kind}_examined").append(sum(plan.docs_examined for plan in plans))
         if kind == "recall":
             point.counts_examined.append(sum(plan.docs_examined for plan in plans if plan.counting))
-        for plan in plans:
-            if plan.collection_scan:
-                point.scans.add(f"{plan.command} {plan.collection}")
+            point.gaps_examined.append(
+                sum(plan.docs_examined for plan in plans if plan.collection_scan and plan.id_and_more)
+            )
+        _scans(point, plans, kind)
+
+
+OPERATIONS = {"write": "the index write's", "recall": "recall's", "vector": "recall's (with vectors)"}
+
+
+def _bounded(plan: Plan) -> bool:
+    """Whether SecantusDB bounds what ``plan``'s read examines as mongod does: not a query term's count
+    (mongod stops its index scan at the ``$limit``: at most 513 keys), not the covered read of the codes
+    (no document on mongod), not a read of ``_id`` and more planned as a collection scan (mongod uses the
+    ``_id`` index: the ids named at most); tests/emulator_gaps.py lists the three."""
+    return not (plan.counting or plan.codes or (plan.collection_scan and plan.id_and_more))
+
+
+def _scans(point: Point, plans: Sequence[Plan], kind: str) -> None:
+    """The reads of ``plans`` planned as a collection scan: SecantusDB's planner gap (``_id`` and more,
+    tests/emulator_gaps.py) apart from the rest."""
+    suffix = " (recall with vectors)" if kind == "vector" else ""
+    for plan in plans:
+        if not plan.collection_scan:
+            continue
+        if plan.id_and_more:
+            point.planner_gaps.add(f"{OPERATIONS[kind]} {plan.id_and_more}")
+        else:
+            point.scans.add(f"{plan.command} {plan.collection}{suffix}")
 
 
 class Clock:

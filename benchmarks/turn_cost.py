@@ -168,8 +168,8 @@ def _parts_row(cost: PathCost, size: int) -> Row:
     return Row(
         "recommended: bytes per turn by part",
         figures,
-        f"<= {PER_TURN_GOAL:,} B, else every part named",
-        cost.bytes_per_turn <= PER_TURN_GOAL,
+        f"goal <= {PER_TURN_GOAL:,} B (issue 37); above it, every part named",
+        None,  # informational: the parts are always named, and the goal is the per-turn row's to judge
     )
 
 

@@ -169,13 +169,15 @@ async def build(database: Any, core_id: str, slices: int, commands: Commands) ->
 QUERIES = ("what did we buy at the orchard? souvenir7", "the orchard on 2025-01-08", "rain", "")
 
 
-async def test_an_index_write_is_three_commands_whatever_the_history(watched: tuple[Any, Commands]) -> None:
+async def test_an_index_write_is_four_commands_whatever_the_history(watched: tuple[Any, Commands]) -> None:
+    """The slice and its core, the core's recent slices, the ordered bulk, then the unit's erasure tombstone
+    (the fence against an erasure that ran meanwhile: docs/protocol.md)."""
     database, commands = watched
 
     writes = await build(database, "large", 60, commands)
 
-    assert writes[0] == ["find", "update"]  # an empty core: no recent slices to read
-    assert {tuple(sent) for sent in writes[1:]} == {("find", "aggregate", "update")}
+    assert writes[0] == ["find", "update", "find"]  # an empty core: no recent slices to read
+    assert {tuple(sent) for sent in writes[1:]} == {("find", "aggregate", "update", "find")}
 
 
 async def test_a_recall_sends_the_same_reads_and_its_replies_stay_flat_as_the_history_grows(

@@ -117,7 +117,10 @@ class _HeldCollection:
         return getattr(self._collection, name)
 
     def with_options(self, **options: Any) -> Any:
-        return _HeldCollection(self._collection.with_options(**options), self._held)
+        # as the library reads it (units/_feed.py, ``majority``): another kind of collection back (the Motor
+        # stack's mongomock-motor hands back its synchronous core) means the options are not taken
+        chosen = self._collection.with_options(**options)
+        return _HeldCollection(chosen, self._held) if type(chosen) is type(self._collection) else self
 
     def find(self, *args: Any, **kwargs: Any) -> Any:
         return _HeldCursor(self._collection.find(*args, **kwargs), self._held)
