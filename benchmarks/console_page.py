@@ -54,7 +54,7 @@ async def _count(small: int, large: int) -> SectionResult:
     """In memory: the collection calls of the core page's first view at each size, never its time."""
     calls = {size: await count_core_page_calls(size) for size in (small, large)}
     result = SectionResult(
-        key="console", title="Console: a core's page as its history grows", backend=describe("memory")
+        key="console", title="11. Console: a core's page as its history grows", backend=describe("memory")
     )
     result.rows.append(
         Row(
@@ -81,7 +81,7 @@ async def _measure(scale: Scale, backend: str, uri: str | None, small: int, larg
         for size in (small, large)
     }
     result = SectionResult(
-        key="console", title="Console: a core's page as its history grows", backend=describe(backend, uri)
+        key="console", title="11. Console: a core's page as its history grows", backend=describe(backend, uri)
     )
     first, second = figures[small], figures[large]
     growth = second["median_s"] / first["median_s"]

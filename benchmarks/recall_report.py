@@ -32,7 +32,7 @@ def markdown_table(results: list[SectionResult], measured: str) -> str | None:
             mean = f"{figures['all']:.3f}"
             cells.append(f"**{mean}**" if ours else mean)
             verdict = ("PASS" if figures["all"] >= target else "FAIL") if raw["judged"] else "not judged"
-            cells.append(f">= {target:.2f}: {verdict}" if ours else "")
+            cells.append(f">= {target:g}: {verdict}" if ours else "")
             lines.append("| " + " | ".join(cells) + " |")
     conversations = raw["conversations"]
     turns = sum(c["turns"] for c in conversations)

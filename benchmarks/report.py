@@ -60,7 +60,7 @@ class Headline:
 
 
 HEADLINES = (
-    Headline("turn", r"^recommended: "),  # a turn, rolls included, at every session size; a roll's commands
+    Headline("turn", r"^recommended: per turn"),  # a turn, rolls included, at every session size
     Headline("wire", r"^rolling step"),  # a roll's bytes do not grow with the unit
     Headline("overhead", r"^append: "),  # the CPU the library adds to the driver's append
     Headline("listener", r"^backfill .*, concurrency 32$"),  # parallel delivery to an I/O-bound consumer
@@ -68,9 +68,9 @@ HEADLINES = (
     Headline("admin", r"^find, page of"),  # a deep admin page costs what the first does (on a server)
     Headline("peers", r"^turn write"),  # a turn's write against the stores a service could pick instead
     Headline("recall-locomo", r"^evidence recall at \d+ messages: partner-repo", "embedded"),  # LoCoMo
-    Headline(
+    Headline(  # recall as a core's history grows: what MongoDB bounds, and with vectors
         "recall-scale",
-        r"^(index write \(|recall: documents examined|recall latency p50$|index write latency p50)",
+        r"^(recall: documents examined by the other reads|recall with vectors.*?: (round trips|bytes read))",
     ),
     Headline("import", r"^`import partner_repo`"),  # importing the package against its driver stack
 )
