@@ -210,6 +210,16 @@ async def seed(database: Any, slices: int, *, indexed: int = 40) -> Any:
     return database
 
 
+SLICE_BLOCK = 'class="block slice"'
+"""How the core page draws a slice on its timeline."""
+
+
+def _shows_the_timeline(page: httpx.Response) -> None:
+    """A measured page must be the real one: a core page that drew its slices."""
+    if page.status_code != 200 or SLICE_BLOCK not in page.text:
+        raise AssertionError(f"the core page did not show the timeline ({page.status_code})")
+
+
 async def count_core_page_calls(slices: int) -> int:
     """The collection calls the first view of the core page of a core with ``slices`` slices makes, in
     memory."""
@@ -221,8 +231,7 @@ async def count_core_page_calls(slices: int) -> int:
             counted.start()
             page = await http.get("/core", params={"id": CORE})
             calls = counted.stop()
-        if page.status_code != 200 or 'class="block slice"' not in page.text:
-            raise AssertionError(f"the core page did not show the timeline ({page.status_code})")
+        _shows_the_timeline(page)
         return len(calls)
 
 
@@ -239,8 +248,7 @@ async def measure_core_page(uri: str | None, slices: int, *, repeats: int) -> di
             first = await http.get("/core", params={"id": CORE})
             first_s = time.perf_counter() - started
             log.recording = False
-            if first.status_code != 200 or 'class="block slice"' not in first.text:
-                raise AssertionError(f"the core page did not show the timeline ({first.status_code})")
+            _shows_the_timeline(first)
             durations = []
             for _ in range(repeats):
                 started = time.perf_counter()
@@ -251,7 +259,7 @@ async def measure_core_page(uri: str | None, slices: int, *, repeats: int) -> di
             "first_s": first_s,
             "median_s": statistics.median(durations),
             "runs_s": durations,
-            "timeline_slices": first.text.count('class="block slice"'),
+            "timeline_slices": first.text.count(SLICE_BLOCK),
             "queries": len(log.commands),
         }
         if uri is not None:

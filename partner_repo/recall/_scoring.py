@@ -126,8 +126,8 @@ def rank(
     for index, own in enumerate(messages):
         normalized = [value / best_message for value in own]
         share = weights.slice_share * scores[index] / best_slice
-        extra = _message_extras(candidates[index], len(normalized), weights)
         similar = _similarities(candidates[index], len(normalized))
+        extra = _message_extras(candidates[index], similar, len(normalized), weights)
         for offset in range(len(normalized)):
             near = _neighbourhood(normalized, offset, weights.second_neighbour)
             value = normalized[offset] + extra[offset] + share + weights.neighbour * near
@@ -169,17 +169,19 @@ def best_slices(
     return [candidates[index] for _, index in scored[:count]]
 
 
-def _message_extras(candidate: Candidate, size: int, weights: RecallWeights) -> list[float]:
+def _message_extras(
+    candidate: Candidate, similar: list[float] | None, size: int, weights: RecallWeights
+) -> list[float]:
     """What each message adds beyond its words: its speaker named in the query, its similarity to the
-    query's vector."""
+    query's vector (``similar``: :func:`_similarities`)."""
     extra = [0.0] * size
     for offsets in candidate.speakers.values():
         for offset in offsets:
             if 0 <= offset < size:
                 extra[offset] = weights.speaker
-    if candidate.similarities is not None and len(candidate.similarities) == size:
-        for offset, similarity in enumerate(candidate.similarities):
-            extra[offset] += weights.message_similarity * max(similarity, 0.0)
+    if similar is not None:
+        for offset, similarity in enumerate(similar):
+            extra[offset] += weights.message_similarity * similarity
     return extra
 
 
