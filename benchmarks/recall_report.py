@@ -5,6 +5,8 @@ only from the result measured on a server."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from benchmarks.common import SectionResult
 
 
@@ -22,6 +24,7 @@ def markdown_table(results: list[SectionResult], measured: str) -> str | None:
     header += [f"{name} ({first[name]['n']})" for name in categories.values()]
     header += [f"all ({first['n']})", "Target"]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    modelled = raw.get("with_model") or {}
     for method, budgets in recall.items():
         for budget in raw["budgets"]:
             figures = budgets[str(budget)]
@@ -34,6 +37,8 @@ def markdown_table(results: list[SectionResult], measured: str) -> str | None:
             verdict = ("PASS" if figures["all"] >= target else "FAIL") if raw["judged"] else "not judged"
             cells.append(f">= {target:g}: {verdict}" if ours else "")
             lines.append("| " + " | ".join(cells) + " |")
+        if method.startswith("partner-repo") and modelled.get("recall"):
+            lines.extend(_model_lines(modelled, raw["budgets"], categories))
     conversations = raw["conversations"]
     turns = sum(c["turns"] for c in conversations)
     sessions = sum(c["sessions"] for c in conversations)
@@ -55,8 +60,14 @@ def markdown_table(results: list[SectionResult], measured: str) -> str | None:
             f"brackets). {len(conversations)} conversations ({', '.join(c['name'] for c in conversations)}), "
             f"{turns:,} turns in {sessions} sessions, indexed as {slices} slices; every question of "
             f"categories 1-4 that names evidence. partner-repo recall is `recall(limit={raw['limit']}, "
-            "max_messages=N)` with the offline defaults (no network, no model); the baselines use the same "
-            "turn texts and the same tokenizer.",
+            "max_messages=N)` with the offline defaults (no network, no model)"
+            + (
+                f", and with {modelled['model']} ({modelled['licence']}; {modelled['weights']}) given to "
+                "`RecallIndexer` and `MemoryRecall` as their embedder"
+                if modelled.get("recall")
+                else ""
+            )
+            + "; the baselines use the same turn texts and the same tokenizer.",
             "",
             *lines,
             "",
@@ -64,6 +75,23 @@ def markdown_table(results: list[SectionResult], measured: str) -> str | None:
             "Reproduce with `python -m benchmarks --sections recall-locomo --check` (docs/benchmarks.md).",
         ]
     )
+
+
+def _model_lines(modelled: dict[str, Any], budgets: list[int], categories: dict[str, str]) -> list[str]:
+    """The rows of recall with the benchmark's model, judged against its own targets."""
+    lines = []
+    for budget in budgets:
+        figures = modelled["recall"][str(budget)]
+        target = modelled["targets"][str(budget)]
+        chosen = modelled.get("category_targets", {}).get(str(budget), {})
+        met = figures["all"] >= target and all(figures[name]["mean"] >= low for name, low in chosen.items())
+        verdict = ("PASS" if met else "FAIL") if modelled.get("judged") else "not judged"
+        wanted = "; ".join([f">= {target:g}", *(f"{name} >= {low:.2f}" for name, low in chosen.items())])
+        cells = [f"**partner-repo recall, {modelled['model']}**", str(budget)]
+        cells += [f"{figures[name]['mean']:.3f}" for name in categories.values()]
+        cells += [f"**{figures['all']:.3f}**", f"{wanted}: {verdict}"]
+        lines.append("| " + " | ".join(cells) + " |")
+    return lines
 
 
 __all__ = ["markdown_table"]

@@ -72,6 +72,8 @@ class Session:
     day: datetime
     summary: str
     lines: tuple[Line, ...]
+    names: tuple[str, ...] = ()
+    """Each line's speaker ``name``, when the session names them."""
 
 
 HIKE = Session(
@@ -154,7 +156,8 @@ class History:
         next roll goes to a new unit when ``end_session``)."""
         for minute, (role, content) in enumerate(session.lines):
             at = session.day + timedelta(minutes=minute)
-            message = Message.model_validate({"role": role, "content": content})
+            named = {"name": session.names[minute]} if session.names else {}
+            message = Message.model_validate({"role": role, "content": content, **named})
             await self._cores.record(core_id, [message], at=at)
         self.summaries.next = session.summary
         now = session.day + timedelta(hours=1)

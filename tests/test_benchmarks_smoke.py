@@ -282,6 +282,27 @@ async def test_the_locomo_table_goes_between_its_markers() -> None:
     assert "LoCoMo (Maharana et al., " in written
 
 
+async def test_the_locomo_table_has_the_rows_with_the_model_judged_by_their_own_targets() -> None:
+    [result] = await run_once("recall-locomo")
+    figures = {"all": 0.9, "n": 4} | {
+        name: {"mean": 0.5, "n": 1} for name in result.raw["categories"].values()
+    }
+    modelled = {"model": "a-model", "licence": "MIT", "weights": "PyPI", "judged": True}
+    modelled |= {"targets": {"20": 0.84, "60": 0.93}, "category_targets": {"20": {"multi-hop": 0.6}}}
+    modelled["recall"] = {"20": figures, "60": figures}
+    data = {"generated_at": "2026-01-01T00:00:00", "command": "python -m benchmarks", "scale": "quick"}
+    data |= {"duration_seconds": 1.0, "machine": {"cpu": "x", "machine": "x", "cpu_count": 2}}
+    data["machine"] |= {"memory_gib": 1, "python": "CPython"}
+    modelled_run = replace(result, raw={**result.raw, "with_model": modelled})
+
+    table = locomo_table([modelled_run], data) or ""
+
+    assert "with a-model (MIT; PyPI) given to `RecallIndexer` and `MemoryRecall`" in table
+    assert "| **partner-repo recall, a-model** | 20 | " in table
+    assert "**0.900** | >= 0.84; multi-hop >= 0.60: FAIL |" in table  # multi-hop 0.5, under its target
+    assert "**0.900** | >= 0.93: FAIL |" in table
+
+
 async def test_recall_scale_indexes_every_write_in_four_calls_whatever_the_history() -> None:
     """The slice and its core, the core's last slices, the bulk, the unit's erasure fence."""
     [result] = await run_once("recall-scale")

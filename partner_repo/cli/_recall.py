@@ -38,11 +38,13 @@ from partner_repo.recall import (
     ActivatedSlice,
     DateCue,
     Embedder,
+    EventCue,
     MemoryRecall,
     RecallIndexer,
     ReindexReport,
     TopicNode,
     date_cues,
+    event_cues,
 )
 
 DEFAULT_COMMAND = "search"
@@ -178,10 +180,11 @@ def search(
     asked = _Asked(core_id, query, since, until, limit, max_messages, tz, now, why, embedder)
     found, indexed = run_async(lambda: _recalled(ctx, asked))
     cues = date_cues(query, now=now, tz=tz)
+    events = event_cues(query, now=now, tz=tz)
     if as_json:
-        echo_json(_search_json(asked, cues, found))
+        echo_json(_search_json(asked, cues, events, found))
     else:
-        _print_search(asked, cues, found, indexed)
+        _print_search(asked, cues, events, found, indexed)
 
 
 @dataclass(frozen=True)
@@ -224,7 +227,9 @@ async def _recalled(ctx: click.Context, asked: _Asked) -> tuple[list[ActivatedSl
         return found, indexed
 
 
-def _search_json(asked: _Asked, cues: Sequence[DateCue], found: Sequence[ActivatedSlice]) -> dict[str, Any]:
+def _search_json(
+    asked: _Asked, cues: Sequence[DateCue], events: Sequence[EventCue], found: Sequence[ActivatedSlice]
+) -> dict[str, Any]:
     return {
         "core_id": asked.core_id,
         "query": asked.query,
@@ -233,16 +238,23 @@ def _search_json(asked: _Asked, cues: Sequence[DateCue], found: Sequence[Activat
         "since": plain(asked.since),
         "until": plain(asked.until),
         "date_cues": [_cue_json(cue) for cue in cues],
+        "event_cues": [_event_json(cue) for cue in events],
         "slices": [activated_json(piece) for piece in found],
     }
 
 
 def _print_search(
-    asked: _Asked, cues: Sequence[DateCue], found: Sequence[ActivatedSlice], indexed: bool
+    asked: _Asked,
+    cues: Sequence[DateCue],
+    events: Sequence[EventCue],
+    found: Sequence[ActivatedSlice],
+    indexed: bool,
 ) -> None:
     out = console()
     if asked.why:
         out.print(_cues_line(cues, asked.tz))
+        if events:
+            out.print(_events_line(events))
     if not found:
         out.print(_nothing(asked.core_id, asked.query, indexed, asked.since, asked.until))
         return
@@ -414,6 +426,19 @@ def _why(parts: dict[str, float]) -> str:
 
 def _cue_json(cue: DateCue) -> dict[str, str]:
     return {"text": cue.text, "start": cue.start.isoformat(), "end": cue.end.isoformat()}
+
+
+def _event_json(cue: EventCue) -> dict[str, Any]:
+    return {"text": cue.text, "event": cue.event, "before": cue.before, "days": cue.days}
+
+
+def _events_line(events: Sequence[EventCue]) -> str:
+    read = ", ".join(
+        f"{cue.text!r} = {'before' if cue.before else 'after'} {cue.event!r}"
+        + ("" if cue.days is None else f", {cue.days} day(s)")
+        for cue in events
+    )
+    return f"event cues: {read}"
 
 
 def _cues_line(cues: Sequence[DateCue], tz: ZoneInfo) -> str:

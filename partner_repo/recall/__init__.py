@@ -8,7 +8,7 @@ counters. ``docs/recall.md`` has the model, the API, its costs and limits, and t
 from partner_repo.recall._answers import ActivatedSlice, TopicNode, TopicPage
 from partner_repo.recall._arguments import MAX_LIMIT, MAX_MESSAGES, Cue, TopicCue
 from partner_repo.recall._checking import CoreIndexCheck, CounterOff, RecallIndexCheck
-from partner_repo.recall._cues import DateCue, date_cues
+from partner_repo.recall._cues import DateCue, EventCue, date_cues, event_cues
 from partner_repo.recall._indexer import NAME, RecallIndexer
 from partner_repo.recall._reindexing import ReindexReport
 from partner_repo.recall._scoring import RecallWeights
@@ -31,6 +31,7 @@ __all__ = [
     "Cue",
     "DateCue",
     "Embedder",
+    "EventCue",
     "Identity",
     "KeywordTopics",
     "MemoryRecall",
@@ -48,5 +49,6 @@ __all__ = [
     "TopicProfile",
     "TopicRequest",
     "date_cues",
+    "event_cues",
     "terms",
 ]

@@ -13,6 +13,10 @@ Forms read (case-insensitive; the query is NFKC-normalized first, so full-width 
 - month-name dates: ``May 7``, ``May 7th, 2023``, ``7 May 2023``, ``7th of May`` (full or short names);
 - months and years: ``May 2023``, ``in May`` / ``during May`` (the whole month), ``in 2023`` (the whole
   year);
+- dates relative to a named day: ``N days/weeks/months before|after <day>``, ``the day/week/weekend/month
+  before|after <day>``, ``the <weekday> before|after <day>`` (``last`` for ``the`` too: "last weekend before
+  April 10, 2023"), where ``<day>`` is one of the day forms above (an ISO date or a month-name date), and
+  ``X月X日前N天`` / ``X月X日后N天`` (also ``之前``/``之后``, ``周``/``星期`` for weeks);
 - Chinese (numbers in digits unless said): 今天/今日, 昨天/昨日, 前天, 上周/上星期/上礼拜,
   本周/这周/这星期, 本月/这个月, 上个月/上月, 今年, 去年,
   ``N天前`` (digits or Chinese numerals up to 99), ``X月X日``/``X月X号`` with an optional ``YYYY年``,
@@ -21,9 +25,16 @@ Forms read (case-insensitive; the query is NFKC-normalized first, so full-width 
 A week starts on Monday; ``N weeks ago`` is the week (Monday to Sunday) holding the day N weeks back, and
 ``last weekend`` the Saturday and Sunday before this week. A month-day without a year is the most recent such
 day not after ``now`` (asked on 2027-01-02, "12月31日" is 2026-12-31), and a month without a year the most
-recent such month that has begun (asked in May, "in May" is this May). Where two forms overlap the longer
+recent such month that has begun (asked in May, "in May" is this May). A date relative to a named day is the
+span from the one to the other, both included ("two weeks before August 11" is July 28 to August 11): the
+conversation that tells of an event is as likely on the day it was counted from ("two weeks ago I got a
+puppy", said on August 11) as on the event's own day. Where two forms overlap the longer
 one wins ("the day before yesterday" is not also "yesterday"); a date that does not exist (``2026-02-30``)
 gives no cue. Cues come in the order of the query, one per distinct interval.
+
+A time named relative to an event ("two days before the trip", "after the charity race", "旅行前两天") names
+no day until the event is found, so :func:`event_cues` reads it as an :class:`EventCue` (which way, how
+many days, the event's words) and recall resolves it among its candidates (``MemoryRecall``).
 """
 
 from __future__ import annotations
@@ -35,7 +46,7 @@ from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from zoneinfo import ZoneInfo
 
-__all__ = ["DateCue", "date_cues"]
+__all__ = ["DateCue", "EventCue", "date_cues", "event_cues"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +56,24 @@ class DateCue:
     start: date
     end: date
     text: str
+
+
+@dataclass(frozen=True, slots=True)
+class EventCue:
+    """A time a query names relative to an event rather than a day ("two days before the trip", "after the
+    charity race", "旅行前两天"): recall finds the event among its candidates and narrows by the days around
+    it. ``days`` is None for a bare "before"/"after" (recall then uses the event's own days and
+    :data:`BARE_EVENT_DAYS` beside them)."""
+
+    before: bool
+    days: int | None
+    event: str
+    text: str
+
+
+BARE_EVENT_DAYS = 7
+"""The days on the named side of an event a bare "before"/"after" reaches (the conversations that tell what
+followed it are most often the same or the next)."""
 
 
 _MONTHS = {
@@ -198,9 +227,77 @@ def _last_weekend(match: re.Match[str], today: date) -> tuple[date, date]:
 
 
 _COUNT = r"(?P<count>\d+|an?|one|two|three|four|five|six|seven|eight|nine|ten)"
+_WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+
+# What may stand before "before|after <day>": a count of units, one unit, or a weekday (a rule's prefix).
+_SHIFT = re.compile(
+    rf"{_A}(?:{_COUNT}\s+(?P<units>days?|weeks?|months?)|(?:the|last|that)\s+(?P<unit>day|weekend|week|month)"
+    rf"|(?:the|last|that|on\s+the)\s+(?P<weekday>{'|'.join(_WEEKDAYS)}))\s+(?P<direction>before|after)\s+"
+    r"(?:on\s+)?$",
+    re.IGNORECASE,
+)
+_CHINESE_SHIFT = re.compile(
+    rf"\s*之?(?P<direction>[前后後])\s*(?P<count>\d+|{_CHINESE_NUMBER})\s*(?P<unit>天|周|个?星期)"
+)
 
 
-# The rules, longest forms first: a match overlapping an earlier rule's match is dropped.
+def _shifted(day: date, before: bool, days: int = 0, months: int = 0) -> date:
+    if months:
+        start = _month_start(day, months if before else -months)
+        length = (_month_start(start, -1) - start).days
+        return start + timedelta(days=min(day.day, length) - 1)
+    return day - timedelta(days=days) if before else day + timedelta(days=days)
+
+
+def _span(anchor: tuple[date, date], before: bool, other: tuple[date, date]) -> tuple[date, date]:
+    """The span from a shifted period to the day it was counted from, both included."""
+    return (other[0], anchor[1]) if before else (anchor[0], other[1])
+
+
+def _relative(match: re.Match[str], anchor: tuple[date, date]) -> tuple[date, date]:
+    """The span a :data:`_SHIFT` prefix names relative to the day ``anchor``."""
+    day, before = anchor[0], match["direction"].lower() == "before"
+    if match["units"]:
+        count, unit = _count(match["count"]), match["units"].lower().rstrip("s")
+        if unit == "month":
+            other = _day(_shifted(day, before, months=count))
+        else:
+            other = _day(_shifted(day, before, days=count * (7 if unit == "week" else 1)))
+    elif match["weekday"]:
+        wanted = _WEEKDAYS.index(match["weekday"].lower())
+        step = -1 if before else 1
+        found = day + timedelta(days=step)
+        while found.weekday() != wanted:
+            found += timedelta(days=step)
+        other = _day(found)
+    else:
+        unit = match["unit"].lower()
+        if unit == "day":
+            other = _day(_shifted(day, before, days=1))
+        elif unit == "week":
+            other = _day(_shifted(day, before, days=7))
+        elif unit == "month":
+            other = _day(_shifted(day, before, months=1))
+        else:  # the weekend: the Saturday and Sunday wholly before (after) the day
+            saturday = _shifted(day, before, days=2 if before else 1)
+            while saturday.weekday() != 5:
+                saturday = _shifted(saturday, before, days=1)
+            other = (saturday, saturday + timedelta(days=2))
+    return _span(anchor, before, other)
+
+
+def _chinese_relative(match: re.Match[str], anchor: tuple[date, date]) -> tuple[date, date] | None:
+    count = _chinese_number(match["count"])
+    if count is None:
+        return None
+    before = match["direction"] == "前"
+    other = _day(_shifted(anchor[0], before, days=count * (1 if match["unit"] == "天" else 7)))
+    return _span(anchor, before, other)
+
+
+# The rules, longest forms first: a match overlapping an earlier rule's match is dropped. The first
+# _DAY_RULES name one day, which a date may be relative to.
+_DAY_RULES = 4
 _RULES: list[tuple[re.Pattern[str], _Reader]] = [
     (
         re.compile(r"(?<!\d)(?P<year>\d{4})(?P<sep>[-/])(?P<month>\d{1,2})(?P=sep)(?P<day>\d{1,2})(?!\d)"),
@@ -280,15 +377,17 @@ def date_cues(query: str, *, now: datetime, tz: ZoneInfo) -> list[DateCue]:
     text = unicodedata.normalize("NFKC", query)
     taken: list[tuple[int, int]] = []
     found: list[tuple[int, DateCue]] = []
-    for pattern, read in _RULES:
+    for index, (pattern, read) in enumerate(_RULES):
         for match in pattern.finditer(text):
             begin, end = match.span()
             if any(begin < other_end and other_begin < end for other_begin, other_end in taken):
                 continue
-            taken.append((begin, end))
             interval = read(match, today)
+            if interval is not None and index < _DAY_RULES:
+                begin, end, interval = _relative_to(text, begin, end, interval)
+            taken.append((begin, end))
             if interval is not None:
-                found.append((begin, DateCue(interval[0], interval[1], match.group())))
+                found.append((begin, DateCue(interval[0], interval[1], text[begin:end])))
     cues: list[DateCue] = []
     seen: set[tuple[date, date]] = set()
     for _, cue in sorted(found, key=lambda item: item[0]):
@@ -296,3 +395,64 @@ def date_cues(query: str, *, now: datetime, tz: ZoneInfo) -> list[DateCue]:
             seen.add((cue.start, cue.end))
             cues.append(cue)
     return cues
+
+
+def _relative_to(
+    text: str, begin: int, end: int, day: tuple[date, date]
+) -> tuple[int, int, tuple[date, date] | None]:
+    """The span of text and the days a day form names with what stands around it: the day itself, or the
+    span a relative phrase before it ("two weeks before") or, in Chinese, after it ("前两天") names."""
+    before = _SHIFT.search(text, 0, begin)
+    if before is not None:
+        return before.start(), end, _relative(before, day)
+    after = _CHINESE_SHIFT.match(text, end)
+    if after is not None:
+        return begin, after.end(), _chinese_relative(after, day)
+    return begin, end, day
+
+
+_EVENT_STOP = r"(?:to|and|or|with|when|while|that|because|so|in|on|at|for|from|during|since|but)"
+_EVENT = re.compile(
+    rf"{_A}(?:(?:{_COUNT}\s+(?P<units>days?|weeks?))|(?:the|a)\s+(?P<unit>day|week))?\s*"
+    rf"(?P<direction>before|after)\s+(?P<event>(?:the|my|our|his|her|their|your)\s+(?:(?!{_EVENT_STOP}{_Z})"
+    rf"[^\W\d_][\w'-]*\s*){{1,4}})",
+    re.IGNORECASE,
+)
+_CHINESE_EVENT = re.compile(
+    rf"(?P<event>[\u4e00-\u9fff]{{2,8}}?)之?(?P<direction>[前后後])\s*(?P<count>\d+|{_CHINESE_NUMBER})\s*"
+    r"(?P<unit>天|周|个?星期)"
+)
+
+
+def event_cues(query: str, *, now: datetime, tz: ZoneInfo) -> list[EventCue]:
+    """The times ``query`` names relative to an event (see :class:`EventCue`), in its order; a phrase that
+    names a day ("the day before yesterday", "two weeks before August 11") is a date cue, not an event."""
+    text = unicodedata.normalize("NFKC", query)
+    dated = [(cue.text, text.find(cue.text)) for cue in date_cues(text, now=now, tz=tz)]
+    taken = [(start, start + len(written)) for written, start in dated if start >= 0]
+    cues: list[EventCue] = []
+    for match in [*_EVENT.finditer(text), *_CHINESE_EVENT.finditer(text)]:
+        begin, end = match.span()
+        if any(begin < other_end and other_begin < end for other_begin, other_end in taken):
+            continue
+        cue = _event(match)
+        if cue is not None:
+            cues.append(cue)
+    return cues
+
+
+def _event(match: re.Match[str]) -> EventCue | None:
+    before = match["direction"].lower() in ("before", "前")
+    event = match["event"].strip()
+    if match.re is _CHINESE_EVENT:
+        count = _chinese_number(match["count"])
+        if count is None:
+            return None
+        return EventCue(before, count * (1 if match["unit"] == "天" else 7), event, match.group().strip())
+    if match["units"]:
+        days = _count(match["count"]) * (7 if match["units"].lower().startswith("week") else 1)
+    elif match["unit"]:
+        days = 7 if match["unit"].lower() == "week" else 1
+    else:
+        days = None
+    return EventCue(before, days, event, match.group().strip())

@@ -10,14 +10,18 @@
 
 The text channel enters by its normalized score rather than its rank: BM25 says by how much one slice beats
 another, and that margin matters when the next step picks messages. A related-topic find is scaled by the
-slice's ``diffusion``.
+slice's ``diffusion``. A slice next to another candidate in its unit gains ``adjacent`` times its
+neighbour's normalized score: a question needing two pieces of a conversation often finds them one slice
+apart, so a neighbour is returned when its messages earn a place in the budget.
 
 **Messages.** Recall returns raw messages within a budget (``max_messages``), so the unit of choice is the
 message. A message's score is its own BM25 (from the slice's marks, normalized), plus ``slice_share`` of its
 slice's normalized score, plus ``neighbour`` times the best normalized BM25 of the messages next to it in
 the slice (one further away counts ``second_neighbour`` as much): an answer often sits beside the message
 that names the topic; plus ``speaker`` when its speaker is named in the query ("What did Caroline paint?"
-is about what Caroline said); and, with an embedder, ``message_similarity`` times the cosine similarity of
+is about what Caroline said). A speaker's name counts that way only, not by its BM25: a message that greets
+Caroline ("Thanks, Caroline!") is not about her, and in a conversation between two people every other
+message names one of them. And, with an embedder, ``message_similarity`` times the cosine similarity of
 its vector to the query's (a paraphrase no word of the query matches), and ``similar_neighbour`` times the
 best similarity beside it (an answer follows the message its question paraphrases). Messages are taken
 best first into at most ``limit`` slices (and ``per_unit_cap`` slices of one unit, when set) until the
@@ -65,7 +69,9 @@ class RecallWeights:
     slice_share: float = 0.4
     neighbour: float = 0.5
     second_neighbour: float = 0.5
-    speaker: float = 0.2
+    speaker: float = 0.4
+    emphasis: float = 2.0
+    adjacent: float = 0.1
     message_similarity: float = 2.0
     similar_neighbour: float = 0.5
     per_unit_cap: int | None = None
@@ -118,6 +124,7 @@ def rank(
         return []
     best_text = max((candidate.text for candidate in candidates), default=0.0)
     whys = [_why(candidate, best_text, now, weights) for candidate in candidates]
+    _beside(candidates, whys, weights.adjacent)
     scores = [sum(why.values()) for why in whys]
     best_slice = max(scores) or 1.0
     messages = [_message_scores(candidate, idf) for candidate in candidates]
@@ -164,9 +171,31 @@ def best_slices(
     embedder: the slices whose message vectors are worth reading)."""
     weights = weights or RecallWeights()
     best_text = max((candidate.text for candidate in candidates), default=0.0)
-    scored = [(sum(_why(c, best_text, now, weights).values()), i) for i, c in enumerate(candidates)]
+    whys = [_why(candidate, best_text, now, weights) for candidate in candidates]
+    _beside(candidates, whys, weights.adjacent)
+    scored = [(sum(why.values()), index) for index, why in enumerate(whys)]
     scored.sort(key=lambda item: (-item[0], item[1]))
     return [candidates[index] for _, index in scored[:count]]
+
+
+def _beside(candidates: Sequence[Candidate], whys: list[dict[str, float]], weight: float) -> None:
+    """Each slice next to another candidate in its unit (one ends where the other starts) gains ``weight``
+    times the better neighbour's score, normalized by the best slice's: evidence of a question that needs
+    two pieces is often one slice away."""
+    if weight <= 0:
+        return
+    base = [sum(why.values()) for why in whys]
+    best = max(base, default=0.0) or 1.0
+    by_start = {(c.unit_id, c.start): index for index, c in enumerate(candidates) if c.end > c.start}
+    by_end = {(c.unit_id, c.end): index for index, c in enumerate(candidates) if c.end > c.start}
+    for index, candidate in enumerate(candidates):
+        beside = [
+            by_end.get((candidate.unit_id, candidate.start)),
+            by_start.get((candidate.unit_id, candidate.end)),
+        ]
+        found = [base[other] for other in beside if other is not None and other != index]
+        if found:
+            whys[index]["adjacent"] = round(weight * max(found) / best, 6)
 
 
 def _message_extras(
@@ -215,6 +244,8 @@ def _message_scores(candidate: Candidate, idf: Mapping[str, float]) -> list[floa
     size = max(candidate.end - candidate.start, 0)
     scores = [0.0] * size
     for term, marks in candidate.marks.items():
+        if term in candidate.speakers:  # a speaker's name: who said a message counts by ``speaker``
+            continue
         weight = idf.get(term, 0.0)
         for offset, value in marks:
             if 0 <= offset < size:

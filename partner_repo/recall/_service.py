@@ -10,7 +10,14 @@ cannot be read, so nothing erased comes back, even before the indexer has been t
 With an embedder it is four: the codes of the core's slices go with the counts (or ``$vectorSearch``, where
 the server has it), the nearest by code with the other channels' candidates, then the message vectors of the
 best slices (ranked once without them), then the messages. The embedder must be the one the core's vectors
-are of (:class:`~partner_repo.errors.EmbedderMismatch` otherwise, before anything is ranked).
+are of (:class:`~partner_repo.errors.EmbedderMismatch` otherwise, before anything is ranked). It embeds the
+query twice in one call when the query writes proper names, with and without them; the counts say which
+one the core's vectors meet (:meth:`_Query.among`).
+
+What the query's wording says beyond its terms is read by rules, at no round trip: its date cues
+(:mod:`.cues`, which find by date), its stressed words (:mod:`.emphasis`, which weigh more) and the times
+it names relative to an event (:func:`_around_events`: the event found among the candidates, the slices
+around it placed in the date channel).
 """
 
 from __future__ import annotations
@@ -37,7 +44,8 @@ from partner_repo.recall._answers import (
 )
 from partner_repo.recall._arguments import Asked, Cue, TopicCue
 from partner_repo.recall._channels import CHANNEL_LIMIT_FLOOR, MATCH_TERM_LIMIT, TOPIC_CUES, Plan
-from partner_repo.recall._cues import DateCue, date_cues
+from partner_repo.recall._cues import BARE_EVENT_DAYS, DateCue, EventCue, date_cues, event_cues
+from partner_repo.recall._emphasis import emphasized, unnamed
 from partner_repo.recall._queries import COMMON_TERM_SLICES, Lookup, NamedNode, RecallQueries
 from partner_repo.recall._scoring import Candidate, Ranked, RecallWeights, best_slices, rank
 from partner_repo.recall._search import SearchSupport, probe, text_pipeline, vector_pipeline
@@ -62,7 +70,7 @@ TOPIC_PAGE_LIMIT = 1000
 """The most topic nodes :meth:`MemoryRecall.topic_page` reads at once."""
 
 
-SIMILAR_EXTRA = 5
+SIMILAR_EXTRA = 10
 """With an embedder, the slices whose message vectors are read: the ``limit`` best, and this many more (the
 messages within the budget are chosen among theirs)."""
 
@@ -129,7 +137,7 @@ class MemoryRecall:
         query_terms = list(dict.fromkeys(self._tokenizer(asked.query)))
         support = await self._search_support()
         embedded = await self._query_vector(asked.query)
-        plan, found = await self._counted(asked, query_terms, embedded, support)
+        plan, found, embedded = await self._counted(asked, query_terms, embedded, support)
         found.update(await self._queries.candidates(asked.core_id, plan))
         if embedded is not None and plan.nearest is not None:
             found["vector"] = _rescored(found.get("vector", []), embedded.vector, plan.per_channel)
@@ -169,9 +177,10 @@ class MemoryRecall:
 
     async def _counted(
         self, asked: Asked, query_terms: list[str], query: _Query | None, support: SearchSupport
-    ) -> tuple[Plan, dict[str, list[dict[str, Any]]]]:
+    ) -> tuple[Plan, dict[str, list[dict[str, Any]]], _Query | None]:
         """Round trip 1 (the counts, the named nodes, the core's vector codes or MongoDB Search beside them),
-        and the plan of round trip 2 it makes, with what MongoDB Search found."""
+        the plan of round trip 2 it makes, with what MongoDB Search found, and the query's vector: without
+        the names it writes when most of the core's slices say each of them (:meth:`_Query.among`)."""
         plan = Plan(
             idf={term: 0.0 for term in query_terms},
             finding=[],
@@ -192,11 +201,14 @@ class MemoryRecall:
         found = dict(zip(extra, answers[len(reads) :], strict=True))
         if query is not None and lookup.embedder is not None and lookup.embedder != query.identity:
             raise EmbedderMismatch(asked.core_id, lookup.embedder.describe(), query.identity.describe())
-        plan = _planned(plan, asked, query_terms, lookup)
+        stressed = emphasized(asked.query, self._tokenizer)
+        plan = _planned(plan, asked, query_terms, lookup, stressed, self._weights.emphasis)
+        if query is not None:
+            query = query.among(lookup, self._tokenizer)
         codes = found.pop("codes", None)
         if codes is not None:
             plan = replace(plan, nearest=CodeScorer(query.vector).best(codes, RESCORED) if query else [])
-        return plan, found
+        return plan, found, query
 
     async def _ranked(
         self, asked: Asked, plan: Plan, found: dict[str, list[dict[str, Any]]], query: _Query | None
@@ -204,6 +216,9 @@ class MemoryRecall:
         """The candidates ranked; with an embedder, the best slices again with their messages' similarity to
         the query (round trip 3 reads their message vectors)."""
         found_candidates = candidates(found)
+        if asked.cues is None:
+            events = event_cues(asked.query, now=asked.now, tz=asked.zone)
+            found_candidates = _around_events(found_candidates, events, plan.idf, self._tokenizer)
         if query is not None and found_candidates:
             count = asked.limit + SIMILAR_EXTRA
             best = best_slices(found_candidates, now=asked.now, count=count, weights=self._weights)
@@ -221,10 +236,16 @@ class MemoryRecall:
         )
 
     async def _query_vector(self, query: str) -> _Query | None:
+        """The query's vector, and in the same call its vector without the names it writes (if any)."""
         if self._embedder is None or not query.strip():
             return None
-        vector = (await embed(self._embedder, [query]))[0]
-        return _Query(vector, Identity(embedder_name(self._embedder), len(vector)))
+        text, names = unnamed(query)
+        texts = [query, text] if names and text else [query]
+        vectors = await embed(self._embedder, texts)
+        identity = Identity(embedder_name(self._embedder), len(vectors[0]))
+        if len(vectors) == 1:
+            return _Query(vectors[0], identity)
+        return _Query(vectors[0], identity, unnamed=vectors[1], names=tuple(names))
 
     async def _search_support(self) -> SearchSupport:
         """What the server offers, probed on the first recall and remembered."""
@@ -252,10 +273,28 @@ class MemoryRecall:
 
 @dataclass(frozen=True)
 class _Query:
-    """The query's vector, and the embedder that made it."""
+    """The query's vector, the embedder that made it, and the vector of the query without the proper names
+    it writes (``names``), when it writes any."""
 
     vector: list[float]
     identity: Identity
+    unnamed: list[float] | None = None
+    names: tuple[str, ...] = ()
+
+    def among(self, lookup: Lookup, tokenizer: Tokenizer) -> _Query:
+        """The query as this core's vectors should meet it: without its names when each is said in more
+        than half of the core's slices (a speaker's name, in a conversation between two people: it tells
+        the vector only who talks, and draws it to every message that greets them, while
+        ``RecallWeights.speaker`` already weighs what they said); else as asked."""
+        if self.unnamed is None or lookup.slices <= 0:
+            return self
+        terms = [term for name in self.names for term in tokenizer(name)]
+        common = [
+            lookup.frequencies.get(term, 0) > min(lookup.slices / 2, COMMON_TERM_SLICES) for term in terms
+        ]
+        if terms and all(common):
+            return _Query(self.unnamed, self.identity)
+        return self
 
 
 def _rescored(rows: list[dict[str, Any]], vector: list[float], limit: int) -> list[dict[str, Any]]:
@@ -282,6 +321,49 @@ def _similar(
     return replace(candidate, similarities=[query(vector) for vector in found])
 
 
+def _around_events(
+    found: list[Candidate], cues: list[EventCue], weights: dict[str, float], tokenizer: Tokenizer
+) -> list[Candidate]:
+    """The candidates, those in the days an event cue names around its event with a place in the date
+    channel (nearest the event first). The event is the candidate whose messages say the cue's event words
+    most (by their weights); a cue whose event no candidate says narrows nothing, and a slice a date cue
+    already placed keeps its place."""
+    for cue in cues:
+        words = [term for term in dict.fromkeys(tokenizer(cue.event)) if term in weights]
+        scored = sorted(
+            ((_says(candidate, words, weights), index) for index, candidate in enumerate(found)),
+            key=_best_first,
+        )
+        if not scored or scored[0][0] <= 0:
+            continue
+        event = found[scored[0][1]]
+        reach = timedelta(days=BARE_EVENT_DAYS if cue.days is None else cue.days)
+        start, end = (
+            (event.began_at - reach, event.ended_at)
+            if cue.before
+            else (event.began_at, event.ended_at + reach)
+        )
+        inside = [
+            index
+            for index, candidate in enumerate(found)
+            if candidate.ended_at >= start and candidate.began_at <= end and "date" not in candidate.ranks
+        ]
+        inside.sort(key=lambda index: (abs((found[index].began_at - event.began_at).total_seconds()), index))
+        for place, index in enumerate(inside, start=1):
+            found[index] = replace(found[index], ranks={**found[index].ranks, "date": place})
+    return found
+
+
+def _says(candidate: Candidate, words: list[str], weights: dict[str, float]) -> float:
+    """How much the messages of ``candidate`` say ``words``: each word's weight times its best mark."""
+    marks = candidate.marks
+    return sum(weights[term] * max((mark for _, mark in marks.get(term, ())), default=0.0) for term in words)
+
+
+def _best_first(item: tuple[float, int]) -> tuple[float, int]:
+    return -item[0], item[1]
+
+
 def _names(query_terms: list[str], cues: list[Cue] | None) -> list[str]:
     """What round trip 1 looks nodes up by: the query's words, or the caller's topic cues."""
     if cues is None:
@@ -289,8 +371,11 @@ def _names(query_terms: list[str], cues: list[Cue] | None) -> list[str]:
     return [normalized(cue.path) for cue in cues if isinstance(cue, TopicCue)]
 
 
-def _planned(plan: Plan, asked: Asked, query_terms: list[str], lookup: Lookup) -> Plan:
-    """Round trip 2's plan from what round trip 1 counted."""
+def _planned(
+    plan: Plan, asked: Asked, query_terms: list[str], lookup: Lookup, stressed: set[str], emphasis: float
+) -> Plan:
+    """Round trip 2's plan from what round trip 1 counted: each term weighs its inverse document frequency,
+    ``emphasis`` times that when the query stresses it (:mod:`.emphasis`)."""
     present = {term: count for term, count in lookup.frequencies.items() if count > 0}
     dated = (
         date_cues(asked.query, now=asked.now, tz=asked.zone)
@@ -301,7 +386,10 @@ def _planned(plan: Plan, asked: Asked, query_terms: list[str], lookup: Lookup) -
     ranges = [arguments.day_range(cue, asked.zone) for cue in dated]
     return replace(
         plan,
-        idf={term: idf(count, lookup.slices) for term, count in present.items()},
+        idf={
+            term: idf(count, lookup.slices) * (emphasis if term in stressed else 1.0)
+            for term, count in present.items()
+        },
         finding=_finding(present),
         topics=topics,
         parents=sorted({_parent(path) for path in topics if SEPARATOR in path}),

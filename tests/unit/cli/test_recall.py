@@ -127,6 +127,18 @@ def test_recall_with_why_shows_what_each_part_of_the_score_added_and_the_date_cu
     assert "found by text, date" in lines[2]
 
 
+def test_recall_with_why_shows_the_event_cues_read_from_the_query(database: Any) -> None:
+    result = run("recall", CORE, "what did we eat two days before the trip?", "--why")
+    as_json = json.loads(run("recall", CORE, "what did we eat after the trip", "--json").stdout)
+
+    assert result.exit_code == 0, result.output
+    lines = [" ".join(line.split()) for line in result.stdout.splitlines()]
+    assert lines[1] == "event cues: 'two days before the trip' = before 'the trip', 2 day(s)"
+    assert as_json["event_cues"] == [
+        {"text": "after the trip", "event": "the trip", "before": False, "days": None}
+    ]
+
+
 def test_recall_shows_days_and_reads_date_cues_in_the_zone_given(database: Any) -> None:
     result = run("recall", CORE, "vegetarian food yesterday", "--tz", "Asia/Shanghai", "--why")
 
@@ -153,7 +165,9 @@ def test_recall_as_json_gives_every_field_of_each_slice_and_each_message_with_it
 
     assert result.exit_code == 0, result.output
     document = json.loads(result.stdout)
-    assert set(document) == {"core_id", "query", "now", "tz", "since", "until", "date_cues", "slices"}
+    assert set(document) == {
+        "core_id", "query", "now", "tz", "since", "until", "date_cues", "event_cues", "slices",
+    }  # fmt: skip
     assert (document["core_id"], document["query"], document["tz"]) == (CORE, "puppy", "UTC")
     (recalled,) = document["slices"]
     assert set(recalled) == {

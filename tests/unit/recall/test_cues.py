@@ -191,3 +191,32 @@ def test_empty_or_punctuation_only_query_has_no_cues() -> None:
 def test_a_naive_now_is_refused() -> None:
     with pytest.raises(ValueError, match="aware"):
         date_cues("today", now=datetime(2026, 12, 2), tz=UTC)
+
+
+def test_n_days_or_weeks_before_a_day_is_the_span_from_then_to_that_day() -> None:
+    assert days("what did we buy 3 days before 2026-11-10") == [(date(2026, 11, 7), date(2026, 11, 11))]
+    assert days("the puppy she got two weeks before August 11, 2026") == [
+        (date(2026, 7, 28), date(2026, 8, 12))
+    ]
+
+
+def test_after_a_day_is_the_span_from_that_day_to_then() -> None:
+    assert days("a week after May 7, 2026") == [(date(2026, 5, 7), date(2026, 5, 15))]
+    assert days("a month after May 31, 2026") == [(date(2026, 5, 31), date(2026, 7, 1))]
+
+
+def test_the_weekday_or_weekend_before_a_day_reaches_back_to_it() -> None:
+    # 2026-10-25 is a Sunday: the Sunday before it is the 18th, the weekend before it the 17th and 18th.
+    assert days("on the Sunday before October 25, 2026") == [(date(2026, 10, 18), date(2026, 10, 26))]
+    assert days("last weekend before October 25, 2026") == [(date(2026, 10, 17), date(2026, 10, 26))]
+
+
+def test_a_relative_phrase_is_one_cue_not_also_one_relative_to_now() -> None:
+    cues = date_cues("what did Maria do last weekend before April 10, 2026?", now=NOW, tz=UTC)
+
+    assert cues == [DateCue(date(2026, 4, 4), date(2026, 4, 11), "last weekend before April 10, 2026")]
+
+
+def test_chinese_days_before_or_after_a_day() -> None:
+    assert days("2026年5月7日前两天") == [(date(2026, 5, 5), date(2026, 5, 8))]
+    assert days("5月7日之后3天") == [(date(2026, 5, 7), date(2026, 5, 11))]

@@ -4,6 +4,7 @@ profile, and the messages that matter chosen within the budget, in order."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -123,6 +124,16 @@ def test_the_message_that_matters_is_chosen_with_its_neighbours_in_order() -> No
 
     assert one[0].offsets == [7]
     assert three[0].offsets == [6, 7, 8]
+
+
+def test_a_speakers_name_counts_for_what_they_said_not_for_a_message_greeting_them() -> None:
+    """Message 0 is Caroline's (her name is in its terms), message 3 greets her twice."""
+    marks = {"carolin": [(0, 0.8), (3, 1.5)]}
+    chat = replace(candidate("chat", size=5, marks=marks, text=1.0), speakers={"carolin": [0]})
+
+    [found] = rank([chat], {"carolin": 1.0}, now=NOW, limit=1, max_messages=1)
+
+    assert found.offsets == [0]
 
 
 def test_a_slice_takes_no_more_messages_than_it_has() -> None:

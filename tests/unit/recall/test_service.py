@@ -9,7 +9,15 @@ from typing import Any
 import pytest
 
 from partner_repo import MemoryEraser, MemoryUnitRepository
-from partner_repo.recall import ActivatedSlice, DateCue, Topic, TopicCue, TopicNode, TopicRequest
+from partner_repo.recall import (
+    ActivatedSlice,
+    DateCue,
+    RecallWeights,
+    Topic,
+    TopicCue,
+    TopicNode,
+    TopicRequest,
+)
 from tests.erasure_support import Crash
 from tests.recall_support import (
     BREAD,
@@ -302,3 +310,82 @@ async def test_the_topic_extractor_sees_the_slices_summary_messages_and_keywords
     assert (request.core_id, request.summary) == ("agent", BREAD.summary)
     assert contents(request.messages) == [c for _, c in BREAD.lines]
     assert "sourdough" in request.keywords and request.roots == []
+
+
+async def test_a_name_in_the_query_weighs_more_than_a_plain_word(memory_db: Any) -> None:
+    """Each term is in one slice; the plain word is said twice, the name once: only the name's stress
+    puts its slice first."""
+    history = History(memory_db)
+    await history.rolls(
+        "agent",
+        [
+            session(T0, "moving", "we are becoming neighbours, becoming close", "nice"),
+            session(T0 + timedelta(days=1), "the market", "I met Nicole at the market", "nice"),
+        ],
+    )
+    query = "what about becoming like Nicole"
+
+    [stressed, *_] = await history.recall().recall("agent", query)
+    [plain, *_] = await history.recall(weights=RecallWeights(emphasis=1.0)).recall("agent", query)
+
+    assert stressed.summary == "the market" and plain.summary == "moving"
+
+
+async def test_a_quoted_phrase_weighs_more_than_a_plain_word(memory_db: Any) -> None:
+    history = History(memory_db)
+    await history.rolls(
+        "agent",
+        [
+            session(T0, "the harbour", "the harbour was busy, the harbour at dawn", "nice"),
+            session(T0 + timedelta(days=1), "a house", "they painted it, a blue door", "nice"),
+        ],
+    )
+
+    [found, *_] = await history.recall().recall("agent", 'the "blue door" by the harbour')
+
+    assert found.summary == "a house"
+
+
+async def test_days_before_an_event_narrow_to_the_days_before_the_slice_that_tells_of_it(
+    memory_db: Any,
+) -> None:
+    history = History(memory_db)
+    await history.rolls(
+        "agent",
+        [
+            session(T0, "groceries", "shopping for groceries", "ok"),
+            session(T0 + timedelta(days=7), "beach things", "shopping for sunscreen and a hat", "ok"),
+            session(T0 + timedelta(days=9), "the trip", "our trip to Lisbon starts today", "enjoy"),
+            session(T0 + timedelta(days=10), "a lamp", "shopping for a new lamp", "ok"),
+        ],
+    )
+    recall = history.recall()
+
+    before_trip = await recall.recall(
+        "agent", "what shopping did we do two days before the trip?", explain=True
+    )
+    before_concert = await recall.recall("agent", "what shopping did we do two days before the concert?")
+
+    shopping = [piece for piece in before_trip if piece.summary != "the trip"]
+    assert shopping[0].summary == "beach things" and "date" in shopping[0].sources
+    assert all("date" not in piece.sources for piece in before_concert)  # no slice tells of a concert
+
+
+async def test_a_slice_next_to_a_found_one_in_its_unit_ranks_above_an_equal_stranger(memory_db: Any) -> None:
+    """ "its sequel" and "a stranger" say the same; the sequel follows the best slice in its unit."""
+    history = History(memory_db)
+    plan = await history.roll("agent", session(T0, "the plan", "we planned the garden shed", "ok"))
+    sequel = await history.roll(
+        "agent", session(T0 + timedelta(hours=2), "its sequel", "the roof leaks", "ok"), end_session=True
+    )
+    stranger = await history.roll(
+        "agent", session(T0 + timedelta(days=1), "a stranger", "the roof leaks", "ok")
+    )
+    assert sequel.unit_id == plan.unit_id != stranger.unit_id
+
+    found = await history.recall().recall("agent", "garden shed roof", explain=True)
+
+    assert [piece.summary for piece in found] == ["the plan", "its sequel", "a stranger"]
+    assert (
+        found[1].why is not None and found[1].why["adjacent"] > 0 and "adjacent" not in (found[2].why or {})
+    )

@@ -5,6 +5,7 @@ the embedder that made them, and a recall or an index write with another one is 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -12,7 +13,7 @@ import pytest
 from partner_repo import EmbedderMismatch
 from partner_repo.mongo import RECALL_INDEX
 from partner_repo.recall import MemoryRecall, RecallIndexer
-from tests.recall_support import ASKED, NOW, OTHERS, PUPPY, T0, History, concepts, session
+from tests.recall_support import ASKED, NOW, OTHERS, PUPPY, T0, History, Session, concepts, session
 
 
 def renamed(name: str, dimensions: int | None = None) -> Any:
@@ -99,3 +100,50 @@ async def test_a_slice_indexed_without_vectors_is_not_found_by_vectors(database:
     found = await history.recall(embedder=concepts).recall("agent", ASKED)
 
     assert all("vector" not in piece.sources for piece in found)
+
+
+def sea_or_caroline(texts: Sequence[str]) -> list[list[float]]:
+    """Two dimensions: "Caroline" said, the sea spoken of."""
+    return [[float("caroline" in text.lower()), float("sea" in text or "ocean" in text)] for text in texts]
+
+
+sea_or_caroline.name = "sea-or-caroline"  # type: ignore[attr-defined]
+
+
+def chat(day: Any, *lines: tuple[str, str]) -> Session:
+    """A session between Caroline (the user) and Melanie: ``(name, content)`` lines."""
+    roles = {"Caroline": "user", "Melanie": "assistant"}
+    return Session(
+        day, "a chat", tuple((roles[name], content) for name, content in lines), tuple(n for n, _ in lines)
+    )
+
+
+SEA = chat(T0, ("Caroline", "I saw it at the sea"), ("Melanie", "the sea is calm today"), ("Caroline", "ok"))
+"""Caroline's message has her name and the sea; Melanie's only the sea."""
+
+
+async def nearest_message(history: History, *sessions: Session) -> list[str]:
+    """The one message recall chooses for a question naming Caroline, with ``sessions`` after :data:`SEA`."""
+    await history.rolls("agent", [SEA, *sessions])
+    [found] = await history.recall(embedder=sea_or_caroline).recall(
+        "agent", "What did Caroline say about the ocean?", limit=1, max_messages=1
+    )
+    return [message.content for message in found.messages]
+
+
+async def test_a_query_meets_the_vectors_without_the_name_of_a_speaker_of_every_slice(database: Any) -> None:
+    """Every slice is a chat with Caroline: her name in the query says only who talks, and the message
+    about the sea that Melanie wrote is nearer than Caroline's own that merely has her name."""
+    hello = chat(T0 + timedelta(days=1), ("Caroline", "hello"), ("Melanie", "hi"))
+
+    chosen = await nearest_message(History(database, embedder=sea_or_caroline), hello)
+
+    assert chosen == ["the sea is calm today"]
+
+
+async def test_a_name_only_some_slices_say_stays_in_the_querys_vector(database: Any) -> None:
+    others = [session(T0 + timedelta(days=n), "other", "nothing", "much") for n in range(1, 4)]
+
+    chosen = await nearest_message(History(database, embedder=sea_or_caroline), *others)
+
+    assert chosen == ["I saw it at the sea"]
