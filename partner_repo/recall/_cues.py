@@ -255,44 +255,39 @@ def _span(anchor: tuple[date, date], before: bool, other: tuple[date, date]) -> 
 
 
 def _relative(match: re.Match[str], anchor: tuple[date, date]) -> tuple[date, date]:
-    """The span a :data:`_SHIFT` prefix names relative to the day ``anchor``."""
+    """The span a :data:`_SHIFT` prefix names relative to the day ``anchor`` ("the week" is one week)."""
     day, before = anchor[0], match["direction"].lower() == "before"
-    if match["units"]:
-        count, unit = _count(match["count"]), match["units"].lower().rstrip("s")
-        if unit == "month":
-            other = _day(_shifted(day, before, months=count))
-        else:
-            other = _day(_shifted(day, before, days=count * (7 if unit == "week" else 1)))
-    elif match["weekday"]:
+    if match["weekday"]:
         wanted = _WEEKDAYS.index(match["weekday"].lower())
         step = -1 if before else 1
         found = day + timedelta(days=step)
         while found.weekday() != wanted:
             found += timedelta(days=step)
-        other = _day(found)
-    else:
-        unit = match["unit"].lower()
-        if unit == "day":
-            other = _day(_shifted(day, before, days=1))
-        elif unit == "week":
-            other = _day(_shifted(day, before, days=7))
-        elif unit == "month":
-            other = _day(_shifted(day, before, months=1))
-        else:  # the weekend: the Saturday and Sunday wholly before (after) the day
-            saturday = _shifted(day, before, days=2 if before else 1)
-            while saturday.weekday() != 5:
-                saturday = _shifted(saturday, before, days=1)
-            other = (saturday, saturday + timedelta(days=2))
-    return _span(anchor, before, other)
+        return _span(anchor, before, _day(found))
+    count, unit = (_count(match["count"]), match["units"]) if match["units"] else (1, match["unit"])
+    unit = unit.lower().rstrip("s")
+    if unit == "weekend":  # the Saturday and Sunday wholly before (after) the day
+        saturday = _shifted(day, before, days=2 if before else 1)
+        while saturday.weekday() != 5:
+            saturday = _shifted(saturday, before, days=1)
+        return _span(anchor, before, (saturday, saturday + timedelta(days=2)))
+    if unit == "month":
+        return _span(anchor, before, _day(_shifted(day, before, months=count)))
+    return _span(anchor, before, _day(_shifted(day, before, days=count * (7 if unit == "week" else 1))))
 
 
 def _chinese_relative(match: re.Match[str], anchor: tuple[date, date]) -> tuple[date, date] | None:
-    count = _chinese_number(match["count"])
-    if count is None:
+    days = _chinese_days(match)
+    if days is None:
         return None
     before = match["direction"] == "前"
-    other = _day(_shifted(anchor[0], before, days=count * (1 if match["unit"] == "天" else 7)))
-    return _span(anchor, before, other)
+    return _span(anchor, before, _day(_shifted(anchor[0], before, days=days)))
+
+
+def _chinese_days(match: re.Match[str]) -> int | None:
+    """The days ``N天`` or ``N周``/``N星期`` name (None for a numeral it cannot read)."""
+    count = _chinese_number(match["count"])
+    return None if count is None else count * (1 if match["unit"] == "天" else 7)
 
 
 # The rules, longest forms first: a match overlapping an earlier rule's match is dropped. The first
@@ -371,12 +366,27 @@ def date_cues(query: str, *, now: datetime, tz: ZoneInfo) -> list[DateCue]:
 
     Raises :class:`ValueError` if ``now`` is naive: "today" depends on the zone, and a naive time names none.
     """
+    found = _found(unicodedata.normalize("NFKC", query), _today(now, tz))
+    cues: list[DateCue] = []
+    seen: set[tuple[date, date]] = set()
+    for _, _, cue in sorted(found, key=lambda item: item[0]):
+        if (cue.start, cue.end) not in seen:
+            seen.add((cue.start, cue.end))
+            cues.append(cue)
+    return cues
+
+
+def _today(now: datetime, tz: ZoneInfo) -> date:
     if now.tzinfo is None or now.utcoffset() is None:
         raise ValueError("date_cues needs an aware now (with a time zone), not a naive datetime")
-    today = now.astimezone(tz).date()
-    text = unicodedata.normalize("NFKC", query)
+    return now.astimezone(tz).date()
+
+
+def _found(text: str, today: date) -> list[tuple[int, int, DateCue]]:
+    """Each date cue of ``text`` (normalized) where it stands, ``(begin, end, cue)``, in the rules' order;
+    repeats included."""
     taken: list[tuple[int, int]] = []
-    found: list[tuple[int, DateCue]] = []
+    found: list[tuple[int, int, DateCue]] = []
     for index, (pattern, read) in enumerate(_RULES):
         for match in pattern.finditer(text):
             begin, end = match.span()
@@ -387,14 +397,8 @@ def date_cues(query: str, *, now: datetime, tz: ZoneInfo) -> list[DateCue]:
                 begin, end, interval = _relative_to(text, begin, end, interval)
             taken.append((begin, end))
             if interval is not None:
-                found.append((begin, DateCue(interval[0], interval[1], text[begin:end])))
-    cues: list[DateCue] = []
-    seen: set[tuple[date, date]] = set()
-    for _, cue in sorted(found, key=lambda item: item[0]):
-        if (cue.start, cue.end) not in seen:
-            seen.add((cue.start, cue.end))
-            cues.append(cue)
-    return cues
+                found.append((begin, end, DateCue(interval[0], interval[1], text[begin:end])))
+    return found
 
 
 def _relative_to(
@@ -428,8 +432,7 @@ def event_cues(query: str, *, now: datetime, tz: ZoneInfo) -> list[EventCue]:
     """The times ``query`` names relative to an event (see :class:`EventCue`), in its order; a phrase that
     names a day ("the day before yesterday", "two weeks before August 11") is a date cue, not an event."""
     text = unicodedata.normalize("NFKC", query)
-    dated = [(cue.text, text.find(cue.text)) for cue in date_cues(text, now=now, tz=tz)]
-    taken = [(start, start + len(written)) for written, start in dated if start >= 0]
+    taken = [(begin, end) for begin, end, _ in _found(text, _today(now, tz))]
     cues: list[EventCue] = []
     for match in [*_EVENT.finditer(text), *_CHINESE_EVENT.finditer(text)]:
         begin, end = match.span()
@@ -445,10 +448,8 @@ def _event(match: re.Match[str]) -> EventCue | None:
     before = match["direction"].lower() in ("before", "前")
     event = match["event"].strip()
     if match.re is _CHINESE_EVENT:
-        count = _chinese_number(match["count"])
-        if count is None:
-            return None
-        return EventCue(before, count * (1 if match["unit"] == "天" else 7), event, match.group().strip())
+        days = _chinese_days(match)
+        return None if days is None else EventCue(before, days, event, match.group().strip())
     if match["units"]:
         days = _count(match["count"]) * (7 if match["units"].lower().startswith("week") else 1)
     elif match["unit"]:

@@ -28,14 +28,9 @@ _SENTENCE_END = re.compile(r"[.!?。]\s*$")  # the query is NFKC-normalized: no 
 
 def emphasized(query: str, tokenizer: Tokenizer) -> set[str]:
     """The terms of ``query`` it writes as a proper name or inside quotes (see the module)."""
-    text = unicodedata.normalize("NFKC", query).replace("\u2019", "'")
-    stressed: list[str] = []
-    for match in _QUOTED.finditer(text):
-        stressed.append(next(group for group in match.groups() if group))
-    for match in _WORD.finditer(text):
-        word = match.group()
-        if _named(word) and (_acronym(word) or not _begins_sentence(text, match.start())):
-            stressed.append(word)
+    text = _normalized(query)
+    stressed = [next(group for group in match.groups() if group) for match in _QUOTED.finditer(text)]
+    stressed += [match.group() for match in _names(text)]
     return {term for phrase in stressed for term in tokenizer(phrase)}
 
 
@@ -43,21 +38,33 @@ def unnamed(query: str) -> tuple[str, list[str]]:
     """``query`` without the proper names it writes outside quotes, and those names: what an embedder is
     given when the names are the speakers' (:class:`~.service.MemoryRecall`: a name most of the core's
     slices say tells a vector only who is talking, and pulls it towards every message that greets them)."""
-    text = unicodedata.normalize("NFKC", query).replace("\u2019", "'")
+    text = _normalized(query)
     quoted = [match.span() for match in _QUOTED.finditer(text)]
     kept: list[str] = []
     names: list[str] = []
     last = 0
-    for match in _WORD.finditer(text):
-        word, start = match.group(), match.start()
-        if any(begin <= start < end for begin, end in quoted):
+    for match in _names(text):
+        if any(begin <= match.start() < end for begin, end in quoted):
             continue
-        if _named(word) and (_acronym(word) or not _begins_sentence(text, start)):
-            kept.append(text[last:start])
-            names.append(word)
-            last = match.end()
+        kept.append(text[last : match.start()])
+        names.append(match.group())
+        last = match.end()
     kept.append(text[last:])
     return " ".join("".join(kept).split()), names
+
+
+def _normalized(query: str) -> str:
+    return unicodedata.normalize("NFKC", query).replace("\u2019", "'")
+
+
+def _names(text: str) -> list[re.Match[str]]:
+    """The words of ``text`` written as a proper name: capitalized and not beginning a sentence, or an
+    acronym."""
+    return [
+        match
+        for match in _WORD.finditer(text)
+        if _named(match.group()) and (_acronym(match.group()) or not _begins_sentence(text, match.start()))
+    ]
 
 
 def _named(word: str) -> bool:

@@ -122,10 +122,7 @@ def rank(
     weights = weights or RecallWeights()
     if not candidates or limit <= 0 or max_messages <= 0:
         return []
-    best_text = max((candidate.text for candidate in candidates), default=0.0)
-    whys = [_why(candidate, best_text, now, weights) for candidate in candidates]
-    _beside(candidates, whys, weights.adjacent)
-    scores = [sum(why.values()) for why in whys]
+    whys, scores = _slice_scores(candidates, now, weights)
     best_slice = max(scores) or 1.0
     messages = [_message_scores(candidate, idf) for candidate in candidates]
     best_message = max((max(scores_, default=0.0) for scores_ in messages), default=0.0) or 1.0
@@ -170,12 +167,19 @@ def best_slices(
     """The ``count`` candidates whose slices score best (the first of recall's two rankings with an
     embedder: the slices whose message vectors are worth reading)."""
     weights = weights or RecallWeights()
+    _, scores = _slice_scores(candidates, now, weights)
+    scored = sorted(enumerate(scores), key=lambda item: (-item[1], item[0]))
+    return [candidates[index] for index, _ in scored[:count]]
+
+
+def _slice_scores(
+    candidates: Sequence[Candidate], now: datetime, weights: RecallWeights
+) -> tuple[list[dict[str, float]], list[float]]:
+    """Each slice's parts (its ``why``) and their sum: the slice sum of the module's docstring."""
     best_text = max((candidate.text for candidate in candidates), default=0.0)
     whys = [_why(candidate, best_text, now, weights) for candidate in candidates]
     _beside(candidates, whys, weights.adjacent)
-    scored = [(sum(why.values()), index) for index, why in enumerate(whys)]
-    scored.sort(key=lambda item: (-item[0], item[1]))
-    return [candidates[index] for _, index in scored[:count]]
+    return whys, [sum(why.values()) for why in whys]
 
 
 def _beside(candidates: Sequence[Candidate], whys: list[dict[str, float]], weight: float) -> None:

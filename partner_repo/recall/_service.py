@@ -330,13 +330,10 @@ def _around_events(
     already placed keeps its place."""
     for cue in cues:
         words = [term for term in dict.fromkeys(tokenizer(cue.event)) if term in weights]
-        scored = sorted(
-            ((_says(candidate, words, weights), index) for index, candidate in enumerate(found)),
-            key=_best_first,
-        )
-        if not scored or scored[0][0] <= 0:
+        said = [_says(candidate, words, weights) for candidate in found]
+        if max(said, default=0.0) <= 0:
             continue
-        event = found[scored[0][1]]
+        event = found[said.index(max(said))]  # the first of equals
         reach = timedelta(days=BARE_EVENT_DAYS if cue.days is None else cue.days)
         start, end = (
             (event.began_at - reach, event.ended_at)
@@ -358,10 +355,6 @@ def _says(candidate: Candidate, words: list[str], weights: dict[str, float]) -> 
     """How much the messages of ``candidate`` say ``words``: each word's weight times its best mark."""
     marks = candidate.marks
     return sum(weights[term] * max((mark for _, mark in marks.get(term, ())), default=0.0) for term in words)
-
-
-def _best_first(item: tuple[float, int]) -> tuple[float, int]:
-    return -item[0], item[1]
 
 
 def _names(query_terms: list[str], cues: list[Cue] | None) -> list[str]:
