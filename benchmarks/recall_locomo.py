@@ -215,20 +215,7 @@ def _model_rows(result: SectionResult, with_model: Run | str, judged: bool) -> N
             for budget, targets in MODEL_CATEGORY_TARGETS.items()
         },
         "judged": judged,
-        "recall": {
-            str(budget): {
-                "all": scores.mean(WITH_MODEL, budget),
-                "n": scores.count(WITH_MODEL, budget),
-                **{
-                    name: {
-                        "mean": scores.mean(WITH_MODEL, budget, n),
-                        "n": scores.count(WITH_MODEL, budget, n),
-                    }
-                    for n, name in CATEGORIES.items()
-                },
-            }
-            for budget in BUDGETS
-        },
+        "recall": _figures(scores, WITH_MODEL),
         "embedding": embedding,
         "conversations": _counted(with_model.conversations),
     }
@@ -426,20 +413,7 @@ def _result(
         "targets": {str(budget): target for budget, target in TARGETS.items()},
         "judged": judged,
         "categories": {str(number): name for number, name in CATEGORIES.items()},
-        "recall": {
-            method: {
-                str(budget): {
-                    "all": scores.mean(method, budget),
-                    "n": scores.count(method, budget),
-                    **{
-                        name: {"mean": scores.mean(method, budget, n), "n": scores.count(method, budget, n)}
-                        for n, name in CATEGORIES.items()
-                    },
-                }
-                for budget in BUDGETS
-            }
-            for method in scores.methods()
-        },
+        "recall": {method: _figures(scores, method) for method in scores.methods()},
         "conversations": _counted(conversations),
         "seconds": seconds,
     }
@@ -505,6 +479,21 @@ def _absent(path: Any) -> SectionResult:
             )
         )
     return result
+
+
+def _figures(scores: Scores, method: str) -> dict[str, dict[str, Any]]:
+    """A method's evidence recall at each budget, in all and per category, with the questions counted."""
+    return {
+        str(budget): {
+            "all": scores.mean(method, budget),
+            "n": scores.count(method, budget),
+            **{
+                name: {"mean": scores.mean(method, budget, n), "n": scores.count(method, budget, n)}
+                for n, name in CATEGORIES.items()
+            },
+        }
+        for budget in BUDGETS
+    }
 
 
 def _by_category(scores: Scores, method: str, budget: int) -> str:

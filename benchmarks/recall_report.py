@@ -30,13 +30,9 @@ def markdown_table(results: list[SectionResult], measured: str) -> str | None:
             figures = budgets[str(budget)]
             ours = method.startswith("partner-repo")
             target = raw["targets"][str(budget)]
-            cells = [f"**{method}**" if ours else method, str(budget)]
-            cells += [f"{figures[name]['mean']:.3f}" for name in categories.values()]
-            mean = f"{figures['all']:.3f}"
-            cells.append(f"**{mean}**" if ours else mean)
             verdict = ("PASS" if figures["all"] >= target else "FAIL") if raw["judged"] else "not judged"
-            cells.append(f">= {target:g}: {verdict}" if ours else "")
-            lines.append("| " + " | ".join(cells) + " |")
+            judged = f">= {target:g}: {verdict}" if ours else ""
+            lines.append(_line(method, budget, figures, categories, ours, judged))
         if method.startswith("partner-repo") and modelled.get("recall"):
             lines.extend(_model_lines(modelled, raw["budgets"], categories))
     conversations = raw["conversations"]
@@ -87,11 +83,20 @@ def _model_lines(modelled: dict[str, Any], budgets: list[int], categories: dict[
         met = figures["all"] >= target and all(figures[name]["mean"] >= low for name, low in chosen.items())
         verdict = ("PASS" if met else "FAIL") if modelled.get("judged") else "not judged"
         wanted = "; ".join([f">= {target:g}", *(f"{name} >= {low:.2f}" for name, low in chosen.items())])
-        cells = [f"**partner-repo recall, {modelled['model']}**", str(budget)]
-        cells += [f"{figures[name]['mean']:.3f}" for name in categories.values()]
-        cells += [f"**{figures['all']:.3f}**", f"{wanted}: {verdict}"]
-        lines.append("| " + " | ".join(cells) + " |")
+        method = f"partner-repo recall, {modelled['model']}"
+        lines.append(_line(method, budget, figures, categories, True, f"{wanted}: {verdict}"))
     return lines
+
+
+def _line(
+    method: str, budget: int, figures: dict[str, Any], categories: dict[str, str], ours: bool, target: str
+) -> str:
+    """One row of the table: a method at a budget, by category and in all (ours in bold), and its target."""
+    mean = f"{figures['all']:.3f}"
+    cells = [f"**{method}**" if ours else method, str(budget)]
+    cells += [f"{figures[name]['mean']:.3f}" for name in categories.values()]
+    cells += [f"**{mean}**" if ours else mean, target]
+    return "| " + " | ".join(cells) + " |"
 
 
 __all__ = ["markdown_table"]

@@ -260,7 +260,7 @@ def document(
     sections: dict[str, list[dict[str, Any]]] = {}
     for result in results:
         sections.setdefault(result.key, []).append(result.as_dict())
-    checks = [(r, row) for r in results for row in r.rows if row.passed is not None]
+    checks = [(r.title, r.backend, row.measurement, row.passed) for r in results for row in r.rows]
     return {
         "generated_at": started.isoformat(),
         "duration_seconds": seconds,
@@ -272,10 +272,7 @@ def document(
         "machine": machine(),
         "versions": versions(),
         "backends": sorted({r.backend for r in results}),
-        "targets": {
-            "met": sum(1 for _, row in checks if row.passed),
-            "missed": [f"{r.title} [{r.backend}]: {row.measurement}" for r, row in checks if not row.passed],
-        },
+        "targets": _targets(checks),
         "sections": sections,
     }
 
@@ -299,11 +296,10 @@ def combined(runs: list[dict[str, Any]]) -> dict[str, Any]:
     ]
     scales = {key: value for run in runs for key, value in run.get("scales", {}).items() if key in sections}
     checks = [
-        (section["title"], section["backend"], row)
+        (section["title"], section["backend"], row["measurement"], row.get("passed"))
         for measured in sections.values()
         for section in measured
         for row in section.get("rows", [])
-        if row.get("passed") is not None
     ]
     last = runs[-1]
     return {
@@ -314,15 +310,21 @@ def combined(runs: list[dict[str, Any]]) -> dict[str, Any]:
         "command": "; ".join(origins),
         "runs": len(origins),
         "backends": sorted({section["backend"] for measured in sections.values() for section in measured}),
-        "targets": {
-            "met": sum(1 for _, _, row in checks if row["passed"]),
-            "missed": [
-                f"{title} [{backend}]: {row['measurement']}"
-                for title, backend, row in checks
-                if not row["passed"]
-            ],
-        },
+        "targets": _targets(checks),
         "sections": sections,
+    }
+
+
+def _targets(checks: list[tuple[str, str, str, bool | None]]) -> dict[str, Any]:
+    """How many judged rows met their target, and which missed (``title [backend]: measurement``); a row
+    judged by nothing (``None``) is neither."""
+    return {
+        "met": sum(1 for *_, passed in checks if passed),
+        "missed": [
+            f"{title} [{backend}]: {measurement}"
+            for title, backend, measurement, passed in checks
+            if passed is False
+        ],
     }
 
 
