@@ -63,3 +63,11 @@ def test_a_chinese_event_with_days_before_it() -> None:
 
 def test_a_phrase_naming_a_day_is_a_date_cue_not_an_event() -> None:
     assert events("the day before yesterday and two weeks before August 11, 2026") == []
+
+
+def test_an_event_whose_words_name_days_is_a_date_cue() -> None:
+    assert events("what came after the last week?") == []
+
+
+def test_a_date_phrase_said_twice_is_a_date_cue_both_times() -> None:
+    assert events("last week was busy; what came after the last week?") == []
