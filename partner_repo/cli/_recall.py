@@ -151,7 +151,9 @@ def recall() -> None:
     show_default=True,
     help="The zone the query's dates (yesterday, last week, May 7, 昨天) are read in and days are shown in.",
 )
-@click.option("--why", is_flag=True, help="Show what each part of a score added, and the query's date cues.")
+@click.option(
+    "--why", is_flag=True, help="Show what each part of a score added, and the query's date and event cues."
+)
 @embedder_option(
     "Embed the query with this embedder (the one the core's vectors are of) for the vector channel."
 )
